@@ -1,0 +1,105 @@
+// One virtual CPU on one Unicorn engine. This header and vcpu.cc are the only
+// places that know Unicorn exists; everything the guest does that the machine
+// must see comes out either as a synchronous call on VcpuHost or as the
+// VcpuExit that run() returns. See ../shared/UNICORN_NOTES.md for why each
+// workaround exists.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "emu/guest_ram.h"
+
+namespace topolab {
+
+struct CpuidRegs {
+  uint32_t eax = 0, ebx = 0, ecx = 0, edx = 0;
+  bool operator==(const CpuidRegs&) const = default;
+};
+
+// What a vCPU asks of the machine while the guest runs. Calls arrive in the
+// middle of a quantum; Vcpu::instructions() is exact during every one of them.
+class VcpuHost {
+ public:
+  virtual ~VcpuHost() = default;
+  virtual CpuidRegs cpuid(uint32_t leaf, uint32_t subleaf) = 0;
+  virtual uint32_t port_in(uint16_t port, unsigned size) = 0;
+  virtual void port_out(uint16_t port, unsigned size, uint32_t value) = 0;
+  // nullopt / false: no such MSR (or a bad value); the vCPU exits with
+  // VcpuExit::Reason::GeneralProtection instead of silently ignoring it.
+  virtual std::optional<uint64_t> read_msr(uint32_t msr) = 0;
+  virtual bool write_msr(uint32_t msr, uint64_t value) = 0;
+  // The time-stamp counter the guest sees: virtual time, never the host's.
+  virtual uint64_t read_tsc() = 0;
+};
+
+struct VcpuExit {
+  enum class Reason {
+    QuantumEnd,         // the instruction budget of run() is used up
+    StopRequested,      // the host called request_stop() during a callback
+    Halt,               // HLT retired; rip is the instruction after it
+    GeneralProtection,  // #GP the vCPU itself raised (unknown MSR, ...)
+    InvalidOpcode,      // #UD
+    Exception,          // any other CPU exception; see vector
+    UnmappedMemory,     // fetch, read or write outside RAM and MMIO
+  };
+  Reason reason = Reason::QuantumEnd;
+  uint64_t rip = 0;        // where the vCPU stands now
+  int vector = -1;         // Exception: the vector number
+  uint64_t address = 0;    // UnmappedMemory: the faulting address
+  std::string detail;      // one human-readable line, for diagnostics
+};
+
+const char* to_string(VcpuExit::Reason reason);
+
+// Register snapshot for post-mortems and traces.
+struct VcpuState {
+  uint64_t rax, rbx, rcx, rdx, rsi, rdi, rbp, rsp;
+  uint64_t r8, r9, r10, r11, r12, r13, r14, r15;
+  uint64_t rip, rflags;
+  uint64_t cr0, cr3, cr4, efer;
+  uint16_t cs, ds, es, ss;
+};
+
+class Vcpu {
+ public:
+  Vcpu(unsigned index, GuestRam& ram, VcpuHost& host);
+  ~Vcpu();
+  Vcpu(const Vcpu&) = delete;
+  Vcpu& operator=(const Vcpu&) = delete;
+
+  // The state a Multiboot 1 loader hands over: 32-bit protected mode, flat
+  // 4 GiB code and data segments, paging and interrupts off.
+  void enter_multiboot(uint32_t entry, uint32_t eax, uint32_t ebx);
+
+  // Runs at most `budget` instructions (counted exactly, at block
+  // granularity: a block that would overrun the budget does not start,
+  // except the first block of a run).
+  VcpuExit run(uint64_t budget);
+
+  // From a VcpuHost callback: stop at the next block boundary (the stop is
+  // exact there; see "the stop trap" in UNICORN_NOTES.md).
+  void request_stop();
+
+  // Instructions retired since construction.
+  uint64_t instructions() const;
+
+  // Prints every executed instruction, disassembled, to `out` (nullptr: off).
+  // Off costs nothing: the per-instruction hook exists only while on.
+  void set_trace(std::FILE* out);
+
+  // Drops translated code, e.g. after the host wrote guest code.
+  void flush_translations();
+
+  VcpuState state() const;
+  unsigned index() const;
+
+ private:
+  struct Engine;
+  std::unique_ptr<Engine> engine_;
+};
+
+}  // namespace topolab
