@@ -1,0 +1,228 @@
+#include "emu/cpu_model.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "emu/topology.h"
+
+namespace topolab {
+
+namespace {
+
+using FW = FeatureWord;
+
+// ---- cache geometry (QEMU target/i386/cpu.c) -------------------------------
+// The "legacy" caches QEMU gives every model without its own cache_info.
+constexpr CacheInfo kLegacyL1d{CacheType::Data, 1, 32 * 1024, 64, 8, 1, 64, 1, true, true, false, false, CacheScope::Core};
+constexpr CacheInfo kLegacyL1i{CacheType::Instruction, 1, 32 * 1024, 64, 8, 1, 64, 1, true, true, false, false, CacheScope::Core};
+constexpr CacheInfo kLegacyL2{CacheType::Unified, 2, 4 * 1024 * 1024, 64, 16, 1, 4096, 1, false, true, false, false, CacheScope::Core};
+constexpr CacheInfo kLegacyL3{CacheType::Unified, 3, 16 * 1024 * 1024, 64, 16, 1, 16384, 1, true, true, true, true, CacheScope::Die};
+// What the same models report in AMD's 0x80000005/6.
+constexpr CacheInfo kLegacyAmdL1d{CacheType::Data, 1, 64 * 1024, 64, 2, 1, 512, 1, true, true, false, false, CacheScope::Core};
+constexpr CacheInfo kLegacyAmdL1i{CacheType::Instruction, 1, 64 * 1024, 64, 2, 1, 512, 1, true, true, false, false, CacheScope::Core};
+constexpr CacheInfo kLegacyAmdL2{CacheType::Unified, 2, 512 * 1024, 64, 16, 1, 512, 1, false, false, false, false, CacheScope::Core};
+// EPYC (Zen 1): its own geometry, used for every cache leaf; L3 per CCX/die.
+constexpr CacheInfo kEpycL1d{CacheType::Data, 1, 32 * 1024, 64, 8, 1, 64, 1, true, true, false, false, CacheScope::Core};
+constexpr CacheInfo kEpycL1i{CacheType::Instruction, 1, 64 * 1024, 64, 4, 1, 256, 1, true, true, false, false, CacheScope::Core};
+constexpr CacheInfo kEpycL2{CacheType::Unified, 2, 512 * 1024, 64, 8, 1, 1024, 1, false, false, false, false, CacheScope::Core};
+constexpr CacheInfo kEpycL3{CacheType::Unified, 3, 8 * 1024 * 1024, 64, 16, 1, 8192, 1, true, true, false, true, CacheScope::Die};
+
+// Leaf 2 descriptors (SDM table 3-12) of the legacy geometry: 0x2C 32 KiB
+// 8-way L1d, 0x30 32 KiB 8-way L1i, 0x7D 2 MiB 8-way L2, 0x4D 16 MiB 16-way L3.
+constexpr uint8_t kDesc_L1d32K = 0x2c, kDesc_L1i32K = 0x30, kDesc_L2_2M = 0x7d, kDesc_L3_16M = 0x4d;
+
+std::vector<CpuModelDef> make_models() {
+  std::vector<CpuModelDef> models;
+
+  CpuModelDef qemu64;
+  qemu64.name = "qemu64";
+  qemu64.description = "QEMU's default 64-bit CPU (AMD vendor, family 15)";
+  qemu64.vendor = Vendor::Amd;
+  qemu64.vendor_id = "AuthenticAMD";
+  qemu64.family = 15, qemu64.model = 107, qemu64.stepping = 1;
+  qemu64.level = 0xd, qemu64.xlevel = 0x8000000a;
+  qemu64.brand = "QEMU Virtual CPU version 2.5+";
+  qemu64.features = {
+      {FW::Leaf1Edx, 0x078bfbfd},  // PPRO features + MTRR CLFLUSH MCA PSE36
+      {FW::Leaf1Ecx, 0x80002001},  // SSE3 CX16 HYPERVISOR
+      {FW::Ext1Edx, 0x2193fbfd},   // LM SYSCALL NX + AMD aliases of leaf 1 EDX
+      {FW::Ext1Ecx, 0x00000005},   // LAHF_LM SVM
+  };
+  qemu64.l1d = kLegacyL1d, qemu64.l1i = kLegacyL1i, qemu64.l2 = kLegacyL2, qemu64.l3 = kLegacyL3;
+  qemu64.amd_l1d = kLegacyAmdL1d, qemu64.amd_l1i = kLegacyAmdL1i, qemu64.amd_l2 = kLegacyAmdL2, qemu64.amd_l3 = kLegacyL3;
+  qemu64.leaf2_l1d = kDesc_L1d32K, qemu64.leaf2_l1i = kDesc_L1i32K, qemu64.leaf2_l2 = kDesc_L2_2M, qemu64.leaf2_l3 = kDesc_L3_16M;
+  models.push_back(qemu64);
+
+  CpuModelDef skx;
+  skx.name = "Skylake-Server";
+  skx.description = "Intel Xeon Processor (Skylake), family 6 model 85";
+  skx.vendor = Vendor::Intel;
+  skx.vendor_id = "GenuineIntel";
+  skx.family = 6, skx.model = 85, skx.stepping = 4;
+  skx.level = 0xd, skx.xlevel = 0x80000008;
+  skx.brand = "Intel Xeon Processor (Skylake)";
+  skx.features = {
+      {FW::Leaf1Edx, 0x078bfbfd},
+      {FW::Leaf1Ecx, 0xc6982203},
+      {FW::Leaf6Eax, 0x00000004},  // ARAT
+      {FW::Leaf7Ebx, 0x001c0389},
+      {FW::LeafDEax, 0x00000003},  // x87, SSE
+      {FW::LeafD1Eax, 0x00000007},
+      {FW::Ext1Edx, 0x2c100800},
+      {FW::Ext1Ecx, 0x00000121},
+  };
+  skx.l1d = kLegacyL1d, skx.l1i = kLegacyL1i, skx.l2 = kLegacyL2, skx.l3 = kLegacyL3;
+  skx.amd_l1d = kLegacyAmdL1d, skx.amd_l1i = kLegacyAmdL1i, skx.amd_l2 = kLegacyAmdL2, skx.amd_l3 = kLegacyL3;
+  skx.leaf2_l1d = kDesc_L1d32K, skx.leaf2_l1i = kDesc_L1i32K, skx.leaf2_l2 = kDesc_L2_2M, skx.leaf2_l3 = kDesc_L3_16M;
+  models.push_back(skx);
+
+  CpuModelDef epyc;
+  epyc.name = "EPYC";
+  epyc.description = "AMD EPYC Processor (Zen, family 23)";
+  epyc.vendor = Vendor::Amd;
+  epyc.vendor_id = "AuthenticAMD";
+  epyc.family = 23, epyc.model = 1, epyc.stepping = 2;
+  epyc.level = 0xd, epyc.xlevel = 0x8000001e;
+  epyc.brand = "AMD EPYC Processor";
+  epyc.features = {
+      {FW::Leaf1Edx, 0x078bfbfd},
+      {FW::Leaf1Ecx, 0xc4d82209},
+      {FW::Leaf6Eax, 0x00000004},
+      {FW::Leaf7Ebx, 0x001c0189},
+      {FW::LeafDEax, 0x00000003},
+      {FW::LeafD1Eax, 0x00000007},
+      {FW::Ext1Edx, 0x2fd3fbfd},
+      {FW::Ext1Ecx, 0x004003f5},
+  };
+  epyc.l1d = kEpycL1d, epyc.l1i = kEpycL1i, epyc.l2 = kEpycL2, epyc.l3 = kEpycL3;
+  epyc.amd_l1d = kEpycL1d, epyc.amd_l1i = kEpycL1i, epyc.amd_l2 = kEpycL2, epyc.amd_l3 = kEpycL3;
+  epyc.leaf2_l1d = 0, epyc.leaf2_l1i = 0, epyc.leaf2_l2 = 0, epyc.leaf2_l3 = 0;
+  models.push_back(epyc);
+
+  return models;
+}
+
+// Bits that -cpu can switch by name (SDM names, QEMU spellings).
+const std::vector<FeatureFlag> kFlags = {
+    {"monitor", FW::Leaf1Ecx, 3},      {"x2apic", FW::Leaf1Ecx, 21},
+    {"tsc-deadline", FW::Leaf1Ecx, 24}, {"hypervisor", FW::Leaf1Ecx, 31},
+    {"xsave", FW::Leaf1Ecx, 26},        {"ht", FW::Leaf1Edx, 28},
+    {"arat", FW::Leaf6Eax, 2},          {"invtsc", FW::Ext7Edx, 8},
+    {"topoext", FW::Ext1Ecx, 22},       {"svm", FW::Ext1Ecx, 2},
+    {"pdpe1gb", FW::Ext1Edx, 26},       {"rdtscp", FW::Ext1Edx, 27},
+};
+
+const FeatureFlag* find_flag(std::string_view name) {
+  for (const auto& f : kFlags)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+std::string known_flag_names() {
+  std::string names;
+  for (const auto& f : kFlags) names += fmt::format("{}{}", names.empty() ? "" : ", ", f.name);
+  return names;
+}
+
+bool parse_switch(std::string_view key, std::string_view value) {
+  if (value == "on" || value == "true" || value == "yes") return true;
+  if (value == "off" || value == "false" || value == "no") return false;
+  throw ConfigError(fmt::format("-cpu: {} must be on or off, got '{}'", key, value));
+}
+
+uint32_t parse_leaf(std::string_view key, std::string_view value) {
+  uint32_t v = 0;
+  int base = 10;
+  if (value.starts_with("0x") || value.starts_with("0X")) {
+    value.remove_prefix(2);
+    base = 16;
+  }
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v, base);
+  if (value.empty() || ec != std::errc() || end != value.data() + value.size())
+    throw ConfigError(fmt::format("-cpu: {} expects a number, got '{}'", key, value));
+  return v;
+}
+
+void apply_property(CpuConfig& cfg, std::string_view prop) {
+  CpuModelDef& m = cfg.model;
+  auto set_flag = [&](std::string_view name, bool on) {
+    const FeatureFlag* f = find_flag(name);
+    if (!f)
+      throw ConfigError(fmt::format("-cpu: unknown feature '{}' for {} (known: {})", name, m.name, known_flag_names()));
+    uint32_t& word = m.features[f->word];
+    word = on ? (word | (1u << f->bit)) : (word & ~(1u << f->bit));
+  };
+  if (prop.starts_with('+') || prop.starts_with('-')) {
+    set_flag(prop.substr(1), prop[0] == '+');
+    return;
+  }
+  size_t eq = prop.find('=');
+  if (eq == std::string_view::npos)
+    throw ConfigError(fmt::format("-cpu: property '{}' needs a value, or + / - in front of a feature", prop));
+  std::string_view key = prop.substr(0, eq), value = prop.substr(eq + 1);
+  if (key == "l3-cache") {
+    cfg.l3_cache = parse_switch(key, value);
+  } else if (key == "vendor") {
+    if (value.size() != 12) throw ConfigError(fmt::format("-cpu: vendor must be 12 characters, got '{}'", value));
+    m.vendor_id = std::string(value);
+    // The vendor decides which cache leaves exist and how guests read them.
+    m.vendor = value == "AuthenticAMD" || value == "HygonGenuine" ? Vendor::Amd : Vendor::Intel;
+  } else if (key == "level") {
+    m.level = parse_leaf(key, value);
+    if (m.level > 0xff) throw ConfigError(fmt::format("-cpu: level {:#x} is past the last basic leaf topolab models (0xff)", m.level));
+  } else if (key == "xlevel") {
+    m.xlevel = parse_leaf(key, value);
+    if (m.xlevel < 0x80000000 || m.xlevel > 0x800000ff)
+      throw ConfigError(fmt::format("-cpu: xlevel must be in 0x80000000..0x800000ff, got {:#x}", m.xlevel));
+  } else if (key == "model-id") {
+    if (value.size() > 47) throw ConfigError("-cpu: model-id is longer than the 47 characters CPUID holds");
+    m.brand = std::string(value);
+  } else if (find_flag(key)) {
+    set_flag(key, parse_switch(key, value));
+  } else {
+    throw ConfigError(fmt::format("-cpu: unknown property '{}' (known: l3-cache, vendor, level, xlevel, model-id, {})", key,
+                                  known_flag_names()));
+  }
+}
+
+}  // namespace
+
+const std::vector<CpuModelDef>& cpu_models() {
+  static const std::vector<CpuModelDef> models = make_models();
+  return models;
+}
+
+const std::vector<FeatureFlag>& feature_flags() { return kFlags; }
+
+bool CpuConfig::has(std::string_view name) const {
+  const FeatureFlag* f = find_flag(name);
+  if (!f) return false;
+  auto it = model.features.find(f->word);
+  return it != model.features.end() && (it->second >> f->bit) & 1;
+}
+
+CpuConfig parse_cpu(std::string_view arg) {
+  std::string_view rest = arg;
+  size_t comma = rest.find(',');
+  std::string_view name = rest.substr(0, comma);
+  const auto& models = cpu_models();
+  auto it = std::find_if(models.begin(), models.end(), [&](const CpuModelDef& m) { return m.name == name; });
+  if (it == models.end()) {
+    std::string known;
+    for (const auto& m : models) known += fmt::format("{}{}", known.empty() ? "" : ", ", m.name);
+    throw ConfigError(fmt::format("-cpu: unknown CPU model '{}' (known: {})", name, known));
+  }
+  CpuConfig cfg{*it, true, std::string(arg)};
+  while (comma != std::string_view::npos) {
+    rest.remove_prefix(comma + 1);
+    comma = rest.find(',');
+    std::string_view prop = rest.substr(0, comma);
+    if (prop.empty()) throw ConfigError(fmt::format("-cpu: empty property in '{}'", arg));
+    apply_property(cfg, prop);
+  }
+  return cfg;
+}
+
+}  // namespace topolab

@@ -1,0 +1,44 @@
+#include "lib/cpuid.h"
+#include "lib/string.h"
+
+uint32_t cpuid_max_basic(void)
+{
+	return cpuid(0, 0).eax;
+}
+
+uint32_t cpuid_max_ext(void)
+{
+	uint32_t max = cpuid(0x80000000, 0).eax;
+
+	/* Old CPUs echo basic-leaf data here; a valid range starts 0x8000xxxx. */
+	return (max & 0xffff0000) == 0x80000000 ? max : 0;
+}
+
+void cpuid_vendor_string(char out[13])
+{
+	struct cpuid_regs r = cpuid(0, 0);
+
+	/* The vendor string is EBX, EDX, ECX, in that order. */
+	memcpy(out, &r.ebx, 4);
+	memcpy(out + 4, &r.edx, 4);
+	memcpy(out + 8, &r.ecx, 4);
+	out[12] = '\0';
+}
+
+enum cpu_vendor cpuid_vendor(void)
+{
+	char v[13];
+
+	cpuid_vendor_string(v);
+	if (!strcmp(v, "GenuineIntel"))
+		return VENDOR_INTEL;
+	if (!strcmp(v, "AuthenticAMD") || !strcmp(v, "HygonGenuine"))
+		return VENDOR_AMD;
+	return VENDOR_OTHER;
+}
+
+bool cpuid_has_topoext(void)
+{
+	return cpuid_max_ext() >= 0x80000001 &&
+	       (cpuid(0x80000001, 0).ecx & CPUID_80000001_ECX_TOPOEXT);
+}
