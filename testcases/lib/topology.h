@@ -15,6 +15,7 @@
 #ifndef LIB_TOPOLOGY_H
 #define LIB_TOPOLOGY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "lib/cpuid.h"
@@ -73,7 +74,7 @@ struct topology {
 	struct cache_info caches[TOPO_MAX_CACHES];
 	int llc;		/* index into caches, -1 if there is none */
 	/* Set if the cache leaf had no type-0 subleaf within TOPO_MAX_CACHES. */
-	int cache_leaf_unterminated;
+	bool cache_leaf_unterminated;
 };
 
 /* ceil(log2(n)), 0 for n <= 1: Linux's get_count_order. */
