@@ -210,16 +210,17 @@ std::string format_topology_table(const CpuidModel& m) {
     appendf(out, ", {} instance{} of {} CPU{}\n", c.groups.size(), c.groups.size() == 1 ? "" : "s",
             c.groups.front().size(), c.groups.front().size() == 1 ? "" : "s");
     std::string line;
+    auto flush = [&] {
+      line.erase(line.find_last_not_of(' ') + 1);
+      appendf(out, "      {}\n", line);
+      line.clear();
+    };
     for (size_t g = 0; g < c.groups.size() && g < kGroupsShown; ++g) {
-      if (g % kGroupsPerLine == 0 && g) {
-        appendf(out, "      {}\n", line);
-        line.clear();
-      }
+      if (g % kGroupsPerLine == 0 && g) flush();
       line += fmt::format("{:<22}", fmt::format("{} #{}: CPUs {}", name, g, format_cpu_list(c.groups[g])));
     }
     if (c.groups.size() > kGroupsShown) line += fmt::format("... and {} more", c.groups.size() - kGroupsShown);
-    line.erase(line.find_last_not_of(' ') + 1);
-    appendf(out, "      {}\n", line);
+    flush();
   }
   LlcView llc = linux_llc(m, caches);
   size_t widest = 0;

@@ -92,7 +92,7 @@ TEST(Llc, EpycUsesLeaf8000001D) {
 TEST(Table, ShowsTreeCachesAndTheLlcVerdict) {
   std::string table = format_topology_table(make("16,sockets=1,cores=8,threads=2", "Skylake-Server"));
   EXPECT_NE(table.find("1 socket x 8 cores x 2 threads = 16 CPUs"), std::string::npos) << table;
-  EXPECT_NE(table.find("core 7  "), std::string::npos) << table;
+  EXPECT_NE(table.find("core 7: cpu 14 (APIC 0xe), cpu 15 (APIC 0xf)\n"), std::string::npos) << table;
   EXPECT_NE(table.find("L3 #0: CPUs 0-15"), std::string::npos) << table;
   EXPECT_NE(table.find("L1d #7: CPUs 14-15"), std::string::npos) << table;
   EXPECT_NE(table.find("1 group of up to 16 CPUs"), std::string::npos) << table;
