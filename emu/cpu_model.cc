@@ -17,8 +17,8 @@ using FW = FeatureWord;
 // The "legacy" caches QEMU gives every model without its own cache_info.
 constexpr CacheInfo kLegacyL1d{CacheType::Data, 1, 32 * 1024, 64, 8, 1, 64, 1, true, true, false, false, CacheScope::Core};
 constexpr CacheInfo kLegacyL1i{CacheType::Instruction, 1, 32 * 1024, 64, 8, 1, 64, 1, true, true, false, false, CacheScope::Core};
-constexpr CacheInfo kLegacyL2{CacheType::Unified, 2, 4 * 1024 * 1024, 64, 16, 1, 4096, 1, false, true, false, false, CacheScope::Core};
-constexpr CacheInfo kLegacyL3{CacheType::Unified, 3, 16 * 1024 * 1024, 64, 16, 1, 16384, 1, true, true, true, true, CacheScope::Die};
+constexpr CacheInfo kLegacyL2{CacheType::Unified, 2, 4 * 1024 * 1024, 64, 16, 1, 4096, 1, true, true, false, false, CacheScope::Core};
+constexpr CacheInfo kLegacyL3{CacheType::Unified, 3, 16 * 1024 * 1024, 64, 16, 1, 16384, 1, true, false, true, true, CacheScope::Die};
 // What the same models report in AMD's 0x80000005/6.
 constexpr CacheInfo kLegacyAmdL1d{CacheType::Data, 1, 64 * 1024, 64, 2, 1, 512, 1, true, true, false, false, CacheScope::Core};
 constexpr CacheInfo kLegacyAmdL1i{CacheType::Instruction, 1, 64 * 1024, 64, 2, 1, 512, 1, true, true, false, false, CacheScope::Core};
@@ -27,12 +27,18 @@ constexpr CacheInfo kLegacyAmdL2{CacheType::Unified, 2, 512 * 1024, 64, 16, 1, 5
 constexpr CacheInfo kEpycL1d{CacheType::Data, 1, 32 * 1024, 64, 8, 1, 64, 1, true, true, false, false, CacheScope::Core};
 constexpr CacheInfo kEpycL1i{CacheType::Instruction, 1, 64 * 1024, 64, 4, 1, 256, 1, true, true, false, false, CacheScope::Core};
 constexpr CacheInfo kEpycL2{CacheType::Unified, 2, 512 * 1024, 64, 8, 1, 1024, 1, false, false, false, false, CacheScope::Core};
-constexpr CacheInfo kEpycL3{CacheType::Unified, 3, 8 * 1024 * 1024, 64, 16, 1, 8192, 1, true, true, false, true, CacheScope::Die};
+constexpr CacheInfo kEpycL3{CacheType::Unified, 3, 8 * 1024 * 1024, 64, 16, 1, 8192, 1, true, false, true, true, CacheScope::Die};
 
 // Leaf 2 descriptors (SDM table 3-12) of the legacy geometry: 0x2C 32 KiB
 // 8-way L1d, 0x30 32 KiB 8-way L1i, 0x7D 2 MiB 8-way L2, 0x4D 16 MiB 16-way L3.
 constexpr uint8_t kDesc_L1d32K = 0x2c, kDesc_L1i32K = 0x30, kDesc_L2_2M = 0x7d, kDesc_L3_16M = 0x4d;
 
+// Feature words are what QEMU 7.2's TCG shows a guest for the same model
+// (the model's features filtered by what TCG implements), less what the CPU
+// underneath topolab cannot execute: Unicorn 2.0.1 is QEMU 5.0's TCG, which
+// has no AVX, AVX2, FMA or F16C, and so no AVX state for XSAVE. EPYC keeps
+// TOPOEXT, which QEMU 7.2's TCG drops although it only describes topology:
+// without it no guest would read 0x8000001D/1E. docs/deviations.md lists both.
 std::vector<CpuModelDef> make_models() {
   std::vector<CpuModelDef> models;
 
@@ -45,7 +51,7 @@ std::vector<CpuModelDef> make_models() {
   qemu64.level = 0xd, qemu64.xlevel = 0x8000000a;
   qemu64.brand = "QEMU Virtual CPU version 2.5+";
   qemu64.features = {
-      {FW::Leaf1Edx, 0x078bfbfd},  // PPRO features + MTRR CLFLUSH MCA PSE36
+      {FW::Leaf1Edx, 0x078bfbfd},  // PPRO features + MTRR CLFLUSH MCA PSE36 (VME off, as QEMU's TCG)
       {FW::Leaf1Ecx, 0x80002001},  // SSE3 CX16 HYPERVISOR
       {FW::Ext1Edx, 0x2193fbfd},   // LM SYSCALL NX + AMD aliases of leaf 1 EDX
       {FW::Ext1Ecx, 0x00000005},   // LAHF_LM SVM
@@ -65,13 +71,15 @@ std::vector<CpuModelDef> make_models() {
   skx.brand = "Intel Xeon Processor (Skylake)";
   skx.features = {
       {FW::Leaf1Edx, 0x078bfbfd},
-      {FW::Leaf1Ecx, 0xc6982203},
+      // SSE3 PCLMULQDQ SSSE3 CX16 SSE4.1 SSE4.2 MOVBE POPCNT AES XSAVE RDRAND HYPERVISOR
+      {FW::Leaf1Ecx, 0xc6d82203},
       {FW::Leaf6Eax, 0x00000004},  // ARAT
-      {FW::Leaf7Ebx, 0x001c0389},
-      {FW::LeafDEax, 0x00000003},  // x87, SSE
-      {FW::LeafD1Eax, 0x00000007},
-      {FW::Ext1Edx, 0x2c100800},
-      {FW::Ext1Ecx, 0x00000121},
+      {FW::Leaf7Ebx, 0x01980389},  // FSGSBASE BMI1 SMEP BMI2 ERMS ADX SMAP CLFLUSHOPT CLWB
+      {FW::Leaf7Ecx, 0x00000008},  // PKU
+      {FW::LeafDEax, 0x00000203},  // x87 SSE PKRU
+      {FW::LeafD1Eax, 0x00000005},  // XSAVEOPT XGETBV1
+      {FW::Ext1Edx, 0x2c100800},   // SYSCALL NX PDPE1GB RDTSCP LM
+      {FW::Ext1Ecx, 0x00000021},   // LAHF_LM ABM
   };
   skx.l1d = kLegacyL1d, skx.l1i = kLegacyL1i, skx.l2 = kLegacyL2, skx.l3 = kLegacyL3;
   skx.amd_l1d = kLegacyAmdL1d, skx.amd_l1i = kLegacyAmdL1i, skx.amd_l2 = kLegacyAmdL2, skx.amd_l3 = kLegacyL3;
@@ -88,13 +96,14 @@ std::vector<CpuModelDef> make_models() {
   epyc.brand = "AMD EPYC Processor";
   epyc.features = {
       {FW::Leaf1Edx, 0x078bfbfd},
-      {FW::Leaf1Ecx, 0xc4d82209},
-      {FW::Leaf6Eax, 0x00000004},
-      {FW::Leaf7Ebx, 0x001c0189},
-      {FW::LeafDEax, 0x00000003},
-      {FW::LeafD1Eax, 0x00000007},
-      {FW::Ext1Edx, 0x2fd3fbfd},
-      {FW::Ext1Ecx, 0x004003f5},
+      {FW::Leaf1Ecx, 0xc6d8220b},  // as Skylake-Server + MONITOR
+      {FW::Leaf6Eax, 0x00000004},  // ARAT
+      {FW::Leaf7Ebx, 0x00980189},  // FSGSBASE BMI1 SMEP BMI2 ADX SMAP CLFLUSHOPT
+      {FW::LeafDEax, 0x00000003},  // x87 SSE
+      {FW::LeafD1Eax, 0x00000005},
+      {FW::Ext1Edx, 0x2dd3fbfd},   // SYSCALL NX MMXEXT PDPE1GB RDTSCP LM + AMD aliases
+      {FW::Ext1Ecx, 0x00400075},   // LAHF_LM SVM CR8LEG ABM SSE4A TOPOEXT
+      {FW::SvmEdx, 0x00000001},    // NPT
   };
   epyc.l1d = kEpycL1d, epyc.l1i = kEpycL1i, epyc.l2 = kEpycL2, epyc.l3 = kEpycL3;
   epyc.amd_l1d = kEpycL1d, epyc.amd_l1i = kEpycL1i, epyc.amd_l2 = kEpycL2, epyc.amd_l3 = kEpycL3;

@@ -47,6 +47,7 @@ enum class FeatureWord {
   Ext1Ecx,
   Ext7Edx,    // 0x80000007
   Ext8Ebx,    // 0x80000008
+  SvmEdx,     // 0x8000000A: SVM sub-features
 };
 
 enum class Vendor { Intel, Amd };

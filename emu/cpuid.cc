@@ -57,8 +57,13 @@ enum TopologyLevelType : uint32_t { kLevelInvalid = 0, kLevelSmt = 1, kLevelCore
 // Leaf 1 EDX[28]: more than one logical processor ID in the package.
 constexpr uint32_t kLeaf1EdxHtt = 1u << 28;
 constexpr uint32_t kLeaf1EcxXsave = 1u << 26;
+constexpr uint32_t kLeaf1EcxHypervisor = 1u << 31;
+// The hypervisor range 0x40000000.. (Intel SDM: "reserved for software").
+constexpr uint32_t kHypervisorBase = 0x40000000;
+constexpr uint32_t kHypervisorMax = 0x40000001;
 constexpr uint32_t kExt1EcxTopoext = 1u << 22;
 constexpr uint32_t kExt1EcxSvm = 1u << 2;
+constexpr uint32_t kExt1EcxCmpLegacy = 1u << 1;
 constexpr uint32_t kExt1EdxLongMode = 1u << 29;
 
 // Leaf 5 ECX: MWAIT extensions enumerated, interrupts break MWAIT with IF=0.
@@ -158,10 +163,8 @@ CpuidRegs CpuidModel::query(unsigned cpu_index, uint32_t leaf, uint32_t subleaf)
   // SDM: "If a value entered for CPUID.EAX is higher than the maximum input
   // value for basic or extended function ... the data for the highest basic
   // information leaf is returned."
-  bool extended = leaf >= 0x80000000;
-  if ((extended && leaf > xlevel_) || (!extended && leaf > level_)) {
-    leaf = level_;
-  }
+  uint32_t limit = leaf >= 0x80000000 ? xlevel_ : leaf >= kHypervisorBase ? kHypervisorMax : level_;
+  if (leaf > limit) leaf = level_;
   CpuidRegs r = base_leaf(leaf, subleaf);
   patch_for_cpu(cpu_index, leaf, r);
   return r;
@@ -186,6 +189,8 @@ CpuidRegs CpuidModel::base_leaf(uint32_t leaf, uint32_t subleaf) const {
     case 0x80000006: return ext6();
     case 0x80000007: return ext7();
     case 0x80000008: return ext8();
+    case 0x8000000A: return extA();
+    case kHypervisorBase: case kHypervisorMax: return hypervisor(leaf);
     case 0x8000001D: return ext1D(subleaf);
     case 0x8000001E: return ext1E();
     default: return {};
@@ -235,9 +240,10 @@ CpuidRegs CpuidModel::leaf1() const {
   put_field(r.ebx, kL1ClflushSize, 8);
   r.ecx = feature(FeatureWord::Leaf1Ecx);
   r.edx = feature(FeatureWord::Leaf1Edx);
-  uint32_t addressable = 1u << topology_.package_offset();
-  if (addressable > 1) {
-    put_field_saturated(r.ebx, kL1LogicalCount, addressable);
+  // Intel (SDM): addressable IDs, a power of two; AMD (APM): the count.
+  uint32_t logical = cpu_.vendor() == Vendor::Intel ? 1u << topology_.package_offset() : topology_.threads_per_package();
+  if (logical > 1) {
+    put_field_saturated(r.ebx, kL1LogicalCount, logical);
     r.edx |= kLeaf1EdxHtt;
   }
   return r;
@@ -304,9 +310,10 @@ CpuidRegs CpuidModel::leaf4(uint32_t subleaf) const {
 }
 
 CpuidRegs CpuidModel::leaf5() const {
-  // MONITOR/MWAIT geometry: a 64-byte monitor line, one C1 sub-state.
-  if (!cpu_.has("monitor")) return {};
-  return {kMonitorLineSize, kMonitorLineSize, kMwaitEmx | kMwaitIbe, 0x10};
+  // The monitor line is 64 bytes when MONITOR exists (QEMU reports 0 even
+  // then); no C-state sub-states are enumerated.
+  uint32_t line = cpu_.has("monitor") ? kMonitorLineSize : 0;
+  return {line, line, kMwaitEmx | kMwaitIbe, 0};
 }
 
 CpuidRegs CpuidModel::leaf6() const { return {feature(FeatureWord::Leaf6Eax), 0, 0, 0}; }
@@ -363,16 +370,38 @@ CpuidRegs CpuidModel::leaf1F(uint32_t subleaf) const {
   return r;
 }
 
+namespace {
+
+// XSAVE state components past x87/SSE (SDM vol. 1 13.4, standard format).
+struct XsaveComponent {
+  unsigned bit;
+  uint32_t size, offset;
+};
+constexpr XsaveComponent kXsaveComponents[] = {{2, 0x100, 0x240}, {9, 0x8, 0xa80}};  // AVX, PKRU
+// The legacy region (512 bytes) plus the XSAVE header (64).
+constexpr uint32_t kXsaveLegacyAndHeader = 0x240;
+
+uint32_t xsave_area_size(uint32_t xcr0, bool compacted) {
+  uint32_t size = kXsaveLegacyAndHeader;
+  for (const auto& c : kXsaveComponents)
+    if (xcr0 & (1u << c.bit)) size = std::max(size, (compacted ? size : c.offset) + c.size);
+  return size;
+}
+
+}  // namespace
+
 CpuidRegs CpuidModel::leafD(uint32_t subleaf) const {
   if (!(feature(FeatureWord::Leaf1Ecx) & kLeaf1EcxXsave)) return {};
-  // Only the legacy x87/SSE state (512 bytes) plus the XSAVE header (64):
-  // TCG supports no larger state component.
-  constexpr uint32_t kLegacyAndHeader = 512 + 64;
+  uint32_t xcr0 = feature(FeatureWord::LeafDEax);
   switch (subleaf) {
-    case 0: return {feature(FeatureWord::LeafDEax), kLegacyAndHeader, kLegacyAndHeader, 0};
-    case 1: return {feature(FeatureWord::LeafD1Eax), 0, 0, 0};
-    default: return {};
+    // EBX is the size for the XCR0 in force; the model is static, so it is
+    // the size at reset, XCR0 = x87 only.
+    case 0: return {xcr0, kXsaveLegacyAndHeader, xsave_area_size(xcr0, false), 0};
+    case 1: return {feature(FeatureWord::LeafD1Eax), xsave_area_size(xcr0, true), 0, 0};
   }
+  for (const auto& c : kXsaveComponents)
+    if (c.bit == subleaf && (xcr0 & (1u << c.bit))) return {c.size, c.offset, 0, 0};
+  return {};
 }
 
 CpuidRegs CpuidModel::ext0() const {
@@ -383,7 +412,10 @@ CpuidRegs CpuidModel::ext0() const {
 
 CpuidRegs CpuidModel::ext1() const {
   CpuidRegs r = leaf1();
-  return {r.eax, 0, feature(FeatureWord::Ext1Ecx), feature(FeatureWord::Ext1Edx)};
+  uint32_t ecx = feature(FeatureWord::Ext1Ecx);
+  // AMD's CmpLegacy: more than one core, HTT must not be read as SMT.
+  if (cpu_.vendor() == Vendor::Amd && topology_.threads_per_package() > 1) ecx |= kExt1EcxCmpLegacy;
+  return {r.eax, 0, ecx, feature(FeatureWord::Ext1Edx)};
 }
 
 CpuidRegs CpuidModel::brand(uint32_t leaf) const {
@@ -429,11 +461,24 @@ CpuidRegs CpuidModel::ext8() const {
   r.eax = kPhysAddrBits;
   if (feature(FeatureWord::Ext1Edx) & kExt1EdxLongMode) r.eax |= kVirtAddrBits << 8;
   r.ebx = feature(FeatureWord::Ext8Ebx);
-  if (topology_.threads_per_package() > 1) {
+  // ECX is AMD's (APM); the SDM reserves it on Intel.
+  if (cpu_.vendor() == Vendor::Amd && topology_.threads_per_package() > 1) {
     put_field(r.ecx, kAmdApicIdSize, topology_.package_offset());
     put_field_saturated(r.ecx, kAmdThreadsInPackage, topology_.threads_per_package() - 1);
   }
   return r;
+}
+
+CpuidRegs CpuidModel::extA() const {
+  if (!(feature(FeatureWord::Ext1Ecx) & kExt1EcxSvm)) return {};
+  // SVM revision 1 and 16 ASIDs, as QEMU reports.
+  return {1, 0x10, 0, feature(FeatureWord::SvmEdx)};
+}
+
+CpuidRegs CpuidModel::hypervisor(uint32_t leaf) const {
+  if (leaf != kHypervisorBase || !(feature(FeatureWord::Leaf1Ecx) & kLeaf1EcxHypervisor)) return {};
+  // The hypervisor signature: guests that look for one find "topolab".
+  return {kHypervisorMax, pack4("topo"), pack4("lab\0"), 0};
 }
 
 CpuidRegs CpuidModel::ext1D(uint32_t subleaf) const {
@@ -468,12 +513,18 @@ std::vector<CpuidModel::Entry> CpuidModel::enumerate(unsigned cpu_index) const {
         case 0x4: case 0x8000001D: last = (r.eax & 0x1f) == 0; break;
         case 0xB: case 0x1F: last = ((r.ecx >> 8) & 0xff) == kLevelInvalid; break;
         case 0x7: last = sub >= query(cpu_index, 0x7, 0).eax; break;
-        case 0xD: last = sub >= 1; break;
       }
       if (last) break;
     }
   };
-  for (uint32_t leaf = 0; leaf <= level_; ++leaf) add_leaf(leaf);
+  auto add_xsave_leaf = [&] {
+    uint32_t xcr0 = query(cpu_index, 0xD, 0).eax;
+    for (uint32_t sub = 0; sub < 32; ++sub)
+      if (sub < 2 || (xcr0 >> sub) & 1) out.push_back({0xD, sub, query(cpu_index, 0xD, sub)});
+  };
+  for (uint32_t leaf = 0; leaf <= level_; ++leaf) leaf == 0xD ? add_xsave_leaf() : add_leaf(leaf);
+  if (feature(FeatureWord::Leaf1Ecx) & kLeaf1EcxHypervisor)
+    for (uint32_t leaf = kHypervisorBase; leaf <= kHypervisorMax; ++leaf) add_leaf(leaf);
   for (uint32_t leaf = 0x80000000; leaf <= xlevel_; ++leaf) add_leaf(leaf);
   return out;
 }

@@ -96,6 +96,8 @@ class CpuidModel {
   CpuidRegs ext6() const;
   CpuidRegs ext7() const;
   CpuidRegs ext8() const;
+  CpuidRegs extA() const;
+  CpuidRegs hypervisor(uint32_t leaf) const;
   CpuidRegs ext1D(uint32_t subleaf) const;
   CpuidRegs ext1E() const;
 

@@ -286,7 +286,7 @@ TEST(Amd, L3Encoding80000006) {
 TEST(Monitor, Leaf5FollowsTheFlag) {
   EXPECT_EQ(make("1", "Skylake-Server,+monitor").query(0, 5, 0).eax, 64u);
   EXPECT_TRUE(make("1", "Skylake-Server,+monitor").query(0, 1, 0).ecx & (1u << 3));
-  EXPECT_EQ(make("1", "Skylake-Server,-monitor").query(0, 5, 0), CpuidRegs{});
+  EXPECT_EQ(make("1", "Skylake-Server,-monitor").query(0, 5, 0), (CpuidRegs{0, 0, 3, 0}));
   EXPECT_FALSE(make("1", "Skylake-Server,monitor=off").query(0, 1, 0).ecx & (1u << 3));
 }
 

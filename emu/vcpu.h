@@ -11,14 +11,10 @@
 #include <optional>
 #include <string>
 
+#include "emu/cpuid_regs.h"
 #include "emu/guest_ram.h"
 
 namespace topolab {
-
-struct CpuidRegs {
-  uint32_t eax = 0, ebx = 0, ecx = 0, edx = 0;
-  bool operator==(const CpuidRegs&) const = default;
-};
 
 // What a vCPU asks of the machine while the guest runs. Calls arrive in the
 // middle of a quantum; Vcpu::instructions() is exact during every one of them.
@@ -72,7 +68,10 @@ class Vcpu {
   Vcpu& operator=(const Vcpu&) = delete;
 
   // The state a Multiboot 1 loader hands over: 32-bit protected mode, flat
-  // 4 GiB code and data segments, paging and interrupts off.
+  // 4 GiB code and data segments (CS 0x08, the others 0x10), paging and
+  // interrupts off, CR4 and EFER clear. No guest memory is touched: as the
+  // Multiboot spec allows, GDTR is left invalid (base 0, limit 0), so the
+  // guest must load its own GDT before it reloads a segment register.
   void enter_multiboot(uint32_t entry, uint32_t eax, uint32_t ebx);
 
   // Runs at most `budget` instructions (counted exactly, at block
@@ -81,17 +80,23 @@ class Vcpu {
   VcpuExit run(uint64_t budget);
 
   // From a VcpuHost callback: stop at the next block boundary (the stop is
-  // exact there; see "the stop trap" in UNICORN_NOTES.md).
+  // exact there; see "the stop trap" in UNICORN_NOTES.md). A request that
+  // no block boundary consumed (the run ended first, e.g. at HLT) is
+  // dropped when the next run() starts.
   void request_stop();
 
-  // Instructions retired since construction.
+  // Instructions retired since construction. During a VcpuHost callback it
+  // counts the instructions retired before the one that made the call. A
+  // REP string instruction counts once, when its last iteration is done.
   uint64_t instructions() const;
 
   // Prints every executed instruction, disassembled, to `out` (nullptr: off).
   // Off costs nothing: the per-instruction hook exists only while on.
+  // Call it between runs: switching retranslates all code.
   void set_trace(std::FILE* out);
 
-  // Drops translated code, e.g. after the host wrote guest code.
+  // Drops translated code, e.g. after the host wrote guest code. Call it
+  // between runs.
   void flush_translations();
 
   VcpuState state() const;

@@ -1,4 +1,5 @@
 #include <stdarg.h>
+#include <stddef.h>
 
 #include "lib/io.h"
 #include "lib/printf.h"

@@ -111,11 +111,23 @@ static void add_cache(struct topology *t, unsigned level, enum cache_type type,
 	c->eax = eax;
 }
 
+static void find_llc(struct topology *t)
+{
+	t->llc = -1;
+	for (unsigned want = 3; want >= 2 && t->llc < 0; want--)
+		for (unsigned i = 0; i < t->ncaches; i++)
+			if (t->caches[i].level == want &&
+			    t->caches[i].type != CACHE_TYPE_INST)
+				t->llc = (int)i;
+}
+
 /* Leaf 4 and 0x8000001D share one layout. */
-static void decode_cache_leaf(struct topology *t, uint32_t leaf)
+void topology_read_cache_leaf(struct topology *t, uint32_t leaf)
 {
 	unsigned sub;
 
+	t->cache_source = leaf == 4 ? CACHE_SRC_LEAF_4 : CACHE_SRC_8000001D;
+	t->ncaches = 0;
 	for (sub = 0; sub < TOPO_MAX_CACHES; sub++) {
 		struct cpuid_regs r = cpuid(leaf, sub);
 		enum cache_type type = (enum cache_type)bits(r.eax, 4, 0);
@@ -131,6 +143,7 @@ static void decode_cache_leaf(struct topology *t, uint32_t leaf)
 			  ceil_log2(n), r.eax);
 	}
 	t->cache_leaf_unterminated = sub == TOPO_MAX_CACHES;
+	find_llc(t);
 }
 
 /* Linux's amd_cpuid4() emulation: nothing is shared below the L3, and the L3
@@ -158,16 +171,6 @@ static void decode_amd_legacy_caches(struct topology *t)
 	}
 }
 
-static void find_llc(struct topology *t)
-{
-	t->llc = -1;
-	for (unsigned want = 3; want >= 2 && t->llc < 0; want--)
-		for (unsigned i = 0; i < t->ncaches; i++)
-			if (t->caches[i].level == want &&
-			    t->caches[i].type != CACHE_TYPE_INST)
-				t->llc = (int)i;
-}
-
 void topology_decode(struct topology *t)
 {
 	bool amd;
@@ -192,16 +195,16 @@ void topology_decode(struct topology *t)
 	}
 
 	if (amd && cpuid_has_topoext() && cpuid_max_ext() >= 0x8000001D) {
-		t->cache_source = CACHE_SRC_8000001D;
-		decode_cache_leaf(t, 0x8000001D);
+		topology_read_cache_leaf(t, 0x8000001D);
 	} else if (amd) {
 		t->cache_source = CACHE_SRC_AMD_LEGACY;
 		decode_amd_legacy_caches(t);
+		find_llc(t);
 	} else if (cpuid_max_basic() >= 4) {
-		t->cache_source = CACHE_SRC_LEAF_4;
-		decode_cache_leaf(t, 4);
+		topology_read_cache_leaf(t, 4);
+	} else {
+		t->llc = -1;
 	}
-	find_llc(t);
 }
 
 const char *topo_source_name(enum topo_source s)

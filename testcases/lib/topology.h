@@ -82,6 +82,10 @@ unsigned ceil_log2(uint32_t n);
 
 void topology_decode(struct topology *t);
 
+/* Replaces t's caches with those of leaf 4 or 0x8000001D, whatever the
+ * vendor and TOPOEXT say (for checking a leaf that Linux would ignore). */
+void topology_read_cache_leaf(struct topology *t, uint32_t leaf);
+
 const char *topo_source_name(enum topo_source s);
 const char *cache_source_name(enum cache_source s);
 /* "L1d", "L1i", "L2", "L3"... */

@@ -1,0 +1,54 @@
+#include "devices/uart16550.h"
+
+namespace topolab {
+
+namespace {
+// Register offsets (16550A data sheet).
+enum : uint16_t { kRbrThr = 0, kIer = 1, kIirFcr = 2, kLcr = 3, kMcr = 4, kLsr = 5, kMsr = 6, kScr = 7 };
+constexpr uint8_t kLsrThre = 1u << 5;  // transmit holding register empty
+constexpr uint8_t kLsrTemt = 1u << 6;  // transmitter empty
+constexpr uint8_t kIirNoInterrupt = 0x01;
+constexpr uint8_t kIirFifosEnabled = 0xc0;
+constexpr uint8_t kMcrLoop = 1u << 4;
+// Modem status with carrier, DSR and CTS up: a terminal is attached.
+constexpr uint8_t kMsrConnected = 0xb0;
+}  // namespace
+
+uint32_t Uart16550::read(uint16_t offset, unsigned) {
+  switch (offset) {
+    case kRbrThr: return dlab() ? divisor_ & 0xff : 0;
+    case kIer: return dlab() ? divisor_ >> 8 : ier_;
+    case kIirFcr: return kIirNoInterrupt | ((fcr_ & 1) ? kIirFifosEnabled : 0);
+    case kLcr: return lcr_;
+    case kMcr: return mcr_;
+    case kLsr: return kLsrThre | kLsrTemt;
+    case kMsr: return (mcr_ & kMcrLoop) ? 0 : kMsrConnected;
+    case kScr: return scratch_;
+  }
+  return 0xff;
+}
+
+void Uart16550::write(uint16_t offset, unsigned, uint32_t value) {
+  uint8_t byte = value & 0xff;
+  switch (offset) {
+    case kRbrThr:
+      if (dlab()) {
+        divisor_ = (divisor_ & 0xff00) | byte;
+      } else if (!(mcr_ & kMcrLoop)) {  // loopback keeps bytes on the chip
+        ++bytes_sent_;
+        sink_(byte);
+      }
+      break;
+    case kIer:
+      if (dlab()) divisor_ = (divisor_ & 0x00ff) | (byte << 8);
+      else ier_ = byte & 0x0f;
+      break;
+    case kIirFcr: fcr_ = byte; break;
+    case kLcr: lcr_ = byte; break;
+    case kMcr: mcr_ = byte & 0x1f; break;
+    case kScr: scratch_ = byte; break;
+    default: break;  // LSR and MSR are read-only
+  }
+}
+
+}  // namespace topolab

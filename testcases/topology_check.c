@@ -1,0 +1,705 @@
+/*
+ * Checks the boot CPU's CPUID topology against the topology given on the
+ * command line (the -smp values): the SDM says what the leaves must contain,
+ * and lib/topology.c decodes them the way Linux does. Built as a 32-bit and
+ * as a 64-bit image from this one source.
+ *
+ * cmdline: sockets= dies= cores= threads= (default 1), cpus= (default their
+ * product; if cores= is missing it is cpus / (sockets * dies * threads), as
+ * QEMU computes it), l3=on|off (default on).
+ *
+ * APIC IDs are expected in QEMU's layout: each level gets ceil(log2(count))
+ * bits, SMT lowest, then core, die, package. CPU index i is the mixed-radix
+ * decomposition of i over the real counts, and CPU 0 boots.
+ */
+#include "lib/cmdline.h"
+#include "lib/cpuid.h"
+#include "lib/printf.h"
+#include "lib/report.h"
+#include "lib/start.h"
+#include "lib/string.h"
+#include "lib/topology.h"
+
+#define MAX_CPUS 4096
+#define MAX_LEVELS 8		/* subleaves of 0xB/0x1F read before giving up */
+
+#define LEVEL_SMT 1
+#define LEVEL_CORE 2
+#define LEVEL_DIE 5
+
+struct expect {
+	uint32_t sockets, dies, cores, threads, cpus;
+	bool l3;
+	unsigned smt_bits, core_bits, die_bits;	/* APIC ID field widths */
+	unsigned core_off, die_off, pkg_off;	/* where each field starts */
+	uint32_t per_core, per_die, per_pkg;	/* logical CPUs */
+};
+
+struct cpu_pos {
+	uint32_t pkg, die, core, smt, apic_id;
+};
+
+/* A leaf 0xB or 0x1F as read: the levels, then the terminator. */
+struct ext_leaf {
+	uint32_t leaf;
+	const char *name;	/* check-name prefix */
+	bool present;
+	unsigned nlevels;	/* subleaves before the terminator */
+	bool terminated;
+	struct cpuid_regs sub[MAX_LEVELS + 1];
+};
+
+enum scope { SCOPE_CORE, SCOPE_DIE };
+
+static const char *plural(uint32_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
+/* Check names are "<prefix>.<what>"; report() prints them at once, so one
+ * buffer is enough. */
+static const char *join(const char *prefix, const char *what)
+{
+	static char buf[64];
+	size_t a = strlen(prefix), b = strlen(what);
+
+	if (a + 1 + b >= sizeof(buf))
+		return prefix;
+	memcpy(buf, prefix, a);
+	buf[a] = '.';
+	memcpy(buf + a + 1, what, b + 1);
+	return buf;
+}
+
+static struct cpu_pos cpu_pos(const struct expect *e, uint32_t i)
+{
+	struct cpu_pos p;
+
+	p.smt = i % e->threads;
+	i /= e->threads;
+	p.core = i % e->cores;
+	i /= e->cores;
+	p.die = i % e->dies;
+	p.pkg = i / e->dies;
+	p.apic_id = p.pkg << e->pkg_off | p.die << e->die_off |
+		    p.core << e->core_off | p.smt;
+	return p;
+}
+
+/* ---- the expected topology, from the command line ---- */
+
+static bool read_count(const char *key, uint32_t *v, bool *given)
+{
+	*v = 1;
+	switch (cmdline_uint(key, v)) {
+	case CMDLINE_ABSENT:
+		*given = false;
+		return true;
+	case CMDLINE_FOUND:
+		*given = true;
+		if (*v >= 1 && *v <= MAX_CPUS)
+			return true;
+		return report("cmdline", false, "%s=%u is out of range 1..%u",
+			      key, *v, MAX_CPUS);
+	case CMDLINE_INVALID:
+		break;
+	}
+	return report("cmdline", false, "%s= is not a number", key);
+}
+
+static bool parse_expect(struct expect *e)
+{
+	bool given, cores_given, cpus_given;
+	char l3[8] = "on";
+
+	memset(e, 0, sizeof(*e));
+	if (!read_count("sockets", &e->sockets, &given) ||
+	    !read_count("dies", &e->dies, &given) ||
+	    !read_count("cores", &e->cores, &cores_given) ||
+	    !read_count("threads", &e->threads, &given) ||
+	    !read_count("cpus", &e->cpus, &cpus_given))
+		return false;
+
+	/* Each count is at most MAX_CPUS, so these products fit in 64 bits. */
+	uint64_t others = (uint64_t)e->sockets * e->dies * e->threads;
+	uint64_t total = others * e->cores;
+	if (!cores_given && cpus_given) {
+		/* 32-bit arithmetic: 64-bit division would need libgcc. */
+		if (others > e->cpus || e->cpus % (uint32_t)others)
+			return report("cmdline", false,
+				      "cpus=%u is not a multiple of sockets*dies*threads",
+				      e->cpus);
+		e->cores = e->cpus / (uint32_t)others;
+		total = e->cpus;
+	}
+	if (total > MAX_CPUS)
+		return report("cmdline", false,
+			      "sockets*dies*cores*threads is more than %u", MAX_CPUS);
+	if (!cpus_given)
+		e->cpus = (uint32_t)total;
+	if (e->cpus > total)
+		return report("cmdline", false,
+			      "cpus=%u exceeds sockets*dies*cores*threads=%u",
+			      e->cpus, (uint32_t)total);
+
+	cmdline_str("l3", l3, sizeof(l3));
+	if (strcmp(l3, "on") && strcmp(l3, "off"))
+		return report("cmdline", false, "l3=%s is neither on nor off", l3);
+	e->l3 = !strcmp(l3, "on");
+
+	e->smt_bits = ceil_log2(e->threads);
+	e->core_bits = ceil_log2(e->cores);
+	e->die_bits = ceil_log2(e->dies);
+	e->core_off = e->smt_bits;
+	e->die_off = e->core_off + e->core_bits;
+	e->pkg_off = e->die_off + e->die_bits;
+	e->per_core = e->threads;
+	e->per_die = e->threads * e->cores;
+	e->per_pkg = e->per_die * e->dies;
+	return true;
+}
+
+/* ---- how the decoded APIC ID fields group the expected CPUs ---- */
+
+/*
+ * The number of distinct values of apic_id >> lo among the CPUs whose
+ * apic_id >> hi equals the boot CPU's. Expected APIC IDs grow with the CPU
+ * index, so distinct values are counted as changes along the way.
+ */
+static uint32_t count_groups(const struct expect *e, unsigned lo, unsigned hi,
+			     uint32_t boot_apic)
+{
+	uint32_t groups = 0;
+	uint64_t last = ~0ull;
+
+	for (uint32_t i = 0; i < e->cpus; i++) {
+		uint64_t apic = cpu_pos(e, i).apic_id;
+
+		if (apic >> hi != (uint64_t)boot_apic >> hi)
+			continue;
+		if (apic >> lo != last)
+			groups++;
+		last = apic >> lo;
+	}
+	return groups;
+}
+
+static uint32_t cache_sharers(const struct expect *e, const struct cache_info *c,
+			      uint32_t boot_apic)
+{
+	return count_groups(e, 0, c->id_shift, boot_apic);
+}
+
+/* ---- what was read ---- */
+
+static void print_regs(uint32_t leaf, uint32_t sub, struct cpuid_regs r)
+{
+	printf("  0x%08x 0x%02x: eax=0x%08x ebx=0x%08x ecx=0x%08x edx=0x%08x\n",
+	       leaf, sub, r.eax, r.ebx, r.ecx, r.edx);
+}
+
+static void read_ext_leaf(struct ext_leaf *x, uint32_t leaf, const char *name)
+{
+	memset(x, 0, sizeof(*x));
+	x->leaf = leaf;
+	x->name = name;
+	/* SDM: a leaf without topology reports EBX = 0 in subleaf 0. */
+	x->present = cpuid_max_basic() >= leaf && bits(cpuid(leaf, 0).ebx, 15, 0);
+	if (!x->present)
+		return;
+	for (unsigned sub = 0; sub <= MAX_LEVELS; sub++) {
+		x->sub[sub] = cpuid(leaf, sub);
+		print_regs(leaf, sub, x->sub[sub]);
+		if (bits(x->sub[sub].ecx, 15, 8) == 0) {
+			x->nlevels = sub;
+			x->terminated = true;
+			return;
+		}
+	}
+	x->nlevels = MAX_LEVELS;
+}
+
+static void print_expect(const struct expect *e)
+{
+	printf("expected: %u socket%s x %u die%s x %u core%s x %u thread%s, "
+	       "%u CPU%s, l3=%s\n",
+	       e->sockets, plural(e->sockets), e->dies, plural(e->dies),
+	       e->cores, plural(e->cores), e->threads, plural(e->threads),
+	       e->cpus, plural(e->cpus), e->l3 ? "on" : "off");
+	printf("expected APIC ID fields: SMT %u bit%s, core %u, die %u "
+	       "(core shift %u, die shift %u, package shift %u)\n",
+	       e->smt_bits, plural(e->smt_bits), e->core_bits, e->die_bits,
+	       e->core_off, e->die_off, e->pkg_off);
+}
+
+/* "EAX=0x1c004121" for a cache from leaf 4/0x8000001D; legacy AMD caches
+ * have no sharing field, n is what Linux assumes. */
+static const char *cache_origin(const struct cache_info *c)
+{
+	static char buf[] = "EAX=0x00000000";
+
+	if (!c->eax)
+		return "legacy leaf, n assumed";
+	for (int i = 0; i < 8; i++)
+		buf[6 + i] = "0123456789abcdef"[c->eax >> (28 - 4 * i) & 0xf];
+	return buf;
+}
+
+static void print_decoded(const struct topology *t)
+{
+	printf("decoded from %s: APIC ID %u; SMT shift %u, core shift %u, "
+	       "package shift %u; counts %u/core, %u/die, %u/package\n",
+	       topo_source_name(t->source), t->apic_id, t->smt_shift,
+	       t->core_shift, t->pkg_shift, t->threads_per_core,
+	       t->logical_per_die, t->logical_per_pkg);
+}
+
+static void print_caches(const struct expect *e, const struct topology *t)
+{
+	printf("caches from %s:\n", cache_source_name(t->cache_source));
+	for (unsigned i = 0; i < t->ncaches; i++) {
+		const struct cache_info *c = &t->caches[i];
+		uint32_t n = cache_sharers(e, c, t->apic_id);
+
+		printf("  %-3s %6u KiB (%s): n=%u -> id = APIC ID >> %u = %u, "
+		       "shared by %u CPU%s%s\n",
+		       cache_name(c), c->size_kib, cache_origin(c), c->sharing,
+		       c->id_shift, c->id, n, plural(n),
+		       (int)i == t->llc ? " (LLC)" : "");
+	}
+}
+
+/* "topology seen by CPU 0: 1 package x 8 cores x 2 threads; L1d/L1i/L2
+ * shared by 2 logical CPUs; L3 shared by 16 logical CPUs" */
+static void print_seen(const struct expect *e, const struct topology *t)
+{
+	uint32_t a = t->apic_id;
+	uint32_t pkgs = count_groups(e, t->pkg_shift, 64, a);
+	uint32_t dies = count_groups(e, t->core_shift, t->pkg_shift, a);
+	uint32_t cores = count_groups(e, t->smt_shift, t->core_shift, a);
+	uint32_t threads = count_groups(e, 0, t->smt_shift, a);
+
+	printf("topology seen by CPU 0: %u package%s", pkgs, plural(pkgs));
+	if (dies > 1 || e->dies > 1)
+		printf(" x %u die%s", dies, plural(dies));
+	printf(" x %u core%s x %u thread%s", cores, plural(cores), threads,
+	       plural(threads));
+	/* Caches come lowest level first; runs with equal sharing are merged. */
+	for (unsigned i = 0; i < t->ncaches; i++) {
+		uint32_t n = cache_sharers(e, &t->caches[i], a);
+		bool first = i == 0 || cache_sharers(e, &t->caches[i - 1], a) != n;
+		bool last = i + 1 == t->ncaches ||
+			    cache_sharers(e, &t->caches[i + 1], a) != n;
+
+		printf("%s%s", first ? "; " : "/", cache_name(&t->caches[i]));
+		if (last)
+			printf(" shared by %u logical CPU%s", n, plural(n));
+	}
+	if (t->llc >= 0)
+		printf("; LLC is %s\n", cache_name(&t->caches[t->llc]));
+	else
+		printf("; no LLC\n");
+}
+
+/* ---- leaf 1 ---- */
+
+static void check_leaf1(const struct expect *e)
+{
+	struct cpuid_regs r = cpuid(1, 0);
+	bool htt = r.edx & CPUID_1_EDX_HTT;
+	uint32_t ids = bits(r.ebx, 23, 16);
+
+	/* SDM: HTT = 0 means one logical processor in the package. */
+	report("leaf1.htt", htt || e->per_pkg == 1,
+	       "EDX[28] clear, but %u logical CPUs per package", e->per_pkg);
+	if (!htt) {
+		report_skip("leaf1.logical_ids", "HTT clear: EBX[23:16] not valid");
+		return;
+	}
+	report("leaf1.logical_ids", ids >= e->per_pkg,
+	       "EBX=0x%08x: EBX[23:16]=%u addressable IDs < %u logical CPUs per "
+	       "package (SDM value: %u)",
+	       r.ebx, ids, e->per_pkg, 1u << e->pkg_off);
+}
+
+/* ---- leaves 0xB and 0x1F ---- */
+
+static const char *level_name(unsigned type)
+{
+	static const char *const names[] = { "invalid", "SMT", "core",
+					     "module", "tile", "die" };
+
+	return type < 6 ? names[type] : "unknown";
+}
+
+/* The levels we expect in this leaf, lowest first; returns how many. 0xB
+ * reports SMT and core only; 0x1F adds the die level, which it may leave out
+ * when there is one die per package. */
+static unsigned expected_levels(const struct expect *e, const struct ext_leaf *x,
+				unsigned want[3])
+{
+	unsigned n = 0;
+
+	want[n++] = LEVEL_SMT;
+	want[n++] = LEVEL_CORE;
+	if (x->leaf == 0x1F &&
+	    (e->dies > 1 ||
+	     (x->nlevels > 2 && bits(x->sub[2].ecx, 15, 8) == LEVEL_DIE)))
+		want[n++] = LEVEL_DIE;
+	return n;
+}
+
+/* SDM: EAX[4:0] shifts the x2APIC ID right to get the next level's ID;
+ * EBX[15:0] counts the logical processors in one instance of the next level. */
+static unsigned expected_shift(const struct expect *e, unsigned type, bool die_next)
+{
+	if (type == LEVEL_SMT)
+		return e->smt_bits;
+	if (type == LEVEL_CORE)
+		return die_next ? e->die_off : e->pkg_off;
+	return e->pkg_off;
+}
+
+static uint32_t expected_count(const struct expect *e, unsigned type, bool die_next)
+{
+	if (type == LEVEL_SMT)
+		return e->per_core;
+	if (type == LEVEL_CORE)
+		return die_next ? e->per_die : e->per_pkg;
+	return e->per_pkg;
+}
+
+static void check_levels(const struct expect *e, const struct ext_leaf *x)
+{
+	unsigned want[3], n = expected_levels(e, x, want);
+
+	for (unsigned i = 0; i < n; i++) {
+		if (i >= x->nlevels) {
+			report(join(x->name, "levels"), false,
+			       "%u level%s before the terminator, expected a %s "
+			       "level at subleaf %u", x->nlevels,
+			       plural(x->nlevels), level_name(want[i]), i);
+			return;
+		}
+		unsigned type = bits(x->sub[i].ecx, 15, 8);
+
+		if (type != want[i]) {
+			report(join(x->name, "levels"), false,
+			       "subleaf %u is a %s level (ECX=0x%08x), expected %s",
+			       i, level_name(type), x->sub[i].ecx, level_name(want[i]));
+			return;
+		}
+		if (bits(x->sub[i].ecx, 7, 0) != i) {
+			report(join(x->name, "levels"), false,
+			       "subleaf %u reports ECX[7:0]=%u", i,
+			       bits(x->sub[i].ecx, 7, 0));
+			return;
+		}
+	}
+	report(join(x->name, "levels"), x->nlevels == n,
+	       "subleaf %u is an unexpected %s level", n,
+	       level_name(bits(x->sub[n].ecx, 15, 8)));
+
+	bool shifts_ok = true, counts_ok = true;
+	unsigned bad_shift = 0, bad_count = 0;
+	unsigned levels = x->nlevels < n ? x->nlevels : n;
+
+	for (unsigned i = 0; i < levels; i++) {
+		bool die_next = i + 1 < n && want[i + 1] == LEVEL_DIE;
+
+		if (shifts_ok && bits(x->sub[i].eax, 4, 0) !=
+				 expected_shift(e, want[i], die_next)) {
+			shifts_ok = false;
+			bad_shift = i;
+		}
+		if (counts_ok && bits(x->sub[i].ebx, 15, 0) !=
+				 expected_count(e, want[i], die_next)) {
+			counts_ok = false;
+			bad_count = i;
+		}
+	}
+	bool die_next = bad_shift + 1 < n && want[bad_shift + 1] == LEVEL_DIE;
+	report(join(x->name, "shifts"), shifts_ok,
+	       "subleaf %u (%s): EAX=0x%08x, shift %u, expected %u", bad_shift,
+	       level_name(want[bad_shift]), x->sub[bad_shift].eax,
+	       bits(x->sub[bad_shift].eax, 4, 0),
+	       expected_shift(e, want[bad_shift], die_next));
+	die_next = bad_count + 1 < n && want[bad_count + 1] == LEVEL_DIE;
+	report(join(x->name, "counts"), counts_ok,
+	       "subleaf %u (%s): EBX=0x%08x, %u logical CPUs, expected %u",
+	       bad_count, level_name(want[bad_count]), x->sub[bad_count].ebx,
+	       bits(x->sub[bad_count].ebx, 15, 0),
+	       expected_count(e, want[bad_count], die_next));
+}
+
+static void check_terminator(const struct ext_leaf *x)
+{
+	const struct cpuid_regs *t = &x->sub[x->nlevels];
+
+	if (!x->terminated) {
+		report(join(x->name, "terminator"), false,
+		       "no level type 0 within %u subleaves", MAX_LEVELS + 1);
+		return;
+	}
+	/* SDM: EAX = EBX = 0 and level type 0; ECX[7:0] still echoes the
+	 * subleaf. Readers stop on different fields, so all must agree. */
+	report(join(x->name, "terminator"),
+	       t->eax == 0 && t->ebx == 0 && bits(t->ecx, 7, 0) == x->nlevels,
+	       "subleaf %u: eax=0x%08x ebx=0x%08x ecx=0x%08x", x->nlevels,
+	       t->eax, t->ebx, t->ecx);
+}
+
+static void check_x2apic_id(const struct ext_leaf *x)
+{
+	uint32_t apic8 = bits(cpuid(1, 0).ebx, 31, 24);
+	unsigned last = x->terminated ? x->nlevels : x->nlevels - 1;
+
+	/* Linux: "[Firmware Bug] ... APIC ID mismatch" when these differ. */
+	for (unsigned i = 1; i <= last; i++) {
+		if (x->sub[i].edx != x->sub[0].edx) {
+			report(join(x->name, "x2apic_id"), false,
+			       "subleaf %u EDX=0x%08x, subleaf 0 EDX=0x%08x", i,
+			       x->sub[i].edx, x->sub[0].edx);
+			return;
+		}
+	}
+	report(join(x->name, "x2apic_id"), (x->sub[0].edx & 0xff) == apic8,
+	       "x2APIC ID 0x%08x, but leaf 1 EBX[31:24] = 0x%02x",
+	       x->sub[0].edx, apic8);
+}
+
+static void check_ext_leaf(const struct expect *e, const struct ext_leaf *x)
+{
+	if (!x->present) {
+		if (cpuid_max_basic() < x->leaf)
+			report_skip(x->name, "max basic leaf is 0x%x",
+				    cpuid_max_basic());
+		else
+			report_skip(x->name, "subleaf 0 EBX = 0: not implemented");
+		return;
+	}
+	check_levels(e, x);
+	check_terminator(x);
+	check_x2apic_id(x);
+}
+
+/* ---- the decoded topology ---- */
+
+static void check_decoded(const struct expect *e, const struct topology *t,
+			  const struct ext_leaf *leaf_1f)
+{
+	const char *src = topo_source_name(t->source);
+
+	if (e->dies > 1)
+		report("topology.die_level", leaf_1f->present,
+		       "dies=%u, but no leaf 0x1f: the die level is invisible",
+		       e->dies);
+	report("topology.boot_apic_id", t->apic_id == cpu_pos(e, 0).apic_id,
+	       "boot CPU has APIC ID %u, CPU 0 should have %u", t->apic_id,
+	       cpu_pos(e, 0).apic_id);
+	report("topology.smt_shift", t->smt_shift == e->smt_bits,
+	       "decoded %u from %s, expected %u", t->smt_shift, src, e->smt_bits);
+	report("topology.core_shift", t->core_shift == e->die_off,
+	       "decoded %u from %s, expected %u", t->core_shift, src, e->die_off);
+	report("topology.package_shift", t->pkg_shift == e->pkg_off,
+	       "decoded %u from %s, expected %u", t->pkg_shift, src, e->pkg_off);
+}
+
+/* ---- caches ---- */
+
+static const struct cache_info *find_cache(const struct topology *t,
+					   unsigned level, enum cache_type type)
+{
+	for (unsigned i = 0; i < t->ncaches; i++)
+		if (t->caches[i].level == level && t->caches[i].type == type)
+			return &t->caches[i];
+	return NULL;
+}
+
+/* Compares the CPUs that share the cache by Linux's decode (same
+ * apicid >> id_shift) with the CPUs of the boot CPU's core or die. */
+static void check_sharing(const char *name, const struct expect *e,
+			  const struct cache_info *c, enum scope scope)
+{
+	struct cpu_pos boot = cpu_pos(e, 0);
+	const char *scope_name = scope == SCOPE_CORE ? "core" : "die";
+	uint32_t expected = scope == SCOPE_CORE ? e->per_core : e->per_die;
+
+	for (uint32_t i = 0; i < e->cpus; i++) {
+		struct cpu_pos p = cpu_pos(e, i);
+		bool same = p.pkg == boot.pkg && p.die == boot.die &&
+			    (scope == SCOPE_DIE || p.core == boot.core);
+		bool shares = p.apic_id >> c->id_shift == c->id;
+
+		if (same != shares) {
+			report(name, false,
+			       "%s: n=%u -> APIC ID >> %u; CPU %u (APIC ID %u) %s "
+			       "it, but is %s the %s of CPU 0 (%u CPUs)",
+			       cache_origin(c), c->sharing, c->id_shift, i, p.apic_id,
+			       shares ? "shares" : "does not share",
+			       same ? "in" : "outside", scope_name, expected);
+			return;
+		}
+	}
+	report(name, true, NULL);
+}
+
+static void check_core_cache(const char *prefix, const char *what,
+			      const struct expect *e, const struct topology *t,
+			      unsigned level, enum cache_type type)
+{
+	const struct cache_info *c = find_cache(t, level, type);
+
+	if (c)
+		check_sharing(join(prefix, what), e, c, SCOPE_CORE);
+	else
+		report(join(prefix, what), false, "no such cache in %s",
+		       cache_source_name(t->cache_source));
+}
+
+/* Leaf 4 EAX[31:26] + 1 is the number of addressable core IDs in the
+ * package (SDM: 1 << core+die bits). Linux's legacy path only uses
+ * ceil_log2 of it, so a real core count that rounds up the same passes. */
+static void check_leaf4_core_ids(const struct expect *e)
+{
+	unsigned want = e->pkg_off - e->core_off;
+
+	for (uint32_t sub = 0; sub < TOPO_MAX_CACHES; sub++) {
+		uint32_t eax = cpuid(4, sub).eax;
+
+		if (bits(eax, 4, 0) == CACHE_TYPE_NULL)
+			break;
+		if (ceil_log2(bits(eax, 31, 26) + 1) != want) {
+			report("leaf4.core_ids", false,
+			       "subleaf %u EAX=0x%08x: EAX[31:26]=%u -> %u core-ID "
+			       "bits, expected %u (SDM value EAX[31:26]=%u)",
+			       sub, eax, bits(eax, 31, 26),
+			       ceil_log2(bits(eax, 31, 26) + 1), want,
+			       (1u << want) - 1);
+			return;
+		}
+	}
+	report("leaf4.core_ids", true, NULL);
+}
+
+/* prefix names the checks: "cache" for the caches Linux would use. */
+static void check_caches(const char *prefix, const struct expect *e,
+			 const struct topology *t)
+{
+	if (t->cache_source == CACHE_SRC_NONE) {
+		report_skip(prefix, "no cache leaves");
+		return;
+	}
+	if (t->cache_source == CACHE_SRC_LEAF_4 ||
+	    t->cache_source == CACHE_SRC_8000001D)
+		report(join(prefix, "terminator"), !t->cache_leaf_unterminated,
+		       "no type-0 subleaf within %u subleaves of %s",
+		       TOPO_MAX_CACHES, cache_source_name(t->cache_source));
+	if (t->cache_source == CACHE_SRC_LEAF_4)
+		check_leaf4_core_ids(e);
+
+	check_core_cache(prefix, "l1d.shared_by_core", e, t, 1, CACHE_TYPE_DATA);
+	check_core_cache(prefix, "l1i.shared_by_core", e, t, 1, CACHE_TYPE_INST);
+	check_core_cache(prefix, "l2.shared_by_core", e, t, 2, CACHE_TYPE_UNIFIED);
+
+	const struct cache_info *l3 = find_cache(t, 3, CACHE_TYPE_UNIFIED);
+	report(join(prefix, "l3.present"), (l3 != NULL) == e->l3,
+	       "L3 %s, but l3=%s", l3 ? "present" : "absent", e->l3 ? "on" : "off");
+	if (l3 && e->l3)
+		check_sharing(join(prefix, "l3.shared_by_die"), e, l3, SCOPE_DIE);
+
+	/* What the scheduler uses: cpus_share_cache() is "same LLC id". */
+	if (t->llc < 0)
+		report(join(prefix, "llc"), false, "no L2 or L3");
+	else
+		check_sharing(join(prefix, "llc"), e, &t->caches[t->llc],
+			      e->l3 ? SCOPE_DIE : SCOPE_CORE);
+}
+
+/* ---- AMD ---- */
+
+static void check_amd(const struct expect *e, const struct topology *t)
+{
+	uint32_t max_ext = cpuid_max_ext();
+
+	if (max_ext >= 0x80000008) {
+		uint32_t ecx = cpuid(0x80000008, 0).ecx;
+		uint32_t nc = bits(ecx, 7, 0) + 1, size = bits(ecx, 15, 12);
+		/* Linux derives the width from NC when ApicIdCoreIdSize is 0. */
+		unsigned width = size ? size : ceil_log2(nc);
+
+		report("amd.80000008.nc", nc == e->per_pkg,
+		       "ECX=0x%08x: NC+1 = %u threads, expected %u per package",
+		       ecx, nc, e->per_pkg);
+		report("amd.80000008.apic_id_size", width == e->pkg_off,
+		       "ECX=0x%08x: ApicIdCoreIdSize %u -> %u bits, expected %u",
+		       ecx, size, width, e->pkg_off);
+	} else {
+		report_skip("amd.80000008", "max extended leaf 0x%x", max_ext);
+	}
+
+	/*
+	 * Without TOPOEXT these two leaves are reserved and Linux ignores them,
+	 * but QEMU fills them anyway (TCG cannot offer TOPOEXT), so check them
+	 * as plain CPUID content too.
+	 */
+	if (max_ext >= 0x8000001D && t->cache_source != CACHE_SRC_8000001D) {
+		struct topology raw = *t;
+
+		printf("TOPOEXT clear: checking 0x8000001d/0x8000001e as raw leaves\n");
+		topology_read_cache_leaf(&raw, 0x8000001D);
+		print_caches(e, &raw);
+		check_caches("amd.8000001d", e, &raw);
+	}
+	if (max_ext < 0x8000001E) {
+		report_skip("amd.8000001e", "max extended leaf 0x%x", max_ext);
+		return;
+	}
+	struct cpuid_regs r = cpuid(0x8000001E, 0);
+
+	report("amd.8000001e.apic_id", r.eax == t->apic_id,
+	       "EAX=0x%08x, but the APIC ID is 0x%x", r.eax, t->apic_id);
+	report("amd.8000001e.threads_per_core",
+	       bits(r.ebx, 15, 8) + 1 == e->threads,
+	       "EBX=0x%08x: %u threads per core, expected %u", r.ebx,
+	       bits(r.ebx, 15, 8) + 1, e->threads);
+	/* QEMU presents each die as a node. */
+	report("amd.8000001e.nodes_per_package",
+	       bits(r.ecx, 10, 8) + 1 == e->dies,
+	       "ECX=0x%08x: %u nodes per package, expected %u (dies)", r.ecx,
+	       bits(r.ecx, 10, 8) + 1, e->dies);
+}
+
+int main(const struct multiboot_info *mbi)
+{
+	struct expect e;
+	struct topology t;
+	struct ext_leaf leaf_b, leaf_1f;
+	char vendor[13];
+
+	printf("topology_check (%u-bit code)\n", (unsigned)sizeof(void *) * 8);
+	printf("cmdline: %s\n", cmdline_get());
+	if (!parse_expect(&e))
+		return report_summary();
+
+	cpuid_vendor_string(vendor);
+	printf("CPU: %s, max basic leaf 0x%x, max extended leaf 0x%x\n", vendor,
+	       cpuid_max_basic(), cpuid_max_ext());
+	print_expect(&e);
+	print_regs(1, 0, cpuid(1, 0));
+	read_ext_leaf(&leaf_b, 0xB, "leaf0xb");
+	read_ext_leaf(&leaf_1f, 0x1F, "leaf0x1f");
+	topology_decode(&t);
+	print_decoded(&t);
+	print_caches(&e, &t);
+	print_seen(&e, &t);
+
+	check_leaf1(&e);
+	check_ext_leaf(&e, &leaf_b);
+	check_ext_leaf(&e, &leaf_1f);
+	check_decoded(&e, &t, &leaf_1f);
+	check_caches("cache", &e, &t);
+	if (t.vendor == VENDOR_AMD)
+		check_amd(&e, &t);
+	return report_summary();
+}
