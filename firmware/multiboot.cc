@@ -1,0 +1,249 @@
+#include "firmware/multiboot.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include <fmt/format.h>
+
+namespace topolab {
+
+namespace {
+
+constexpr uint32_t kHeaderMagic = 0x1badb002;
+constexpr size_t kHeaderSearchBytes = 8192;
+constexpr uint32_t kHeaderAoutKludge = 1u << 16;
+// Flags 0-15 are requirements; a loader must refuse ones it does not know.
+// We honour 0 (page-align modules), 1 (memory info) and 2 (video mode,
+// which like QEMU we answer with text mode by giving no video info).
+constexpr uint32_t kHeaderKnownRequired = 0x7;
+
+// Information-block flags QEMU sets.
+enum : uint32_t {
+  kInfoMemory = 1u << 0,
+  kInfoBootDevice = 1u << 1,
+  kInfoCmdline = 1u << 2,
+  kInfoModules = 1u << 3,
+  kInfoMmap = 1u << 6,
+  kInfoLoaderName = 1u << 9,
+};
+constexpr uint32_t kInfoSize = 88;            // up to and including the APM table
+constexpr uint32_t kBootDeviceNone = 0x8000ffff;  // QEMU: first BIOS disk, no partition
+constexpr uint32_t kFirstMiB = 0x100000;
+constexpr uint32_t kPage = 4096;
+
+constexpr uint8_t kElfClass32 = 1, kElfLittleEndian = 1;
+constexpr uint16_t kElfMachine386 = 3;
+constexpr uint32_t kElfPtLoad = 1;
+constexpr uint32_t kElfPfExecute = 1;
+
+uint32_t align_up(uint64_t v, uint32_t a) { return static_cast<uint32_t>((v + a - 1) / a * a); }
+
+template <typename T>
+T load_le(std::span<const uint8_t> bytes, size_t offset) {
+  T v;
+  std::memcpy(&v, bytes.data() + offset, sizeof(T));
+  return v;
+}
+
+struct Header {
+  size_t file_offset;
+  uint32_t flags;
+  uint32_t header_addr, load_addr, load_end_addr, bss_end_addr, entry_addr;
+};
+
+Header find_header(std::span<const uint8_t> image) {
+  size_t limit = std::min(image.size(), kHeaderSearchBytes);
+  for (size_t off = 0; off + 12 <= limit; off += 4) {
+    if (load_le<uint32_t>(image, off) != kHeaderMagic) continue;
+    uint32_t flags = load_le<uint32_t>(image, off + 4), checksum = load_le<uint32_t>(image, off + 8);
+    if (kHeaderMagic + flags + checksum != 0) continue;  // magic + flags + checksum must wrap to 0
+    Header h{off, flags, 0, 0, 0, 0, 0};
+    if (flags & kHeaderAoutKludge) {
+      if (off + 32 > image.size()) throw ImageError("Multiboot header asks for the a.out kludge but is cut short");
+      h.header_addr = load_le<uint32_t>(image, off + 12);
+      h.load_addr = load_le<uint32_t>(image, off + 16);
+      h.load_end_addr = load_le<uint32_t>(image, off + 20);
+      h.bss_end_addr = load_le<uint32_t>(image, off + 24);
+      h.entry_addr = load_le<uint32_t>(image, off + 28);
+    }
+    return h;
+  }
+  throw ImageError("no Multiboot header (magic 0x1badb002 with a valid checksum) in the first 8 KiB");
+}
+
+void check_target(const GuestRam& ram, uint64_t start, uint64_t size, const std::string& what) {
+  if (start < kFirstMiB)
+    throw ImageError(fmt::format("{} loads at {:#x}, inside the first MiB that belongs to firmware", what, start));
+  if (!ram.contains(start, size))
+    throw ImageError(fmt::format("{} [{:#x}, {:#x}) lies outside the {} MiB of guest RAM (see -m)", what, start,
+                                 start + size, ram.size() >> 20));
+}
+
+struct Loaded {
+  uint32_t entry, start, end;
+};
+
+Loaded load_elf32(GuestRam& ram, std::span<const uint8_t> image) {
+  if (image.size() < 52 || std::memcmp(image.data(), "\x7f" "ELF", 4) != 0)
+    throw ImageError("not an ELF image, and its Multiboot header does not give load addresses (flag 16)");
+  if (image[4] != kElfClass32)
+    throw ImageError("a 64-bit ELF: Multiboot 1 loads ELF32 only (wrap it: objcopy -O elf32-i386)");
+  if (image[5] != kElfLittleEndian) throw ImageError("a big-endian ELF cannot be an x86 image");
+  if (load_le<uint16_t>(image, 18) != kElfMachine386)
+    throw ImageError(fmt::format("ELF machine {} is not i386 (3)", load_le<uint16_t>(image, 18)));
+  uint32_t entry = load_le<uint32_t>(image, 24), phoff = load_le<uint32_t>(image, 28);
+  uint16_t phentsize = load_le<uint16_t>(image, 42), phnum = load_le<uint16_t>(image, 44);
+  if (phnum == 0) throw ImageError("the ELF has no program headers");
+  if (phentsize != 32) throw ImageError(fmt::format("ELF program header size {} is not 32", phentsize));
+  if (uint64_t{phoff} + uint64_t{phnum} * phentsize > image.size())
+    throw ImageError("the ELF program headers run past the end of the file");
+
+  Loaded loaded{entry, UINT32_MAX, 0};
+  bool entry_is_loaded = false;
+  for (unsigned i = 0; i < phnum; ++i) {
+    size_t ph = phoff + i * phentsize;
+    if (load_le<uint32_t>(image, ph) != kElfPtLoad) continue;
+    uint32_t offset = load_le<uint32_t>(image, ph + 4), paddr = load_le<uint32_t>(image, ph + 12);
+    uint32_t filesz = load_le<uint32_t>(image, ph + 16), memsz = load_le<uint32_t>(image, ph + 20);
+    uint32_t flags = load_le<uint32_t>(image, ph + 24);
+    std::string what = fmt::format("ELF segment {}", i);
+    if (filesz > memsz) throw ImageError(fmt::format("{} has more file bytes ({}) than memory ({})", what, filesz, memsz));
+    if (uint64_t{offset} + filesz > image.size())
+      throw ImageError(fmt::format("{} [{:#x}+{:#x}] runs past the end of the file", what, offset, filesz));
+    if (memsz == 0) continue;
+    check_target(ram, paddr, memsz, what);
+    std::memcpy(ram.bytes(paddr, filesz).data(), image.data() + offset, filesz);
+    std::memset(ram.bytes(paddr + filesz, memsz - filesz).data(), 0, memsz - filesz);
+    loaded.start = std::min(loaded.start, paddr);
+    loaded.end = std::max(loaded.end, paddr + memsz);
+    if ((flags & kElfPfExecute) && entry >= paddr && entry - paddr < memsz) entry_is_loaded = true;
+  }
+  if (loaded.end == 0) throw ImageError("the ELF has no loadable segment");
+  if (!entry_is_loaded) throw ImageError(fmt::format("the ELF entry point {:#x} is in no executable segment", entry));
+  return loaded;
+}
+
+// Multiboot header flag 16: the header says where the file goes.
+Loaded load_aout_kludge(GuestRam& ram, std::span<const uint8_t> image, const Header& h) {
+  if (h.header_addr < h.load_addr || h.header_addr - h.load_addr > h.file_offset)
+    throw ImageError("Multiboot header_addr/load_addr are inconsistent with where the header sits in the file");
+  size_t file_start = h.file_offset - (h.header_addr - h.load_addr);
+  uint64_t load_size = h.load_end_addr ? uint64_t{h.load_end_addr} - h.load_addr : image.size() - file_start;
+  if (h.load_end_addr && h.load_end_addr < h.load_addr) throw ImageError("Multiboot load_end_addr is below load_addr");
+  if (file_start + load_size > image.size()) throw ImageError("Multiboot load range runs past the end of the file");
+  uint64_t end = h.bss_end_addr ? std::max<uint64_t>(h.bss_end_addr, h.load_addr + load_size) : h.load_addr + load_size;
+  check_target(ram, h.load_addr, end - h.load_addr, "the Multiboot load range");
+  std::memcpy(ram.bytes(h.load_addr, load_size).data(), image.data() + file_start, load_size);
+  std::memset(ram.bytes(h.load_addr + load_size, end - h.load_addr - load_size).data(), 0, end - h.load_addr - load_size);
+  if (h.entry_addr < h.load_addr || h.entry_addr >= end)
+    throw ImageError(fmt::format("Multiboot entry_addr {:#x} is outside the loaded image", h.entry_addr));
+  return {h.entry_addr, h.load_addr, static_cast<uint32_t>(end)};
+}
+
+// Places boot data one after another from `cursor`, failing clearly when
+// RAM runs out.
+class BootDataWriter {
+ public:
+  BootDataWriter(GuestRam& ram, uint32_t cursor) : ram_(ram), cursor_(cursor) {}
+  uint32_t put(std::span<const uint8_t> bytes, uint32_t align) {
+    uint32_t at = align_up(cursor_, align);
+    if (!ram_.contains(at, bytes.size() + 1))
+      throw ImageError(fmt::format("the image, its modules and the boot information do not fit in {} MiB of RAM (see -m)",
+                                   ram_.size() >> 20));
+    std::memcpy(ram_.bytes(at, bytes.size()).data(), bytes.data(), bytes.size());
+    cursor_ = at + static_cast<uint32_t>(bytes.size());
+    return at;
+  }
+  uint32_t put_string(const std::string& s) {
+    uint32_t at = put({reinterpret_cast<const uint8_t*>(s.c_str()), s.size() + 1}, 1);
+    return at;
+  }
+  uint32_t cursor() const { return cursor_; }
+
+ private:
+  GuestRam& ram_;
+  uint32_t cursor_;
+};
+
+void put32(std::vector<uint8_t>& v, uint32_t x) {
+  for (int i = 0; i < 4; ++i) v.push_back(static_cast<uint8_t>(x >> (8 * i)));
+}
+
+// The memory map QEMU's e820 table gives a PC (types: 1 RAM, 2 reserved).
+std::vector<uint8_t> memory_map(uint64_t ram_size) {
+  struct Region {
+    uint64_t base, length;
+    uint32_t type;
+  };
+  const Region regions[] = {{0, 0x9fc00, 1}, {0x9fc00, 0x400, 2}, {0xe0000, 0x20000, 2},
+                            {kFirstMiB, ram_size - kFirstMiB, 1}};
+  std::vector<uint8_t> out;
+  for (const Region& r : regions) {
+    put32(out, 20);  // size of the entry, not counting this field
+    put32(out, static_cast<uint32_t>(r.base));
+    put32(out, static_cast<uint32_t>(r.base >> 32));
+    put32(out, static_cast<uint32_t>(r.length));
+    put32(out, static_cast<uint32_t>(r.length >> 32));
+    put32(out, r.type);
+  }
+  return out;
+}
+
+}  // namespace
+
+MultibootBoot load_multiboot(GuestRam& ram, std::span<const uint8_t> image, const std::string& image_name,
+                             const std::string& cmdline, const std::vector<MultibootModule>& modules) {
+  if (image.empty()) throw ImageError("the image file is empty");
+  if (ram.size() <= kFirstMiB + kPage) throw ImageError("guest RAM must be larger than 1 MiB");
+  Header h = find_header(image);
+  uint32_t unknown = h.flags & 0xffff & ~kHeaderKnownRequired;
+  if (unknown) throw ImageError(fmt::format("the Multiboot header requires features {:#x} that no loader here knows", unknown));
+  Loaded loaded = (h.flags & kHeaderAoutKludge) ? load_aout_kludge(ram, image, h) : load_elf32(ram, image);
+
+  BootDataWriter out(ram, align_up(loaded.end, kPage));
+  std::vector<uint8_t> mods;
+  for (const auto& m : modules) {
+    uint32_t start = out.put(m.bytes, kPage);  // page-aligned, as header flag 0 may require
+    put32(mods, start);
+    put32(mods, start + static_cast<uint32_t>(m.bytes.size()));
+    put32(mods, out.put_string(m.cmdline));
+    put32(mods, 0);
+  }
+  std::string full_cmdline = cmdline.empty() ? image_name : image_name + " " + cmdline;
+  uint32_t cmdline_at = out.put_string(full_cmdline);
+  uint32_t loader_name_at = out.put_string("topolab");
+  uint32_t mods_at = mods.empty() ? 0 : out.put(mods, 4);
+  std::vector<uint8_t> mmap = memory_map(ram.size());
+  uint32_t mmap_at = out.put(mmap, 4);
+
+  std::vector<uint8_t> info(kInfoSize, 0);
+  auto set = [&](size_t off, uint32_t v) { std::memcpy(info.data() + off, &v, 4); };
+  set(0, kInfoMemory | kInfoBootDevice | kInfoCmdline | kInfoModules | kInfoMmap | kInfoLoaderName);
+  set(4, 640);                                           // mem_lower, KiB below 640 KiB
+  set(8, static_cast<uint32_t>((ram.size() - kFirstMiB) >> 10));  // mem_upper, KiB from 1 MiB
+  set(12, kBootDeviceNone);
+  set(16, cmdline_at);
+  set(20, static_cast<uint32_t>(modules.size()));
+  set(24, mods_at);
+  set(44, static_cast<uint32_t>(mmap.size()));
+  set(48, mmap_at);
+  set(64, loader_name_at);
+  uint32_t info_at = out.put(info, 8);
+
+  return {loaded.entry, info_at, loaded.start, loaded.end, out.cursor()};
+}
+
+std::vector<uint8_t> read_image_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw ImageError(fmt::format("cannot read {}: it is a directory", path));
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw ImageError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (f.bad()) throw ImageError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+  return bytes;
+}
+
+}  // namespace topolab

@@ -1,0 +1,186 @@
+#include "firmware/multiboot.h"
+
+#include <cstring>
+
+#include <gtest/gtest.h>
+
+namespace topolab {
+namespace {
+
+constexpr uint32_t kMagic = 0x1badb002;
+
+void put32(std::vector<uint8_t>& v, size_t off, uint32_t x) {
+  if (v.size() < off + 4) v.resize(off + 4);
+  std::memcpy(v.data() + off, &x, 4);
+}
+void put16(std::vector<uint8_t>& v, size_t off, uint16_t x) {
+  if (v.size() < off + 2) v.resize(off + 2);
+  std::memcpy(v.data() + off, &x, 2);
+}
+
+// A minimal ELF32 i386 image: one PT_LOAD of `code` (plus `bss` zero bytes)
+// at `paddr`, with a Multiboot header right after the program header.
+std::vector<uint8_t> make_elf(uint32_t paddr, std::vector<uint8_t> code, uint32_t bss = 0, uint32_t mb_flags = 0) {
+  std::vector<uint8_t> f(0x100, 0);
+  std::memcpy(f.data(), "\x7f" "ELF", 4);
+  f[4] = 1, f[5] = 1, f[6] = 1;
+  put16(f, 16, 2);       // ET_EXEC
+  put16(f, 18, 3);       // EM_386
+  put32(f, 20, 1);
+  put32(f, 24, paddr);   // entry: start of the segment
+  put32(f, 28, 52);      // phoff
+  put16(f, 40, 52);
+  put16(f, 42, 32);
+  put16(f, 44, 1);
+  size_t ph = 52;
+  put32(f, ph, 1);  // PT_LOAD
+  put32(f, ph + 4, 0x100);
+  put32(f, ph + 8, paddr);
+  put32(f, ph + 12, paddr);
+  put32(f, ph + 16, static_cast<uint32_t>(code.size()));
+  put32(f, ph + 20, static_cast<uint32_t>(code.size()) + bss);
+  put32(f, ph + 24, 5);  // R+X
+  put32(f, 0x80, kMagic);
+  put32(f, 0x84, mb_flags);
+  put32(f, 0x88, -(kMagic + mb_flags));
+  f.insert(f.end(), code.begin(), code.end());
+  return f;
+}
+
+std::string expect_error(GuestRam& ram, const std::vector<uint8_t>& image) {
+  try {
+    load_multiboot(ram, image, "img", "", {});
+  } catch (const ImageError& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    return e.what();
+  }
+  ADD_FAILURE() << "image was accepted";
+  return "";
+}
+
+TEST(Multiboot, LoadsSegmentsAndZeroesBss) {
+  GuestRam ram(8 << 20);
+  ram.bytes(0x400000, 32)[10] = 0xaa;  // inside the BSS: must be cleared
+  auto image = make_elf(0x400000, {0xf4, 0x90, 0x90, 0x90}, 16);
+  MultibootBoot boot = load_multiboot(ram, image, "img", "", {});
+  EXPECT_EQ(boot.entry, 0x400000u);
+  EXPECT_EQ(ram.read<uint32_t>(0x400000), 0x909090f4u);
+  EXPECT_EQ(ram.read<uint8_t>(0x400000 + 4 + 15), 0);
+  EXPECT_EQ(ram.read<uint8_t>(0x400000 + 10), 0);
+  EXPECT_EQ(boot.image_start, 0x400000u);
+  EXPECT_EQ(boot.image_end, 0x400014u);
+  EXPECT_GT(boot.info_address, boot.image_end);
+}
+
+TEST(Multiboot, InfoBlockAsQemuFillsIt) {
+  GuestRam ram(16 << 20);
+  std::vector<MultibootModule> mods{{"env.txt NR_CPUS=4", {'h', 'i'}}, {"two", {1, 2, 3}}};
+  MultibootBoot boot = load_multiboot(ram, make_elf(0x100000, {0xf4}), "build/x.elf", "cores=8 l3=on", mods);
+  uint32_t info = boot.info_address;
+  uint32_t flags = ram.read<uint32_t>(info);
+  EXPECT_EQ(flags & 0x24f, 0x24fu);  // memory, boot device, cmdline, modules, mmap, loader name
+  EXPECT_EQ(ram.read<uint32_t>(info + 4), 640u);
+  EXPECT_EQ(ram.read<uint32_t>(info + 8), (16u << 10) - 1024);
+  EXPECT_STREQ(reinterpret_cast<const char*>(ram.bytes(ram.read<uint32_t>(info + 16), 1).data()),
+               "build/x.elf cores=8 l3=on");
+  ASSERT_EQ(ram.read<uint32_t>(info + 20), 2u);
+  uint32_t mods_at = ram.read<uint32_t>(info + 24);
+  uint32_t start0 = ram.read<uint32_t>(mods_at), end0 = ram.read<uint32_t>(mods_at + 4);
+  EXPECT_EQ(start0 % 4096, 0u);
+  EXPECT_EQ(end0 - start0, 2u);
+  EXPECT_EQ(ram.read<uint8_t>(start0), 'h');
+  EXPECT_STREQ(reinterpret_cast<const char*>(ram.bytes(ram.read<uint32_t>(mods_at + 8), 1).data()), "env.txt NR_CPUS=4");
+  EXPECT_EQ(ram.read<uint32_t>(mods_at + 20) - ram.read<uint32_t>(mods_at + 16), 3u);
+  // Memory map: four 24-byte entries; the last is RAM from 1 MiB to the end.
+  uint32_t mmap_len = ram.read<uint32_t>(info + 44), mmap = ram.read<uint32_t>(info + 48);
+  ASSERT_EQ(mmap_len, 4u * 24);
+  EXPECT_EQ(ram.read<uint32_t>(mmap + 72), 20u);
+  EXPECT_EQ(ram.read<uint64_t>(mmap + 76), 0x100000u);
+  EXPECT_EQ(ram.read<uint64_t>(mmap + 84), (16u << 20) - 0x100000);
+  EXPECT_EQ(ram.read<uint32_t>(mmap + 92), 1u);
+  EXPECT_STREQ(reinterpret_cast<const char*>(ram.bytes(ram.read<uint32_t>(info + 64), 1).data()), "topolab");
+}
+
+TEST(Multiboot, AoutKludgeLoadsByHeaderAddresses) {
+  // Flat binary: header at file offset 0, loaded at 2 MiB, entry 32 bytes in.
+  std::vector<uint8_t> f;
+  uint32_t flags = 1u << 16;
+  put32(f, 0, kMagic);
+  put32(f, 4, flags);
+  put32(f, 8, -(kMagic + flags));
+  put32(f, 12, 0x200000);  // header_addr
+  put32(f, 16, 0x200000);  // load_addr
+  put32(f, 20, 0);         // load_end_addr: the whole file
+  put32(f, 24, 0x200100);  // bss_end_addr
+  put32(f, 28, 0x200020);  // entry
+  f.resize(0x24, 0);
+  f[0x20] = 0xf4;
+  GuestRam ram(4 << 20);
+  MultibootBoot boot = load_multiboot(ram, f, "flat", "", {});
+  EXPECT_EQ(boot.entry, 0x200020u);
+  EXPECT_EQ(ram.read<uint8_t>(0x200020), 0xf4);
+  EXPECT_EQ(boot.image_end, 0x200100u);
+}
+
+TEST(Multiboot, RejectsBrokenImagesWithOneLine) {
+  GuestRam ram(4 << 20);
+  EXPECT_NE(expect_error(ram, {}).find("empty"), std::string::npos);
+  EXPECT_NE(expect_error(ram, std::vector<uint8_t>(9000, 0x90)).find("no Multiboot header"), std::string::npos);
+
+  auto bad_checksum = make_elf(0x100000, {0xf4});
+  put32(bad_checksum, 0x88, 0);
+  EXPECT_NE(expect_error(ram, bad_checksum).find("no Multiboot header"), std::string::npos);
+
+  auto elf64 = make_elf(0x100000, {0xf4});
+  elf64[4] = 2;
+  EXPECT_NE(expect_error(ram, elf64).find("64-bit ELF"), std::string::npos);
+
+  auto arm = make_elf(0x100000, {0xf4});
+  put16(arm, 18, 40);
+  EXPECT_NE(expect_error(ram, arm).find("not i386"), std::string::npos);
+
+  auto cut = make_elf(0x100000, {0xf4});
+  put16(cut, 44, 500);  // 500 program headers cannot fit
+  EXPECT_NE(expect_error(ram, cut).find("past the end"), std::string::npos);
+
+  auto truncated = make_elf(0x100000, std::vector<uint8_t>(64, 0x90));
+  truncated.resize(truncated.size() - 10);
+  EXPECT_NE(expect_error(ram, truncated).find("past the end of the file"), std::string::npos);
+
+  EXPECT_NE(expect_error(ram, make_elf(0x7ff000, {0xf4}, 0x10000)).find("outside the 4 MiB"), std::string::npos);
+  EXPECT_NE(expect_error(ram, make_elf(0x8000, {0xf4})).find("first MiB"), std::string::npos);
+
+  auto wild_entry = make_elf(0x100000, {0xf4});
+  put32(wild_entry, 24, 0x300000);
+  EXPECT_NE(expect_error(ram, wild_entry).find("entry point"), std::string::npos);
+
+  EXPECT_NE(expect_error(ram, make_elf(0x100000, {0xf4}, 0, 1u << 5)).find("requires features"), std::string::npos);
+
+  auto not_elf = make_elf(0x100000, {0xf4});
+  not_elf[0] = 'M';
+  EXPECT_NE(expect_error(ram, not_elf).find("not an ELF"), std::string::npos);
+}
+
+TEST(Multiboot, ModulesThatDoNotFitAreAnError) {
+  GuestRam ram(2 << 20);
+  std::vector<MultibootModule> mods{{"big", std::vector<uint8_t>(3 << 20, 1)}};
+  try {
+    load_multiboot(ram, make_elf(0x100000, {0xf4}), "img", "", mods);
+    FAIL();
+  } catch (const ImageError& e) {
+    EXPECT_NE(std::string(e.what()).find("do not fit"), std::string::npos);
+  }
+}
+
+TEST(ReadImage, NamesTheFileAndTheReason) {
+  try {
+    read_image_file("/nonexistent/image.elf");
+    FAIL();
+  } catch (const ImageError& e) {
+    EXPECT_STREQ(e.what(), "cannot read /nonexistent/image.elf: No such file or directory");
+  }
+  EXPECT_THROW(read_image_file("/tmp"), ImageError);
+}
+
+}  // namespace
+}  // namespace topolab
