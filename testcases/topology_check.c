@@ -2,15 +2,11 @@
  * Checks the boot CPU's CPUID topology against the topology given on the
  * command line (the -smp values): the SDM says what the leaves must contain,
  * and lib/topology.c decodes them the way Linux does. Built as a 32-bit and
- * as a 64-bit image from this one source.
+ * as a 64-bit image from this one source. topology_expect.h describes the
+ * command line and the APIC ID layout it implies.
  *
- * cmdline: sockets= dies= cores= threads= (default 1), cpus= (default their
- * product; if cores= is missing it is cpus / (sockets * dies * threads), as
- * QEMU computes it), l3=on|off (default on).
- *
- * APIC IDs are expected in QEMU's layout: each level gets ceil(log2(count))
- * bits, SMT lowest, then core, die, package. CPU index i is the mixed-radix
- * decomposition of i over the real counts, and CPU 0 boots.
+ * Output: what was read and decoded, "topology seen by CPU 0: ...", then one
+ * PASS/FAIL/SKIP line per check and the SUMMARY.
  */
 #include "lib/cmdline.h"
 #include "lib/cpuid.h"
@@ -19,25 +15,13 @@
 #include "lib/start.h"
 #include "lib/string.h"
 #include "lib/topology.h"
+#include "topology_expect.h"
 
-#define MAX_CPUS 4096
 #define MAX_LEVELS 8		/* subleaves of 0xB/0x1F read before giving up */
 
 #define LEVEL_SMT 1
 #define LEVEL_CORE 2
 #define LEVEL_DIE 5
-
-struct expect {
-	uint32_t sockets, dies, cores, threads, cpus;
-	bool l3;
-	unsigned smt_bits, core_bits, die_bits;	/* APIC ID field widths */
-	unsigned core_off, die_off, pkg_off;	/* where each field starts */
-	uint32_t per_core, per_die, per_pkg;	/* logical CPUs */
-};
-
-struct cpu_pos {
-	uint32_t pkg, die, core, smt, apic_id;
-};
 
 /* A leaf 0xB or 0x1F as read: the levels, then the terminator. */
 struct ext_leaf {
@@ -71,123 +55,10 @@ static const char *join(const char *prefix, const char *what)
 	return buf;
 }
 
-static struct cpu_pos cpu_pos(const struct expect *e, uint32_t i)
-{
-	struct cpu_pos p;
-
-	p.smt = i % e->threads;
-	i /= e->threads;
-	p.core = i % e->cores;
-	i /= e->cores;
-	p.die = i % e->dies;
-	p.pkg = i / e->dies;
-	p.apic_id = p.pkg << e->pkg_off | p.die << e->die_off |
-		    p.core << e->core_off | p.smt;
-	return p;
-}
-
-/* ---- the expected topology, from the command line ---- */
-
-static bool read_count(const char *key, uint32_t *v, bool *given)
-{
-	*v = 1;
-	switch (cmdline_uint(key, v)) {
-	case CMDLINE_ABSENT:
-		*given = false;
-		return true;
-	case CMDLINE_FOUND:
-		*given = true;
-		if (*v >= 1 && *v <= MAX_CPUS)
-			return true;
-		return report("cmdline", false, "%s=%u is out of range 1..%u",
-			      key, *v, MAX_CPUS);
-	case CMDLINE_INVALID:
-		break;
-	}
-	return report("cmdline", false, "%s= is not a number", key);
-}
-
-static bool parse_expect(struct expect *e)
-{
-	bool given, cores_given, cpus_given;
-	char l3[8] = "on";
-
-	memset(e, 0, sizeof(*e));
-	if (!read_count("sockets", &e->sockets, &given) ||
-	    !read_count("dies", &e->dies, &given) ||
-	    !read_count("cores", &e->cores, &cores_given) ||
-	    !read_count("threads", &e->threads, &given) ||
-	    !read_count("cpus", &e->cpus, &cpus_given))
-		return false;
-
-	/* Each count is at most MAX_CPUS, so these products fit in 64 bits. */
-	uint64_t others = (uint64_t)e->sockets * e->dies * e->threads;
-	uint64_t total = others * e->cores;
-	if (!cores_given && cpus_given) {
-		/* 32-bit arithmetic: 64-bit division would need libgcc. */
-		if (others > e->cpus || e->cpus % (uint32_t)others)
-			return report("cmdline", false,
-				      "cpus=%u is not a multiple of sockets*dies*threads",
-				      e->cpus);
-		e->cores = e->cpus / (uint32_t)others;
-		total = e->cpus;
-	}
-	if (total > MAX_CPUS)
-		return report("cmdline", false,
-			      "sockets*dies*cores*threads is more than %u", MAX_CPUS);
-	if (!cpus_given)
-		e->cpus = (uint32_t)total;
-	if (e->cpus > total)
-		return report("cmdline", false,
-			      "cpus=%u exceeds sockets*dies*cores*threads=%u",
-			      e->cpus, (uint32_t)total);
-
-	cmdline_str("l3", l3, sizeof(l3));
-	if (strcmp(l3, "on") && strcmp(l3, "off"))
-		return report("cmdline", false, "l3=%s is neither on nor off", l3);
-	e->l3 = !strcmp(l3, "on");
-
-	e->smt_bits = ceil_log2(e->threads);
-	e->core_bits = ceil_log2(e->cores);
-	e->die_bits = ceil_log2(e->dies);
-	e->core_off = e->smt_bits;
-	e->die_off = e->core_off + e->core_bits;
-	e->pkg_off = e->die_off + e->die_bits;
-	e->per_core = e->threads;
-	e->per_die = e->threads * e->cores;
-	e->per_pkg = e->per_die * e->dies;
-	return true;
-}
-
-/* ---- how the decoded APIC ID fields group the expected CPUs ---- */
-
-/*
- * The number of distinct values of apic_id >> lo among the CPUs whose
- * apic_id >> hi equals the boot CPU's. Expected APIC IDs grow with the CPU
- * index, so distinct values are counted as changes along the way.
- */
-static uint32_t count_groups(const struct expect *e, unsigned lo, unsigned hi,
-			     uint32_t boot_apic)
-{
-	uint32_t groups = 0;
-	uint64_t last = ~0ull;
-
-	for (uint32_t i = 0; i < e->cpus; i++) {
-		uint64_t apic = cpu_pos(e, i).apic_id;
-
-		if (apic >> hi != (uint64_t)boot_apic >> hi)
-			continue;
-		if (apic >> lo != last)
-			groups++;
-		last = apic >> lo;
-	}
-	return groups;
-}
-
 static uint32_t cache_sharers(const struct expect *e, const struct cache_info *c,
 			      uint32_t boot_apic)
 {
-	return count_groups(e, 0, c->id_shift, boot_apic);
+	return expect_count_groups(e, 0, c->id_shift, boot_apic);
 }
 
 /* ---- what was read ---- */
@@ -217,19 +88,6 @@ static void read_ext_leaf(struct ext_leaf *x, uint32_t leaf, const char *name)
 		}
 	}
 	x->nlevels = MAX_LEVELS;
-}
-
-static void print_expect(const struct expect *e)
-{
-	printf("expected: %u socket%s x %u die%s x %u core%s x %u thread%s, "
-	       "%u CPU%s, l3=%s\n",
-	       e->sockets, plural(e->sockets), e->dies, plural(e->dies),
-	       e->cores, plural(e->cores), e->threads, plural(e->threads),
-	       e->cpus, plural(e->cpus), e->l3 ? "on" : "off");
-	printf("expected APIC ID fields: SMT %u bit%s, core %u, die %u "
-	       "(core shift %u, die shift %u, package shift %u)\n",
-	       e->smt_bits, plural(e->smt_bits), e->core_bits, e->die_bits,
-	       e->core_off, e->die_off, e->pkg_off);
 }
 
 /* "EAX=0x1c004121" for a cache from leaf 4/0x8000001D; legacy AMD caches
@@ -274,10 +132,10 @@ static void print_caches(const struct expect *e, const struct topology *t)
 static void print_seen(const struct expect *e, const struct topology *t)
 {
 	uint32_t a = t->apic_id;
-	uint32_t pkgs = count_groups(e, t->pkg_shift, 64, a);
-	uint32_t dies = count_groups(e, t->core_shift, t->pkg_shift, a);
-	uint32_t cores = count_groups(e, t->smt_shift, t->core_shift, a);
-	uint32_t threads = count_groups(e, 0, t->smt_shift, a);
+	uint32_t pkgs = expect_count_groups(e, t->pkg_shift, 32, a);
+	uint32_t dies = expect_count_groups(e, t->core_shift, t->pkg_shift, a);
+	uint32_t cores = expect_count_groups(e, t->smt_shift, t->core_shift, a);
+	uint32_t threads = expect_count_groups(e, 0, t->smt_shift, a);
 
 	printf("topology seen by CPU 0: %u package%s", pkgs, plural(pkgs));
 	if (dies > 1 || e->dies > 1)
@@ -452,10 +310,10 @@ static void check_terminator(const struct ext_leaf *x)
 static void check_x2apic_id(const struct ext_leaf *x)
 {
 	uint32_t apic8 = bits(cpuid(1, 0).ebx, 31, 24);
-	unsigned last = x->terminated ? x->nlevels : x->nlevels - 1;
 
-	/* Linux: "[Firmware Bug] ... APIC ID mismatch" when these differ. */
-	for (unsigned i = 1; i <= last; i++) {
+	/* Linux: "[Firmware Bug] ... APIC ID mismatch" when these differ.
+	 * sub[nlevels] is the terminator, or the last subleaf read. */
+	for (unsigned i = 1; i <= x->nlevels; i++) {
 		if (x->sub[i].edx != x->sub[0].edx) {
 			report(join(x->name, "x2apic_id"), false,
 			       "subleaf %u EDX=0x%08x, subleaf 0 EDX=0x%08x", i,
@@ -494,9 +352,9 @@ static void check_decoded(const struct expect *e, const struct topology *t,
 		report("topology.die_level", leaf_1f->present,
 		       "dies=%u, but no leaf 0x1f: the die level is invisible",
 		       e->dies);
-	report("topology.boot_apic_id", t->apic_id == cpu_pos(e, 0).apic_id,
+	report("topology.boot_apic_id", t->apic_id == expect_cpu(e, 0).apic_id,
 	       "boot CPU has APIC ID %u, CPU 0 should have %u", t->apic_id,
-	       cpu_pos(e, 0).apic_id);
+	       expect_cpu(e, 0).apic_id);
 	report("topology.smt_shift", t->smt_shift == e->smt_bits,
 	       "decoded %u from %s, expected %u", t->smt_shift, src, e->smt_bits);
 	report("topology.core_shift", t->core_shift == e->die_off,
@@ -521,12 +379,12 @@ static const struct cache_info *find_cache(const struct topology *t,
 static void check_sharing(const char *name, const struct expect *e,
 			  const struct cache_info *c, enum scope scope)
 {
-	struct cpu_pos boot = cpu_pos(e, 0);
+	struct cpu_pos boot = expect_cpu(e, 0);
 	const char *scope_name = scope == SCOPE_CORE ? "core" : "die";
 	uint32_t expected = scope == SCOPE_CORE ? e->per_core : e->per_die;
 
 	for (uint32_t i = 0; i < e->cpus; i++) {
-		struct cpu_pos p = cpu_pos(e, i);
+		struct cpu_pos p = expect_cpu(e, i);
 		bool same = p.pkg == boot.pkg && p.die == boot.die &&
 			    (scope == SCOPE_DIE || p.core == boot.core);
 		bool shares = p.apic_id >> c->id_shift == c->id;
@@ -534,10 +392,11 @@ static void check_sharing(const char *name, const struct expect *e,
 		if (same != shares) {
 			report(name, false,
 			       "%s: n=%u -> APIC ID >> %u; CPU %u (APIC ID %u) %s "
-			       "it, but is %s the %s of CPU 0 (%u CPUs)",
+			       "it, but is %s the %s of CPU 0 (%u CPU%s)",
 			       cache_origin(c), c->sharing, c->id_shift, i, p.apic_id,
 			       shares ? "shares" : "does not share",
-			       same ? "in" : "outside", scope_name, expected);
+			       same ? "in" : "outside", scope_name, expected,
+			       plural(expected));
 			return;
 		}
 	}
@@ -679,13 +538,13 @@ int main(const struct multiboot_info *mbi)
 
 	printf("topology_check (%u-bit code)\n", (unsigned)sizeof(void *) * 8);
 	printf("cmdline: %s\n", cmdline_get());
-	if (!parse_expect(&e))
+	if (!expect_parse(&e))
 		return report_summary();
 
 	cpuid_vendor_string(vendor);
 	printf("CPU: %s, max basic leaf 0x%x, max extended leaf 0x%x\n", vendor,
 	       cpuid_max_basic(), cpuid_max_ext());
-	print_expect(&e);
+	expect_print(&e);
 	print_regs(1, 0, cpuid(1, 0));
 	read_ext_leaf(&leaf_b, 0xB, "leaf0xb");
 	read_ext_leaf(&leaf_1f, 0x1F, "leaf0x1f");

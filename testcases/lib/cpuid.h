@@ -32,7 +32,6 @@ enum cpu_vendor {
 };
 
 #define CPUID_1_EDX_HTT		(1u << 28)
-#define CPUID_1_ECX_X2APIC	(1u << 21)
 #define CPUID_80000001_ECX_TOPOEXT (1u << 22)
 
 uint32_t cpuid_max_basic(void);

@@ -5,7 +5,7 @@
  * The loader leaves us in flat protected mode with paging off, EAX = magic
  * and EBX = info, but with no usable stack and a GDT we must not rely on.
  */
-#include "lib/segments.h"
+#include "lib/boot.h"
 
 	.code32
 	.section .text.entry, "ax"
@@ -35,6 +35,7 @@ _start:
 #ifdef __x86_64__
 	jmp enter_long_mode		/* longmode.S: ESI = magic, EBX = info */
 #else
+	sub $8, %esp			/* ESP 16-byte aligned at the call, as the ABI wants */
 	push %ebx
 	push %esi
 	call lib_start			/* never returns */

@@ -7,7 +7,7 @@
  * supports identity paging, and the loader's info block, the image and all
  * device MMIO (APIC at 0xFEE00000) lie below 4 GiB.
  */
-#include "lib/segments.h"
+#include "lib/boot.h"
 
 #define CR0_PG		(1 << 31)
 #define CR4_PAE		(1 << 5)

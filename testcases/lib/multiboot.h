@@ -5,7 +5,6 @@
 #include <stdint.h>
 
 #define MULTIBOOT_BOOTLOADER_MAGIC 0x2BADB002u
-#define MULTIBOOT_INFO_MEMORY      (1u << 0)
 #define MULTIBOOT_INFO_CMDLINE     (1u << 2)
 
 /* Addresses are physical and 32-bit; everything is identity-mapped. */
