@@ -144,7 +144,9 @@ CpuidModel::CpuidModel(Topology topology, CpuConfig cpu) : topology_(std::move(t
 }
 
 bool CpuidModel::reports_leaf_1f() const {
-  return topology_.counts().dies > 1 || topology_.counts().modules > 1;
+  // AMD CPUs of these generations have no leaf 0x1F; they give the node
+  // count in 0x8000001E instead (QEMU raises the level for Intel only, too).
+  return cpu_.vendor() == Vendor::Intel && (topology_.counts().dies > 1 || topology_.counts().modules > 1);
 }
 
 bool CpuidModel::has_subleaves(uint32_t leaf) {
@@ -211,9 +213,11 @@ void CpuidModel::patch_for_cpu(unsigned cpu_index, uint32_t leaf, CpuidRegs& r) 
       break;
     case 0x8000001E:
       if (feature(FeatureWord::Ext1Ecx) & kExt1EcxTopoext) {
-        CpuCoords c = topology_.coords_of(cpu_index);
+        // The core's bits of the APIC ID, unique in the package as on real
+        // EPYCs (QEMU 7.2 numbers cores within a die, which makes hwloc and
+        // Linux merge the cores of different dies).
         r.eax = apic_id;
-        put_field(r.ebx, kAmdCoreId, (c.core + topology_.counts().cores * c.module) & 0xff);
+        put_field(r.ebx, kAmdCoreId, (apic_id >> topology_.core_offset()) & 0xff);
         put_field(r.ecx, kAmdNodeId, (apic_id >> topology_.die_offset()) & 0xff);
       }
       break;

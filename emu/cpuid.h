@@ -72,7 +72,7 @@ class CpuidModel {
   const CpuConfig& cpu() const { return cpu_; }
   uint32_t max_basic_leaf() const { return level_; }
   uint32_t max_extended_leaf() const { return xlevel_; }
-  // Whether leaf 0x1F is reported (dies or modules are more than one).
+  // Whether leaf 0x1F is reported: Intel, with dies or modules.
   bool reports_leaf_1f() const;
 
  private:

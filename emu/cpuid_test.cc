@@ -269,7 +269,7 @@ TEST(Amd, TopoextLeavesCarryPerCpuIds) {
   CpuidModel m = make("32,sockets=2,dies=2,cores=4,threads=2", "EPYC");
   CpuidRegs r = m.query(13, 0x8000001E, 0);  // package 0, die 1, core 2, thread 1
   EXPECT_EQ(r.eax, 13u);
-  EXPECT_EQ(r.ebx, (1u << 8) | 2u);
+  EXPECT_EQ(r.ebx, (1u << 8) | 6u);  // core ID 6: die 1's third core, unique in the package
   EXPECT_EQ(r.ecx, (1u << 8) | 1u);
   EXPECT_EQ(m.query(0, 4, 0), CpuidRegs{});
   EXPECT_EQ(m.query(0, 2, 0), CpuidRegs{});

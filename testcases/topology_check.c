@@ -3,7 +3,8 @@
  * command line (the -smp values): the SDM says what the leaves must contain,
  * and lib/topology.c decodes them the way Linux does. Built as a 32-bit and
  * as a 64-bit image from this one source. topology_expect.h describes the
- * command line and the APIC ID layout it implies.
+ * command line and the APIC ID layout it implies. Count fields too narrow
+ * for a huge package are expected saturated at their maximum (see saturate).
  *
  * Output: what was read and decoded, "topology seen by CPU 0: ...", then one
  * PASS/FAIL/SKIP line per check and the SUMMARY.
@@ -53,6 +54,25 @@ static const char *join(const char *prefix, const char *what)
 	buf[a] = '.';
 	memcpy(buf + a + 1, what, b + 1);
 	return buf;
+}
+
+/*
+ * A count field too narrow for its SDM/APM value on a huge package saturates
+ * at the field's maximum, as it must on real CPUs with that many logical
+ * processors (software reads leaf 0xB/0x1F for the real counts): the expected
+ * field is min(SDM/APM value, field max). When it saturates, says so on the
+ * line before the check's PASS/FAIL.
+ */
+static uint32_t saturate(const char *check, const char *field, unsigned width,
+			 uint32_t value)
+{
+	uint32_t max = (1u << width) - 1;
+
+	if (value <= max)
+		return value;
+	printf("%s: the SDM/APM value %u does not fit %s (%u bits): "
+	       "saturated at %u\n", check, value, field, width, max);
+	return max;
 }
 
 static uint32_t cache_sharers(const struct expect *e, const struct cache_info *c,
@@ -110,6 +130,10 @@ static void print_decoded(const struct topology *t)
 	       topo_source_name(t->source), t->apic_id, t->smt_shift,
 	       t->core_shift, t->pkg_shift, t->threads_per_core,
 	       t->logical_per_die, t->logical_per_pkg);
+	if (t->nodes_per_pkg)
+		printf("decoded from leaf 0x8000001e: node ID %u, %u node%s "
+		       "(dies) per package\n", t->node_id, t->nodes_per_pkg,
+		       plural(t->nodes_per_pkg));
 }
 
 static void print_caches(const struct expect *e, const struct topology *t)
@@ -137,6 +161,12 @@ static void print_seen(const struct expect *e, const struct topology *t)
 	uint32_t cores = expect_count_groups(e, t->smt_shift, t->core_shift, a);
 	uint32_t threads = expect_count_groups(e, 0, t->smt_shift, a);
 
+	/* AMD: leaf 0xB folds the dies into its core level; the nodes of
+	 * 0x8000001E split them again. */
+	if (t->nodes_per_pkg > 1 && dies == 1 && cores % t->nodes_per_pkg == 0) {
+		dies = t->nodes_per_pkg;
+		cores /= dies;
+	}
 	printf("topology seen by CPU 0: %u package%s", pkgs, plural(pkgs));
 	if (dies > 1 || e->dies > 1)
 		printf(" x %u die%s", dies, plural(dies));
@@ -166,6 +196,8 @@ static void check_leaf1(const struct expect *e)
 	struct cpuid_regs r = cpuid(1, 0);
 	bool htt = r.edx & CPUID_1_EDX_HTT;
 	uint32_t ids = bits(r.ebx, 23, 16);
+	/* SDM: addressable IDs, a power of two; APM: the logical processors. */
+	uint32_t sdm = cpuid_vendor() == VENDOR_AMD ? e->per_pkg : 1u << e->pkg_off;
 
 	/* SDM: HTT = 0 means one logical processor in the package. */
 	report("leaf1.htt", htt || e->per_pkg == 1,
@@ -174,10 +206,18 @@ static void check_leaf1(const struct expect *e)
 		report_skip("leaf1.logical_ids", "HTT clear: EBX[23:16] not valid");
 		return;
 	}
-	report("leaf1.logical_ids", ids >= e->per_pkg,
-	       "EBX=0x%08x: EBX[23:16]=%u addressable IDs < %u logical CPUs per "
-	       "package (SDM value: %u)",
-	       r.ebx, ids, e->per_pkg, 1u << e->pkg_off);
+	uint32_t want = saturate("leaf1.logical_ids", "EBX[23:16]", 8, sdm);
+
+	if (e->per_pkg > want)
+		report("leaf1.logical_ids", ids == want,
+		       "EBX=0x%08x: EBX[23:16]=%u, expected %u: %u logical CPUs "
+		       "per package saturate the 8-bit field", r.ebx, ids, want,
+		       e->per_pkg);
+	else
+		report("leaf1.logical_ids", ids >= e->per_pkg,
+		       "EBX=0x%08x: EBX[23:16]=%u addressable IDs < %u logical "
+		       "CPUs per package (SDM/APM value: %u%s)", r.ebx, ids,
+		       e->per_pkg, want, want < sdm ? ", saturated" : "");
 }
 
 /* ---- leaves 0xB and 0x1F ---- */
@@ -343,12 +383,29 @@ static void check_ext_leaf(const struct expect *e, const struct ext_leaf *x)
 
 /* ---- the decoded topology ---- */
 
+/* The index of CPU 0's die among all dies: the node ID 0x8000001E gives it. */
+static uint32_t boot_die(const struct expect *e)
+{
+	struct cpu_pos boot = expect_cpu(e, 0);
+
+	return boot.pkg * e->dies + boot.die;
+}
+
 static void check_decoded(const struct expect *e, const struct topology *t,
 			  const struct ext_leaf *leaf_1f)
 {
 	const char *src = topo_source_name(t->source);
+	/* AMD has no leaf 0x1F: with TOPOEXT the dies are the nodes of
+	 * 0x8000001E, and leaf 0xB folds them into its core level. */
+	bool amd_nodes = t->vendor == VENDOR_AMD && cpuid_has_topoext();
 
-	if (e->dies > 1)
+	if (e->dies > 1 && amd_nodes)
+		report("topology.die_level",
+		       t->nodes_per_pkg == e->dies && t->node_id == boot_die(e),
+		       "dies=%u, CPU 0 in die %u, but leaf 0x8000001e reports "
+		       "%u node%s per package, node ID %u", e->dies, boot_die(e),
+		       t->nodes_per_pkg, plural(t->nodes_per_pkg), t->node_id);
+	else if (e->dies > 1)
 		report("topology.die_level", leaf_1f->present,
 		       "dies=%u, but no leaf 0x1f: the die level is invisible",
 		       e->dies);
@@ -357,8 +414,15 @@ static void check_decoded(const struct expect *e, const struct topology *t,
 	       expect_cpu(e, 0).apic_id);
 	report("topology.smt_shift", t->smt_shift == e->smt_bits,
 	       "decoded %u from %s, expected %u", t->smt_shift, src, e->smt_bits);
-	report("topology.core_shift", t->core_shift == e->die_off,
-	       "decoded %u from %s, expected %u", t->core_shift, src, e->die_off);
+	if (amd_nodes && !leaf_1f->present)
+		report("topology.core_shift", t->core_shift == e->pkg_off,
+		       "decoded %u from %s, expected the package shift %u (no "
+		       "leaf 0x1f: leaf 0xb folds the dies into the core level)",
+		       t->core_shift, src, e->pkg_off);
+	else
+		report("topology.core_shift", t->core_shift == e->die_off,
+		       "decoded %u from %s, expected %u", t->core_shift, src,
+		       e->die_off);
 	report("topology.package_shift", t->pkg_shift == e->pkg_off,
 	       "decoded %u from %s, expected %u", t->pkg_shift, src, e->pkg_off);
 }
@@ -418,17 +482,28 @@ static void check_core_cache(const char *prefix, const char *what,
 
 /* Leaf 4 EAX[31:26] + 1 is the number of addressable core IDs in the
  * package (SDM: 1 << core+die bits). Linux's legacy path only uses
- * ceil_log2 of it, so a real core count that rounds up the same passes. */
+ * ceil_log2 of it, so a real core count that rounds up the same passes.
+ * More than 64 core IDs saturate the field at 63, which must be exact. */
 static void check_leaf4_core_ids(const struct expect *e)
 {
 	unsigned want = e->pkg_off - e->core_off;
+	uint32_t field = saturate("leaf4.core_ids", "EAX[31:26]", 6,
+				  (1u << want) - 1);
+	bool saturated = field != (1u << want) - 1;
 
 	for (uint32_t sub = 0; sub < TOPO_MAX_CACHES; sub++) {
 		uint32_t eax = cpuid(4, sub).eax;
 
 		if (bits(eax, 4, 0) == CACHE_TYPE_NULL)
 			break;
-		if (ceil_log2(bits(eax, 31, 26) + 1) != want) {
+		if (saturated && bits(eax, 31, 26) != field) {
+			report("leaf4.core_ids", false,
+			       "subleaf %u EAX=0x%08x: EAX[31:26]=%u, expected %u: "
+			       "%u core-ID bits saturate the 6-bit field", sub, eax,
+			       bits(eax, 31, 26), field, want);
+			return;
+		}
+		if (!saturated && ceil_log2(bits(eax, 31, 26) + 1) != want) {
 			report("leaf4.core_ids", false,
 			       "subleaf %u EAX=0x%08x: EAX[31:26]=%u -> %u core-ID "
 			       "bits, expected %u (SDM value EAX[31:26]=%u)",
@@ -487,9 +562,18 @@ static void check_amd(const struct expect *e, const struct topology *t)
 		/* Linux derives the width from NC when ApicIdCoreIdSize is 0. */
 		unsigned width = size ? size : ceil_log2(nc);
 
-		report("amd.80000008.nc", nc == e->per_pkg,
-		       "ECX=0x%08x: NC+1 = %u threads, expected %u per package",
-		       ecx, nc, e->per_pkg);
+		uint32_t want = saturate("amd.80000008.nc", "ECX[7:0] NC", 8,
+					 e->per_pkg - 1);
+
+		if (want != e->per_pkg - 1)
+			report("amd.80000008.nc", nc - 1 == want,
+			       "ECX=0x%08x: NC = %u, expected %u: %u threads per "
+			       "package saturate the 8-bit field", ecx, nc - 1,
+			       want, e->per_pkg);
+		else
+			report("amd.80000008.nc", nc == e->per_pkg,
+			       "ECX=0x%08x: NC+1 = %u threads, expected %u per "
+			       "package", ecx, nc, e->per_pkg);
 		report("amd.80000008.apic_id_size", width == e->pkg_off,
 		       "ECX=0x%08x: ApicIdCoreIdSize %u -> %u bits, expected %u",
 		       ecx, size, width, e->pkg_off);
@@ -527,6 +611,9 @@ static void check_amd(const struct expect *e, const struct topology *t)
 	       bits(r.ecx, 10, 8) + 1 == e->dies,
 	       "ECX=0x%08x: %u nodes per package, expected %u (dies)", r.ecx,
 	       bits(r.ecx, 10, 8) + 1, e->dies);
+	report("amd.8000001e.node_id", bits(r.ecx, 7, 0) == boot_die(e),
+	       "ECX=0x%08x: node ID %u, but CPU 0 is in die %u", r.ecx,
+	       bits(r.ecx, 7, 0), boot_die(e));
 }
 
 int main(const struct multiboot_info *mbi)

@@ -13,6 +13,7 @@
 
 #include "emu/cpuid.h"
 #include "emu/cpuid_report.h"
+#include "emu/machine.h"
 
 namespace {
 
@@ -26,7 +27,7 @@ constexpr const char* kDemoCpu = "Skylake-Server,l3-cache=on";
 // QEMU spells long options with one dash (-smp, -cpu, -append); CLI11 would
 // read "-smp" as "-s -m -p". Rewrite the QEMU spellings we accept to "--".
 std::vector<std::string> qemu_style_to_cli11(int argc, char** argv) {
-  static const char* kQemuLong[] = {"-smp", "-cpu", "-append", "-initrd", "-serial", "-kernel"};
+  static const char* kQemuLong[] = {"-smp", "-cpu", "-append", "-initrd", "-serial"};
   std::vector<std::string> args;
   for (int i = argc - 1; i >= 1; --i) {
     std::string a = argv[i];
@@ -35,6 +36,86 @@ std::vector<std::string> qemu_style_to_cli11(int argc, char** argv) {
     args.push_back(a);
   }
   return args;  // CLI11 takes them reversed
+}
+
+// Exit statuses of `topolab run` that are topolab's own; a guest's
+// isa-debug-exit value is the status otherwise (docs/exit-status.md).
+constexpr int kExitTimeLimit = 124;
+constexpr int kExitBadInput = 125;
+constexpr int kExitGuestFailed = 126;
+
+struct RunOptions {
+  MachineConfig machine;
+  std::string serial = "stdio";
+  std::string exit_status = "plain";
+  bool trace = false;
+};
+
+// Where COM1's bytes go: stdout, or a file named by -serial file:PATH.
+class SerialSink {
+ public:
+  explicit SerialSink(const std::string& spec) {
+    if (spec == "stdio") {
+      out_ = stdout;
+    } else if (spec.starts_with("file:") && spec.size() > 5) {
+      out_ = std::fopen(spec.c_str() + 5, "wb");
+      if (!out_) throw ConfigError(fmt::format("-serial {}: cannot open the file", spec));
+      owned_ = true;
+    } else {
+      throw ConfigError(fmt::format("-serial {}: expected stdio or file:PATH", spec));
+    }
+  }
+  ~SerialSink() {
+    if (owned_) std::fclose(out_);
+    else std::fflush(out_);
+  }
+  void put(uint8_t byte) { std::fputc(byte, out_); }
+
+ private:
+  std::FILE* out_ = nullptr;
+  bool owned_ = false;
+};
+
+int run_machine(const RunOptions& o) {
+  SerialSink serial(o.serial);
+  Machine machine(o.machine, [&serial](uint8_t b) { serial.put(b); });
+  if (o.trace) machine.set_trace(stderr);
+  RunResult r = machine.run();
+  std::fflush(stdout);
+  std::string after = fmt::format("after {} instructions, {:.6f} s of virtual time", r.instructions, r.virtual_ns / 1e9);
+  switch (r.outcome) {
+    case RunResult::Outcome::GuestExit:
+      fmt::print(stderr, "topolab: guest exit {} {}\n", *r.guest_value, after);
+      return o.exit_status == "qemu" ? static_cast<int>((*r.guest_value << 1) | 1) : static_cast<int>(*r.guest_value);
+    case RunResult::Outcome::BudgetExhausted:
+      fmt::print(stderr, "topolab: {}\n", r.diagnosis);
+      return kExitTimeLimit;
+    case RunResult::Outcome::Hung:
+    case RunResult::Outcome::Crashed:
+      fmt::print(stderr, "topolab: {}, {}\n", r.diagnosis, after);
+      return kExitGuestFailed;
+  }
+  return kExitGuestFailed;
+}
+
+// The default job: the 16-vCPU machine of the l3-cache debate as CPUID
+// describes it, then the topology_check guest reading it on the boot CPU.
+int run_demo(const std::filesystem::path& self) {
+  auto image = self.parent_path() / "testcases" / "topology_check.elf";
+  fmt::print("== topolab cpuid -smp {} -cpu {}\n\n", kDemoSmp, kDemoCpu);
+  std::fflush(stdout);
+  CpuidModel model(Topology::parse(kDemoSmp), parse_cpu(kDemoCpu));
+  std::string table = format_topology_table(model);
+  std::fwrite(table.data(), 1, table.size(), stdout);
+  RunOptions run;
+  run.machine.smp = kDemoSmp;
+  run.machine.cpu = kDemoCpu;
+  run.machine.image = image.string();
+  run.machine.append = "sockets=1 cores=8 threads=2 l3=on";
+  fmt::print("\n== topolab run {} -smp {} -cpu {} -append \"{}\"\n\n", image.string(), kDemoSmp, kDemoCpu,
+             run.machine.append);
+  std::fflush(stdout);
+  return run_machine(run);
 }
 
 struct CpuidOptions {
@@ -88,10 +169,28 @@ int main(int argc, char** argv) {
 
   CLI::App* models_cmd = app.add_subcommand("models", "list the CPU models and -cpu properties");
 
+  RunOptions run;
+  CLI::App* run_cmd = app.add_subcommand("run", "boot a Multiboot image (as qemu-system-x86_64 -kernel would)");
+  run_cmd->add_option("image", run.machine.image, "the Multiboot image (ELF32)")->required();
+  add_topology_options(run_cmd, run.machine.smp, run.machine.cpu);
+  run_cmd->add_option("-m", run.machine.ram_mib, "guest RAM in MiB")->capture_default_str();
+  run_cmd->add_option("--append", run.machine.append, "the kernel command line the guest reads");
+  run_cmd->add_option("--initrd", run.machine.initrd, "Multiboot modules: FILE[ ARGS][,FILE[ ARGS]...]")->delimiter(',');
+  run_cmd->add_option("--serial", run.serial, "where COM1 goes: stdio or file:PATH")->capture_default_str();
+  run_cmd->add_option("--time-limit", run.machine.time_limit_seconds, "stop the guest after this much virtual time (s)")
+      ->capture_default_str();
+  run_cmd->add_option("--quantum", run.machine.quantum, "instructions per scheduling slice")->capture_default_str();
+  run_cmd->add_option("--exit-status", run.exit_status,
+                      "plain: exit with the guest's debug-exit value; qemu: with (value << 1) | 1 as QEMU does")
+      ->check(CLI::IsMember({"plain", "qemu"}))
+      ->capture_default_str();
+  run_cmd->add_flag("--trace", run.trace, "print every executed instruction to stderr");
+
   try {
     auto args = qemu_style_to_cli11(argc, argv);
     app.parse(args);
     if (*cpuid_cmd) return run_cpuid(cpuid);
+    if (*run_cmd) return run_machine(run);
     if (*models_cmd) {
       for (const auto& m : cpu_models()) fmt::print("{:<16} {}\n", m.name, m.description);
       fmt::print("\nproperties: l3-cache=on|off, vendor=ID, level=N, xlevel=N, model-id=TEXT, and +F / -F / F=on|off for F in:\n ");
@@ -99,11 +198,16 @@ int main(int argc, char** argv) {
       fmt::print("\n");
       return 0;
     }
-    return run_cpuid(CpuidOptions{});
-  } catch (const CLI::ParseError& e) {
+    return run_demo(std::filesystem::canonical("/proc/self/exe"));
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "topolab: {} (see topolab --help)\n", e.what());
+    return kExitBadInput;
   } catch (const std::exception& e) {
     fmt::print(stderr, "topolab: {}\n", e.what());
-    return 2;
+    return kExitBadInput;
   }
 }

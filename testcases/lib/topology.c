@@ -193,6 +193,12 @@ void topology_decode(struct topology *t)
 		t->source = TOPO_SRC_INTEL_LEGACY;
 		decode_intel_legacy(t);
 	}
+	if (amd && cpuid_has_topoext() && cpuid_max_ext() >= 0x8000001E) {
+		uint32_t ecx = cpuid(0x8000001E, 0).ecx;
+
+		t->nodes_per_pkg = bits(ecx, 10, 8) + 1;
+		t->node_id = bits(ecx, 7, 0);
+	}
 
 	if (amd && cpuid_has_topoext() && cpuid_max_ext() >= 0x8000001D) {
 		topology_read_cache_leaf(t, 0x8000001D);

@@ -11,6 +11,9 @@
  *   private to the logical CPU and the L3 is shared by the package, which is
  *   what Linux assumes there.
  * - The LLC is the L3 if there is one, else the L2.
+ * - AMD has no leaf 0x1F: with TOPOEXT the die is the node of 0x8000001E
+ *   (ECX[7:0] node ID, ECX[10:8] nodes per package - 1), as Linux's amd.c
+ *   and topology_amd take it. Leaf 0xB folds the dies into its core level.
  */
 #ifndef LIB_TOPOLOGY_H
 #define LIB_TOPOLOGY_H
@@ -68,6 +71,10 @@ struct topology {
 	uint32_t threads_per_core;
 	uint32_t logical_per_die;
 	uint32_t logical_per_pkg;
+	/* AMD with TOPOEXT: 0x8000001E ECX[10:8] + 1 and ECX[7:0] (Linux's
+	 * die/node); nodes_per_pkg is 0 otherwise. */
+	uint32_t nodes_per_pkg;
+	uint32_t node_id;
 
 	enum cache_source cache_source;
 	unsigned ncaches;

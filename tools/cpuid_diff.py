@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Differential CPUID test: boot the cpuid_dump guest under QEMU (TCG) and
+under topolab with the same -smp/-cpu, and compare what the guest printed,
+leaf by leaf. Every difference must be covered by an entry of the
+deviations file (testcases/cpuid_deviations.txt), which says why it is
+intended; anything else fails the test.
+
+Usage: cpuid_diff.py --topolab BIN --image ELF --deviations FILE -smp S -cpu C
+Exit status: 0 equal or all differences intended, 1 unexplained differences,
+2 a run failed.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+LINE = re.compile(r"^\s*0x([0-9a-f]{8}) 0x([0-9a-f]{2}): eax=0x([0-9a-f]{8}) ebx=0x([0-9a-f]{8}) "
+                  r"ecx=0x([0-9a-f]{8}) edx=0x([0-9a-f]{8})\s*$")
+REGS = ("eax", "ebx", "ecx", "edx")
+
+
+def parse_dump(text):
+    """{cpu: {(leaf, subleaf): (eax, ebx, ecx, edx)}} from `cpuid -r` text."""
+    cpus, current = {}, None
+    for line in text.splitlines():
+        header = re.search(r"CPU (\d+):\s*$", line)
+        if header:
+            current = cpus.setdefault(int(header.group(1)), {})
+            continue
+        m = LINE.match(line)
+        if m and current is not None:
+            current[(int(m.group(1), 16), int(m.group(2), 16))] = tuple(int(g, 16) for g in m.groups()[2:])
+    return cpus
+
+
+def parse_deviations(path):
+    entries = []
+    with open(path) as f:
+        for number, raw in enumerate(f, 1):
+            line = raw.split("#", 1)[0].strip()
+            if not line:
+                continue
+            fields = line.split(None, 5)
+            if len(fields) < 6:
+                sys.exit(f"{path}:{number}: expected: vendor leaf subleaf register mask reason")
+            vendor, leaf, subleaf, reg, mask, reason = fields
+            entries.append({
+                "where": f"{path}:{number}", "vendor": vendor, "leaf": int(leaf, 16),
+                "subleaf": None if subleaf == "*" else int(subleaf, 16), "reg": reg,
+                "mask": 0xffffffff if mask == "*" else int(mask, 16), "reason": reason, "used": False,
+            })
+    return entries
+
+
+def vendor_of(dump):
+    leaf0 = dump.get((0, 0))
+    if not leaf0:
+        return "?"
+    return "amd" if leaf0[1] == 0x68747541 else "intel"  # "Auth"
+
+
+def allowed_mask(entries, vendor, leaf, subleaf, reg):
+    mask = 0
+    for e in entries:
+        if e["vendor"] not in ("*", vendor) or e["leaf"] != leaf:
+            continue
+        if e["subleaf"] is not None and e["subleaf"] != subleaf:
+            continue
+        if e["reg"] in (reg, "*"):
+            mask |= e["mask"]
+            e["used"] = True
+    return mask
+
+
+def run_qemu(image, smp, cpu, out):
+    cmd = ["qemu-system-x86_64", "-accel", "tcg", "-kernel", image, "-display", "none", "-no-reboot",
+           "-serial", f"file:{out}", "-device", "isa-debug-exit,iobase=0xf4,iosize=4", "-m", "128",
+           "-smp", smp, "-cpu", cpu]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if r.returncode != 1:  # guest 0 -> (0 << 1) | 1
+        sys.stderr.write(f"qemu failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr}")
+        sys.exit(2)
+    with open(out, errors="replace") as f:
+        return f.read()
+
+
+def run_topolab(topolab, image, smp, cpu):
+    cmd = [topolab, "run", image, "-smp", smp, "-cpu", cpu]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        sys.stderr.write(f"topolab failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr}")
+        sys.exit(2)
+    return r.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--topolab", required=True)
+    ap.add_argument("--image", required=True)
+    ap.add_argument("--deviations", required=True)
+    ap.add_argument("-smp", required=True)
+    ap.add_argument("-cpu", required=True)
+    ap.add_argument("--cpus", default="0", help="'all' or a count of CPUs to compare from CPU 0")
+    args = ap.parse_args()
+
+    entries = parse_deviations(args.deviations)
+    with tempfile.TemporaryDirectory() as tmp:
+        qemu = parse_dump(run_qemu(args.image, args.smp, args.cpu, os.path.join(tmp, "qemu.txt")))
+    ours = parse_dump(run_topolab(args.topolab, args.image, args.smp, args.cpu))
+    if not qemu or not ours:
+        sys.exit(f"no dump from {'QEMU' if not qemu else 'topolab'}")
+    cpus = sorted(set(qemu) & set(ours))
+    if set(qemu) != set(ours):
+        print(f"CPUs dumped: QEMU {sorted(qemu)}, topolab {sorted(ours)}; comparing {cpus}")
+
+    unexplained = explained = 0
+    for cpu in cpus:
+        q, t = qemu[cpu], ours[cpu]
+        vendor = vendor_of(t)
+        for key in sorted(set(q) | set(t)):
+            leaf, sub = key
+            if key not in q or key not in t:
+                side = "QEMU" if key in q else "topolab"
+                ok = allowed_mask(entries, vendor, leaf, sub, "*") == 0xffffffff
+                explained += ok
+                unexplained += not ok
+                print(f"{'intended' if ok else 'UNEXPLAINED'}: cpu {cpu} leaf {leaf:#010x}.{sub:02x} only in {side}")
+                continue
+            for i, reg in enumerate(REGS):
+                diff = q[key][i] ^ t[key][i]
+                if not diff:
+                    continue
+                allowed = allowed_mask(entries, vendor, leaf, sub, reg)
+                ok = diff & ~allowed == 0
+                explained += ok
+                unexplained += not ok
+                print(f"{'intended' if ok else 'UNEXPLAINED'}: cpu {cpu} leaf {leaf:#010x}.{sub:02x} {reg}: "
+                      f"QEMU {q[key][i]:#010x} topolab {t[key][i]:#010x} (differ in {diff:#010x})")
+    print(f"{args.smp} / {args.cpu}: {len(cpus)} CPU(s) compared, {explained} intended differences, "
+          f"{unexplained} unexplained")
+    sys.exit(1 if unexplained else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The main job: set up, build, and run topolab's default demo (the 16-vCPU
+# l3-cache machine as CPUID describes it, then a guest checking it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/build.sh >/dev/null
+exec build/topolab "$@"

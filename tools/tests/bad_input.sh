@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Bad input and misbehaving guests: each must end with a clear one-line error
+# on stderr and the documented non-zero status, never a crash or a hang.
+# Usage: bad_input.sh TOPOLAB IMAGES_DIR
+set -uo pipefail
+topolab=$1 images=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0 passed=0
+
+# expect STATUS FRAGMENT -- ARGS...: exit status STATUS, stderr exactly one
+# line containing FRAGMENT, within 60 s.
+expect() {
+  local status=$1 fragment=$2
+  shift 3
+  timeout 60 "$topolab" "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  local lines
+  lines=$(wc -l <"$tmp/err")
+  if [ "$got" -ne "$status" ] || [ "$lines" -ne 1 ] || ! grep -qF -- "$fragment" "$tmp/err"; then
+    echo "FAIL: topolab $* -> status $got (want $status), $lines stderr lines (want 1), want '$fragment':"
+    sed 's/^/    /' "$tmp/err" | head -5
+    failures=$((failures + 1))
+  else
+    echo "PASS: topolab $* -> $got: $(cat "$tmp/err")"
+    passed=$((passed + 1))
+  fi
+}
+
+good=$images/cpuid_dump.elf
+head -c 100 "$good" >"$tmp/truncated.elf"                  # ELF header cut short
+printf 'not an image at all\n' >"$tmp/text.img"
+cp "$good" "$tmp/corrupt.elf"
+printf '\xff\xff' | dd of="$tmp/corrupt.elf" bs=1 seek=44 conv=notrunc 2>/dev/null  # e_phnum = 65535
+: >"$tmp/empty.elf"
+mkdir -p "$tmp/dir.elf"
+
+# Images
+expect 125 "cannot read $tmp/missing.elf: No such file" -- run "$tmp/missing.elf"
+expect 125 "no Multiboot header" -- run "$tmp/text.img"
+expect 125 "is empty" -- run "$tmp/empty.elf"
+expect 125 "is a directory" -- run "$tmp/dir.elf"
+expect 125 "no Multiboot header" -- run "$tmp/truncated.elf"
+expect 125 "program headers run past the end" -- run "$tmp/corrupt.elf"
+expect 125 "no Multiboot header" -- run /bin/true
+expect 125 "outside the 2 MiB of guest RAM" -- run "$good" -m 2
+expect 125 "-m 0" -- run "$good" -m 0
+expect 125 "cannot read $tmp/nomodule" -- run "$good" -initrd "$tmp/nomodule"
+expect 125 "-serial bogus" -- run "$good" -serial bogus
+
+# -smp and -cpu
+expect 125 "greater than zero" -- run "$good" -smp 0
+expect 125 "must equal maxcpus (7)" -- run "$good" -smp 7,sockets=2,cores=2
+expect 125 "more than the 4096" -- run "$good" -smp 4097
+expect 125 "add +x2apic" -- run "$good" -smp 300
+expect 125 "unknown parameter 'sockts'" -- cpuid -smp 4,sockts=2
+expect 125 "unknown CPU model 'Pentium9'" -- run "$good" -cpu Pentium9
+expect 125 "unknown feature 'avx9'" -- cpuid -cpu qemu64,+avx9
+expect 125 "unknown property 'l4-cache'" -- cpuid -cpu qemu64,l4-cache=on
+expect 125 "--time-limit" -- run "$good" --time-limit -1
+expect 125 "--format" -- cpuid --format xml
+expect 125 "needs --output" -- cpuid --format hwloc
+
+# Guests that go wrong
+bad=$images/misbehave.elf
+expect 126 "halted with interrupts disabled" -- run "$bad" -append mode=halt
+expect 124 "did not finish within 0.05 s" -- run "$bad" -append mode=spin --time-limit 0.05
+expect 126 "invalid opcode" -- run "$bad" -append mode=ud
+expect 126 "#DE (vector 0)" -- run "$bad" -append mode=divide
+expect 126 "unmapped 0xf0000000" -- run "$bad" -append mode=unmapped
+expect 126 "rdmsr of unknown MSR 0x4b564dff" -- run "$bad" -append mode=msr
+
+echo "$passed passed, $failures failed"
+[ "$failures" -eq 0 ]

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The reference peer: an image must boot under qemu-system-x86_64 -accel tcg
+# with the same -smp/-cpu/-append and reach its SUMMARY line. Whether its
+# checks pass there is QEMU 7.2's business (docs/deviations.md says where
+# QEMU 7.2 breaks the SDM); that the image runs there at all is ours.
+# Usage: qemu_boots.sh IMAGE SMP CPU APPEND
+set -euo pipefail
+image=$1 smp=$2 cpu=$3 append=$4
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+status=0
+timeout 120 qemu-system-x86_64 -accel tcg -kernel "$image" -display none -no-reboot -m 128 \
+  -serial "file:$out" -device isa-debug-exit,iobase=0xf4,iosize=4 \
+  -smp "$smp" -cpu "$cpu" -append "$append" 2>/dev/null || status=$?
+summary=$(grep -a '^SUMMARY:' "$out" || true)
+echo "qemu exit $status: ${summary:-no SUMMARY line}"
+grep -a '^FAIL:' "$out" || true
+# isa-debug-exit: guest 0 -> 1, guest 1 -> 3; anything else means it never got there.
+[ -n "$summary" ] && { [ "$status" -eq 1 ] || [ "$status" -eq 3 ]; }
