@@ -1,5 +1,6 @@
 #include "emu/cpuid.h"
 
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -42,7 +43,11 @@ LinuxTopo linux_topology(const CpuidModel& m, unsigned cpu) {
     if (type != 5) die_shift = shift;
     pkg_shift = shift;
   }
-  return {apicid >> pkg_shift, has_die ? apicid >> die_shift : apicid >> pkg_shift, apicid >> smt_shift};
+  uint32_t die = has_die ? apicid >> die_shift : apicid >> pkg_shift;
+  // AMD has no leaf 0x1F: Linux takes the die (node) from 0x8000001E ECX[7:0].
+  bool topoext = m.query(cpu, 0x80000001, 0).ecx & (1u << 22);
+  if (m.cpu().vendor() == Vendor::Amd && topoext) die = m.query(cpu, 0x8000001E, 0).ecx & 0xff;
+  return {apicid >> pkg_shift, die, apicid >> smt_shift};
 }
 
 // Linux cacheinfo (cpuid4_cache_lookup_regs / get_cache_id): for each
@@ -123,6 +128,13 @@ TEST_P(LinuxDecodes, TheConfiguredTopology) {
   }
 }
 
+std::string config_name(const testing::TestParamInfo<Config>& info) {
+  std::string name = std::string(info.param.cpu) + "_" + info.param.smp;
+  for (char& c : name)
+    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     IssueConfigs, LinuxDecodes,
     testing::Values(Config{"1", "Skylake-Server"}, Config{"4", "Skylake-Server"},
@@ -133,7 +145,8 @@ INSTANTIATE_TEST_SUITE_P(
                     Config{"16,modules=2,cores=4,threads=2", "Skylake-Server"},
                     Config{"300", "Skylake-Server,+x2apic"}, Config{"1", "EPYC"},
                     Config{"16,sockets=1,cores=8,threads=2", "EPYC"}, Config{"12,sockets=2,cores=3,threads=2", "EPYC"},
-                    Config{"32,sockets=2,dies=2,cores=4,threads=2", "EPYC"}));
+                    Config{"32,sockets=2,dies=2,cores=4,threads=2", "EPYC"}),
+    config_name);
 
 class HwlocLegacyDecodes : public testing::TestWithParam<Config> {};
 
@@ -153,7 +166,8 @@ INSTANTIATE_TEST_SUITE_P(IssueConfigs, HwlocLegacyDecodes,
                          testing::Values(Config{"4", "Skylake-Server"},
                                          Config{"16,sockets=1,cores=8,threads=2", "Skylake-Server"},
                                          Config{"8,sockets=2,cores=4", "Skylake-Server"},
-                                         Config{"12,sockets=2,cores=3,threads=2", "Skylake-Server"}));
+                                         Config{"12,sockets=2,cores=3,threads=2", "Skylake-Server"}),
+                         config_name);
 
 TEST(Leaf1, PowerOfTwoLogicalCountAndHtt) {
   CpuidModel m = make("12,sockets=2,cores=3,threads=2", "Skylake-Server");

@@ -55,7 +55,8 @@ INSTANTIATE_TEST_SUITE_P(
         SmpCase{"2,maxcpus=8", 2, 8, 1, 1, 1, 8, 1},
         SmpCase{"16,modules=2,cores=4,threads=2", 16, 16, 1, 1, 2, 4, 2},
         SmpCase{"300", 300, 300, 1, 1, 1, 300, 1},
-        SmpCase{"4096,sockets=4,cores=512,threads=2", 4096, 4096, 4, 1, 1, 512, 2}));
+        SmpCase{"4096,sockets=4,cores=512,threads=2", 4096, 4096, 4, 1, 1, 512, 2}),
+    [](const testing::TestParamInfo<SmpCase>& info) { return "case" + std::to_string(info.index); });
 
 class SmpRejects : public testing::TestWithParam<std::pair<const char*, const char*>> {};
 
@@ -82,7 +83,8 @@ INSTANTIATE_TEST_SUITE_P(
                     std::pair{"8,maxcpus=4", "must be at least"},
                     std::pair{"4097", "4096"}, std::pair{"4,clusters=2", "modules"},
                     std::pair{"sockets=2,4", "key=value"}, std::pair{"-1", "whole number"},
-                    std::pair{"99999999999", "whole number"}));
+                    std::pair{"99999999999", "whole number"}),
+    [](const auto& info) { return "case" + std::to_string(info.index); });
 
 // APIC IDs in QEMU's layout, as cloud-hypervisor tests get_x2apic_id.
 struct ApicCase {
@@ -118,7 +120,8 @@ INSTANTIATE_TEST_SUITE_P(
         ApicCase{{1, 1, 2, 3, 1}, 3, 4, {0, 0, 1, 0, 0}},  // modules above cores
         ApicCase{{1, 1, 1, 300, 1}, 299, 299, {0, 0, 0, 299, 0}},
         ApicCase{{6, 1, 1, 2, 3}, 8, 0xA, {1, 0, 0, 0, 2}},  // 3 threads: 2-bit field, package at bit 3
-        ApicCase{{4, 1, 1, 512, 2}, 4095, 4095, {3, 0, 0, 511, 1}}));
+        ApicCase{{4, 1, 1, 512, 2}, 4095, 4095, {3, 0, 0, 511, 1}}),
+    [](const testing::TestParamInfo<ApicCase>& info) { return "case" + std::to_string(info.index); });
 
 TEST(ApicIds, GapsAreNotCpus) {
   Topology t = Topology::parse("12,sockets=2,cores=3,threads=2");

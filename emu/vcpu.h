@@ -40,7 +40,10 @@ struct VcpuExit {
     GeneralProtection,  // #GP the vCPU itself raised (unknown MSR, ...)
     InvalidOpcode,      // #UD
     Exception,          // any other CPU exception; see vector
-    UnmappedMemory,     // fetch, read or write outside RAM and MMIO
+    UnmappedMemory,     // fetch, read or write outside RAM and MMIO; for a
+                        // read or write, rip and instructions() stand at the
+                        // start of its block (Unicorn 2.0.1 does not say
+                        // which instruction of the block it was)
   };
   Reason reason = Reason::QuantumEnd;
   uint64_t rip = 0;        // where the vCPU stands now
@@ -80,7 +83,8 @@ class Vcpu {
   VcpuExit run(uint64_t budget);
 
   // From a VcpuHost callback: stop at the next block boundary (the stop is
-  // exact there; see "the stop trap" in UNICORN_NOTES.md). A request that
+  // exact there; see "the stop trap" in UNICORN_NOTES.md), or right after
+  // the instruction when it was an RDMSR, WRMSR or RDTSC(P). A request that
   // no block boundary consumed (the run ended first, e.g. at HLT) is
   // dropped when the next run() starts.
   void request_stop();
@@ -90,9 +94,10 @@ class Vcpu {
   // REP string instruction counts once, when its last iteration is done.
   uint64_t instructions() const;
 
-  // Prints every executed instruction, disassembled, to `out` (nullptr: off).
-  // Off costs nothing: the per-instruction hook exists only while on.
-  // Call it between runs: switching retranslates all code.
+  // Prints every executed instruction, disassembled, to `out` (nullptr: off);
+  // a REP string instruction once per iteration. Off costs nothing: the
+  // per-instruction hook exists only while on. Call it between runs:
+  // switching retranslates all code.
   void set_trace(std::FILE* out);
 
   // Drops translated code, e.g. after the host wrote guest code. Call it
