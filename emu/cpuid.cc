@@ -141,6 +141,7 @@ CpuidModel::CpuidModel(Topology topology, CpuConfig cpu) : topology_(std::move(t
   if (reports_leaf_1f()) level_ = std::max<uint32_t>(level_, 0x1F);
   // TOPOEXT's leaves 0x8000001D/1E must be reachable when the flag is set.
   if (feature(FeatureWord::Ext1Ecx) & kExt1EcxTopoext) xlevel_ = std::max<uint32_t>(xlevel_, 0x8000001E);
+  enumeration_ = build_enumeration();
 }
 
 bool CpuidModel::reports_leaf_1f() const {
@@ -502,34 +503,42 @@ CpuidRegs CpuidModel::ext1E() const {
   return r;  // APIC ID, core and node IDs are per vCPU: patch_for_cpu
 }
 
-std::vector<CpuidModel::Entry> CpuidModel::enumerate(unsigned cpu_index) const {
+// Which leaves and subleaves exist does not depend on the vCPU (only the
+// APIC-ID fields do), so the list is built once from the base leaves.
+std::vector<CpuidModel::Entry> CpuidModel::build_enumeration() const {
   std::vector<Entry> out;
   auto add_leaf = [&](uint32_t leaf) {
     if (!has_subleaves(leaf)) {
-      out.push_back({leaf, 0, query(cpu_index, leaf, 0)});
+      out.push_back({leaf, 0, base_leaf(leaf, 0)});
       return;
     }
     for (uint32_t sub = 0; sub < 64; ++sub) {
-      CpuidRegs r = query(cpu_index, leaf, sub);
+      CpuidRegs r = base_leaf(leaf, sub);
       out.push_back({leaf, sub, r});
       bool last = false;
       switch (leaf) {
         case 0x4: case 0x8000001D: last = (r.eax & 0x1f) == 0; break;
         case 0xB: case 0x1F: last = ((r.ecx >> 8) & 0xff) == kLevelInvalid; break;
-        case 0x7: last = sub >= query(cpu_index, 0x7, 0).eax; break;
+        case 0x7: last = sub >= base_leaf(0x7, 0).eax; break;
       }
       if (last) break;
     }
   };
   auto add_xsave_leaf = [&] {
-    uint32_t xcr0 = query(cpu_index, 0xD, 0).eax;
+    uint32_t xcr0 = base_leaf(0xD, 0).eax;
     for (uint32_t sub = 0; sub < 32; ++sub)
-      if (sub < 2 || (xcr0 >> sub) & 1) out.push_back({0xD, sub, query(cpu_index, 0xD, sub)});
+      if (sub < 2 || (xcr0 >> sub) & 1) out.push_back({0xD, sub, base_leaf(0xD, sub)});
   };
   for (uint32_t leaf = 0; leaf <= level_; ++leaf) leaf == 0xD ? add_xsave_leaf() : add_leaf(leaf);
   if (feature(FeatureWord::Leaf1Ecx) & kLeaf1EcxHypervisor)
     for (uint32_t leaf = kHypervisorBase; leaf <= kHypervisorMax; ++leaf) add_leaf(leaf);
   for (uint32_t leaf = 0x80000000; leaf <= xlevel_; ++leaf) add_leaf(leaf);
+  return out;
+}
+
+std::vector<CpuidModel::Entry> CpuidModel::enumerate(unsigned cpu_index) const {
+  std::vector<Entry> out = enumeration_;
+  for (Entry& e : out) patch_for_cpu(cpu_index, e.leaf, e.regs);
   return out;
 }
 

@@ -77,6 +77,7 @@ class CpuidModel {
 
  private:
   CpuidRegs base_leaf(uint32_t leaf, uint32_t subleaf) const;
+  std::vector<Entry> build_enumeration() const;
   void patch_for_cpu(unsigned cpu_index, uint32_t leaf, CpuidRegs& r) const;
 
   CpuidRegs leaf0() const;
@@ -110,6 +111,7 @@ class CpuidModel {
   Topology topology_;
   CpuConfig cpu_;
   uint32_t level_, xlevel_;
+  std::vector<Entry> enumeration_;  // every vCPU's, before its APIC-ID fields
 };
 
 }  // namespace topolab
