@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The run options a user reaches for first: --trace, -serial file:, the
+# QEMU exit-status mapping and the -m size the guest is told.
+set -euo pipefail
+topolab=$1 images=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$topolab" run "$images/topology_check64.elf" --trace >"$tmp/out" 2>"$tmp/trace"
+grep -qE '^cpu0 [0-9a-f]{16}: (0f 30)  wrmsr$' "$tmp/trace" || fail "--trace shows no wrmsr (the long-mode switch)"
+executed=$(grep -c '^cpu0 ' "$tmp/trace")
+counted=$(sed -n 's/.*after \([0-9]*\) instructions.*/\1/p' "$tmp/trace")
+[ "$executed" -ge "$counted" ] || fail "--trace printed $executed instructions, fewer than the $counted executed"
+"$topolab" run "$images/topology_check64.elf" >/dev/null 2>"$tmp/quiet"
+! grep -q '^cpu0 ' "$tmp/quiet" || fail "instructions traced without --trace"
+
+"$topolab" run "$images/cpuid_dump.elf" -serial "file:$tmp/serial.txt" >"$tmp/stdout" 2>/dev/null
+[ ! -s "$tmp/stdout" ] || fail "-serial file: still wrote to stdout"
+grep -q '^CPU 0:$' "$tmp/serial.txt" || fail "-serial file: did not receive the guest's output"
+
+status=0
+"$topolab" run "$images/cpuid_dump.elf" --exit-status qemu >/dev/null 2>&1 || status=$?
+[ "$status" -eq 1 ] || fail "--exit-status qemu gave $status for guest 0, QEMU gives 1"
+
+echo "ok: --trace ($executed lines for $counted instructions), -serial file:, --exit-status qemu"
