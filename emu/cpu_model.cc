@@ -40,77 +40,72 @@ constexpr uint8_t kDesc_L1d32K = 0x2c, kDesc_L1i32K = 0x30, kDesc_L2_2M = 0x7d, 
 // TOPOEXT, which QEMU 7.2's TCG drops although it only describes topology:
 // without it no guest would read 0x8000001D/1E. docs/deviations.md lists both.
 std::vector<CpuModelDef> make_models() {
-  std::vector<CpuModelDef> models;
-
-  CpuModelDef qemu64;
-  qemu64.name = "qemu64";
-  qemu64.description = "QEMU's default 64-bit CPU (AMD vendor, family 15)";
-  qemu64.vendor = Vendor::Amd;
-  qemu64.vendor_id = "AuthenticAMD";
-  qemu64.family = 15, qemu64.model = 107, qemu64.stepping = 1;
-  qemu64.level = 0xd, qemu64.xlevel = 0x8000000a;
-  qemu64.brand = "QEMU Virtual CPU version 2.5+";
-  qemu64.features = {
-      {FW::Leaf1Edx, 0x078bfbfd},  // PPRO features + MTRR CLFLUSH MCA PSE36 (VME off, as QEMU's TCG)
-      {FW::Leaf1Ecx, 0x80002001},  // SSE3 CX16 HYPERVISOR
-      {FW::Ext1Edx, 0x2193fbfd},   // LM SYSCALL NX + AMD aliases of leaf 1 EDX
-      {FW::Ext1Ecx, 0x00000005},   // LAHF_LM SVM
+  constexpr CacheSet kLegacy{kLegacyL1d, kLegacyL1i, kLegacyL2, kLegacyL3};
+  constexpr CacheSet kLegacyAmd{kLegacyAmdL1d, kLegacyAmdL1i, kLegacyAmdL2, kLegacyL3};
+  constexpr CacheSet kEpyc{kEpycL1d, kEpycL1i, kEpycL2, kEpycL3};
+  constexpr Leaf2Descriptors kLegacyLeaf2{kDesc_L1d32K, kDesc_L1i32K, kDesc_L2_2M, kDesc_L3_16M};
+  return {
+      {
+          .name = "qemu64",
+          .description = "QEMU's default 64-bit CPU (AMD vendor, family 15)",
+          .vendor = Vendor::Amd,
+          .vendor_id = "AuthenticAMD",
+          .family = 15, .model = 107, .stepping = 1,
+          .level = 0xd, .xlevel = 0x8000000a,
+          .brand = "QEMU Virtual CPU version 2.5+",
+          .features = {
+              {FW::Leaf1Edx, 0x078bfbfd},  // PPRO features + MTRR CLFLUSH MCA PSE36 (VME off, as QEMU's TCG)
+              {FW::Leaf1Ecx, 0x80002001},  // SSE3 CX16 HYPERVISOR
+              {FW::Ext1Edx, 0x2193fbfd},   // LM SYSCALL NX + AMD aliases of leaf 1 EDX
+              {FW::Ext1Ecx, 0x00000005},   // LAHF_LM SVM
+          },
+          .caches = kLegacy, .amd_caches = kLegacyAmd, .leaf2 = kLegacyLeaf2,
+      },
+      {
+          .name = "Skylake-Server",
+          .description = "Intel Xeon Processor (Skylake), family 6 model 85",
+          .vendor = Vendor::Intel,
+          .vendor_id = "GenuineIntel",
+          .family = 6, .model = 85, .stepping = 4,
+          .level = 0xd, .xlevel = 0x80000008,
+          .brand = "Intel Xeon Processor (Skylake)",
+          .features = {
+              {FW::Leaf1Edx, 0x078bfbfd},
+              // SSE3 PCLMULQDQ SSSE3 CX16 SSE4.1 SSE4.2 MOVBE POPCNT AES XSAVE RDRAND HYPERVISOR
+              {FW::Leaf1Ecx, 0xc6d82203},
+              {FW::Leaf6Eax, 0x00000004},   // ARAT
+              {FW::Leaf7Ebx, 0x01980389},   // FSGSBASE BMI1 SMEP BMI2 ERMS ADX SMAP CLFLUSHOPT CLWB
+              {FW::Leaf7Ecx, 0x00000008},   // PKU
+              {FW::LeafDEax, 0x00000203},   // x87 SSE PKRU
+              {FW::LeafD1Eax, 0x00000005},  // XSAVEOPT XGETBV1
+              {FW::Ext1Edx, 0x2c100800},    // SYSCALL NX PDPE1GB RDTSCP LM
+              {FW::Ext1Ecx, 0x00000021},    // LAHF_LM ABM
+          },
+          .caches = kLegacy, .amd_caches = kLegacyAmd, .leaf2 = kLegacyLeaf2,
+      },
+      {
+          .name = "EPYC",
+          .description = "AMD EPYC Processor (Zen, family 23)",
+          .vendor = Vendor::Amd,
+          .vendor_id = "AuthenticAMD",
+          .family = 23, .model = 1, .stepping = 2,
+          .level = 0xd, .xlevel = 0x8000001e,
+          .brand = "AMD EPYC Processor",
+          .features = {
+              {FW::Leaf1Edx, 0x078bfbfd},
+              {FW::Leaf1Ecx, 0xc6d8220b},   // as Skylake-Server + MONITOR
+              {FW::Leaf6Eax, 0x00000004},   // ARAT
+              {FW::Leaf7Ebx, 0x00980189},   // FSGSBASE BMI1 SMEP BMI2 ADX SMAP CLFLUSHOPT
+              {FW::LeafDEax, 0x00000003},   // x87 SSE
+              {FW::LeafD1Eax, 0x00000005},  // XSAVEOPT XGETBV1
+              {FW::Ext1Edx, 0x2dd3fbfd},    // SYSCALL NX MMXEXT PDPE1GB RDTSCP LM + AMD aliases
+              {FW::Ext1Ecx, 0x00400075},    // LAHF_LM SVM CR8LEG ABM SSE4A TOPOEXT
+              {FW::SvmEdx, 0x00000001},     // NPT
+          },
+          // EPYC's own geometry serves every cache leaf; it has no leaf 2.
+          .caches = kEpyc, .amd_caches = kEpyc, .leaf2 = {},
+      },
   };
-  qemu64.l1d = kLegacyL1d, qemu64.l1i = kLegacyL1i, qemu64.l2 = kLegacyL2, qemu64.l3 = kLegacyL3;
-  qemu64.amd_l1d = kLegacyAmdL1d, qemu64.amd_l1i = kLegacyAmdL1i, qemu64.amd_l2 = kLegacyAmdL2, qemu64.amd_l3 = kLegacyL3;
-  qemu64.leaf2_l1d = kDesc_L1d32K, qemu64.leaf2_l1i = kDesc_L1i32K, qemu64.leaf2_l2 = kDesc_L2_2M, qemu64.leaf2_l3 = kDesc_L3_16M;
-  models.push_back(qemu64);
-
-  CpuModelDef skx;
-  skx.name = "Skylake-Server";
-  skx.description = "Intel Xeon Processor (Skylake), family 6 model 85";
-  skx.vendor = Vendor::Intel;
-  skx.vendor_id = "GenuineIntel";
-  skx.family = 6, skx.model = 85, skx.stepping = 4;
-  skx.level = 0xd, skx.xlevel = 0x80000008;
-  skx.brand = "Intel Xeon Processor (Skylake)";
-  skx.features = {
-      {FW::Leaf1Edx, 0x078bfbfd},
-      // SSE3 PCLMULQDQ SSSE3 CX16 SSE4.1 SSE4.2 MOVBE POPCNT AES XSAVE RDRAND HYPERVISOR
-      {FW::Leaf1Ecx, 0xc6d82203},
-      {FW::Leaf6Eax, 0x00000004},  // ARAT
-      {FW::Leaf7Ebx, 0x01980389},  // FSGSBASE BMI1 SMEP BMI2 ERMS ADX SMAP CLFLUSHOPT CLWB
-      {FW::Leaf7Ecx, 0x00000008},  // PKU
-      {FW::LeafDEax, 0x00000203},  // x87 SSE PKRU
-      {FW::LeafD1Eax, 0x00000005},  // XSAVEOPT XGETBV1
-      {FW::Ext1Edx, 0x2c100800},   // SYSCALL NX PDPE1GB RDTSCP LM
-      {FW::Ext1Ecx, 0x00000021},   // LAHF_LM ABM
-  };
-  skx.l1d = kLegacyL1d, skx.l1i = kLegacyL1i, skx.l2 = kLegacyL2, skx.l3 = kLegacyL3;
-  skx.amd_l1d = kLegacyAmdL1d, skx.amd_l1i = kLegacyAmdL1i, skx.amd_l2 = kLegacyAmdL2, skx.amd_l3 = kLegacyL3;
-  skx.leaf2_l1d = kDesc_L1d32K, skx.leaf2_l1i = kDesc_L1i32K, skx.leaf2_l2 = kDesc_L2_2M, skx.leaf2_l3 = kDesc_L3_16M;
-  models.push_back(skx);
-
-  CpuModelDef epyc;
-  epyc.name = "EPYC";
-  epyc.description = "AMD EPYC Processor (Zen, family 23)";
-  epyc.vendor = Vendor::Amd;
-  epyc.vendor_id = "AuthenticAMD";
-  epyc.family = 23, epyc.model = 1, epyc.stepping = 2;
-  epyc.level = 0xd, epyc.xlevel = 0x8000001e;
-  epyc.brand = "AMD EPYC Processor";
-  epyc.features = {
-      {FW::Leaf1Edx, 0x078bfbfd},
-      {FW::Leaf1Ecx, 0xc6d8220b},  // as Skylake-Server + MONITOR
-      {FW::Leaf6Eax, 0x00000004},  // ARAT
-      {FW::Leaf7Ebx, 0x00980189},  // FSGSBASE BMI1 SMEP BMI2 ADX SMAP CLFLUSHOPT
-      {FW::LeafDEax, 0x00000003},  // x87 SSE
-      {FW::LeafD1Eax, 0x00000005},
-      {FW::Ext1Edx, 0x2dd3fbfd},   // SYSCALL NX MMXEXT PDPE1GB RDTSCP LM + AMD aliases
-      {FW::Ext1Ecx, 0x00400075},   // LAHF_LM SVM CR8LEG ABM SSE4A TOPOEXT
-      {FW::SvmEdx, 0x00000001},    // NPT
-  };
-  epyc.l1d = kEpycL1d, epyc.l1i = kEpycL1i, epyc.l2 = kEpycL2, epyc.l3 = kEpycL3;
-  epyc.amd_l1d = kEpycL1d, epyc.amd_l1i = kEpycL1i, epyc.amd_l2 = kEpycL2, epyc.amd_l3 = kEpycL3;
-  epyc.leaf2_l1d = 0, epyc.leaf2_l1i = 0, epyc.leaf2_l2 = 0, epyc.leaf2_l3 = 0;
-  models.push_back(epyc);
-
-  return models;
 }
 
 // Bits that -cpu can switch by name (SDM names, QEMU spellings).

@@ -33,6 +33,15 @@ struct CacheInfo {
   CacheScope scope;
 };
 
+struct CacheSet {
+  CacheInfo l1d, l1i, l2, l3;
+};
+
+// Leaf 2 descriptor bytes (SDM table 3-12) for the same caches.
+struct Leaf2Descriptors {
+  uint8_t l1d = 0, l1i = 0, l2 = 0, l3 = 0;
+};
+
 // The feature words CPUID reports (QEMU's FeatureWord, the ones we model).
 enum class FeatureWord {
   Leaf1Edx,
@@ -62,13 +71,12 @@ struct CpuModelDef {
   uint32_t xlevel;  // highest extended leaf
   std::string brand;  // leaves 0x80000002..4, at most 47 characters
   std::map<FeatureWord, uint32_t> features;
-  // Leaf 4 / 0x8000001D order: L1d, L1i, L2, L3.
-  CacheInfo l1d, l1i, l2, l3;
+  // Leaf 4 / 0x8000001D caches.
+  CacheSet caches;
   // The caches AMD's 0x80000005/6 report where they differ from the above
   // (QEMU's legacy "_amd" geometry on non-AMD models).
-  CacheInfo amd_l1d, amd_l1i, amd_l2, amd_l3;
-  // Leaf 2 descriptor bytes for L1d, L1i, L2, L3 (0xFF: "use leaf 4").
-  uint8_t leaf2_l1d, leaf2_l1i, leaf2_l2, leaf2_l3;
+  CacheSet amd_caches;
+  Leaf2Descriptors leaf2;
 };
 
 // A named feature bit that -cpu +name / -name / name=on|off can change.

@@ -260,15 +260,15 @@ CpuidRegs CpuidModel::leaf2() const {
   const CpuModelDef& m = cpu_.model;
   CpuidRegs r;
   r.eax = 1;  // the count of CPUID(2) calls needed, in the low byte
-  r.ecx = cpu_.l3_cache ? m.leaf2_l3 : 0;
-  r.edx = uint32_t{m.leaf2_l1d} << 16 | uint32_t{m.leaf2_l1i} << 8 | m.leaf2_l2;
+  r.ecx = cpu_.l3_cache ? m.leaf2.l3 : 0;
+  r.edx = uint32_t{m.leaf2.l1d} << 16 | uint32_t{m.leaf2.l1i} << 8 | m.leaf2.l2;
   return r;
 }
 
 std::vector<const CacheInfo*> CpuidModel::deterministic_caches() const {
   const CpuModelDef& m = cpu_.model;
-  std::vector<const CacheInfo*> caches{&m.l1d, &m.l1i, &m.l2};
-  if (cpu_.l3_cache) caches.push_back(&m.l3);
+  std::vector<const CacheInfo*> caches{&m.caches.l1d, &m.caches.l1i, &m.caches.l2};
+  if (cpu_.l3_cache) caches.push_back(&m.caches.l3);
   return caches;
 }
 
@@ -440,21 +440,21 @@ CpuidRegs CpuidModel::ext5() const {
     put_field(reg, kAmdL1LineSize, c.line_size);
     return reg;
   };
-  return {kAmdL1Tlb2M, kAmdL1Tlb4K, l1(m.amd_l1d), l1(m.amd_l1i)};
+  return {kAmdL1Tlb2M, kAmdL1Tlb4K, l1(m.amd_caches.l1d), l1(m.amd_caches.l1i)};
 }
 
 CpuidRegs CpuidModel::ext6() const {
   const CpuModelDef& m = cpu_.model;
   CpuidRegs r{kAmdL2Tlb2M, kAmdL2Tlb4K, 0, 0};
-  put_field(r.ecx, kAmdL2Size, cache_size_kib(m.amd_l2));
-  put_field(r.ecx, kAmdL2Assoc, amd_encoded_ways(m.amd_l2.ways, false));
-  put_field(r.ecx, kAmdL2LinesPerTag, m.amd_l2.lines_per_tag);
-  put_field(r.ecx, kAmdL2LineSize, m.amd_l2.line_size);
+  put_field(r.ecx, kAmdL2Size, cache_size_kib(m.amd_caches.l2));
+  put_field(r.ecx, kAmdL2Assoc, amd_encoded_ways(m.amd_caches.l2.ways, false));
+  put_field(r.ecx, kAmdL2LinesPerTag, m.amd_caches.l2.lines_per_tag);
+  put_field(r.ecx, kAmdL2LineSize, m.amd_caches.l2.line_size);
   if (cpu_.l3_cache) {
-    put_field(r.edx, kAmdL3Size, m.amd_l3.size / (512 * 1024));
-    put_field(r.edx, kAmdL3Assoc, amd_encoded_ways(m.amd_l3.ways, false));
-    put_field(r.edx, kAmdL3LinesPerTag, m.amd_l3.lines_per_tag);
-    put_field(r.edx, kAmdL3LineSize, m.amd_l3.line_size);
+    put_field(r.edx, kAmdL3Size, m.amd_caches.l3.size / (512 * 1024));
+    put_field(r.edx, kAmdL3Assoc, amd_encoded_ways(m.amd_caches.l3.ways, false));
+    put_field(r.edx, kAmdL3LinesPerTag, m.amd_caches.l3.lines_per_tag);
+    put_field(r.edx, kAmdL3LineSize, m.amd_caches.l3.line_size);
   }
   return r;
 }

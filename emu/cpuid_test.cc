@@ -213,8 +213,9 @@ TEST(Leaf4, L3OffEndsTheListAfterL2) {
 
 TEST(Leaf4, GeometryMultipliesOutToTheSize) {
   for (const CpuModelDef& def : cpu_models()) {
-    for (const CacheInfo* c : {&def.l1d, &def.l1i, &def.l2, &def.l3, &def.amd_l1d, &def.amd_l1i, &def.amd_l2})
-      EXPECT_EQ(c->size, c->line_size * c->ways * c->partitions * c->sets) << def.name << " L" << c->level;
+    for (const CacheSet* set : {&def.caches, &def.amd_caches})
+      for (const CacheInfo* c : {&set->l1d, &set->l1i, &set->l2, &set->l3})
+        EXPECT_EQ(c->size, c->line_size * c->ways * c->partitions * c->sets) << def.name << " L" << c->level;
   }
 }
 
