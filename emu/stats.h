@@ -1,0 +1,72 @@
+// Stats: the product's voice. Everything a run counts about IPIs, halts and
+// wakeups, per vCPU, and the source -> destination IPI matrix. Pure data;
+// the machine records, the reports read (emu/run_report.h).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace topolab {
+
+// ICR delivery modes (SDM 10.6.1), in the order reports list them.
+enum class IpiMode : uint8_t { Fixed, LowestPriority, Smi, Nmi, Init, StartUp, ExtInt };
+inline constexpr size_t kIpiModes = 7;
+std::string_view to_string(IpiMode mode);
+
+// ICR destination shorthands.
+enum class IpiShorthand : uint8_t { None, Self, AllIncludingSelf, AllExcludingSelf };
+inline constexpr size_t kIpiShorthands = 4;
+std::string_view to_string(IpiShorthand shorthand);
+
+// Why a halted (or MWAIT-parked) vCPU resumed.
+enum class WakeCause : uint8_t { Interrupt, Timer, Nmi, Init, Sipi, MwaitStore };
+inline constexpr size_t kWakeCauses = 6;
+std::string_view to_string(WakeCause cause);
+
+struct VcpuStats {
+  uint64_t instructions = 0;
+  uint64_t hlt_entries = 0;
+  uint64_t halted_ns = 0;
+  std::array<uint64_t, kIpiModes> ipis_sent{};
+  std::array<uint64_t, kIpiModes> ipis_received{};
+  std::array<uint64_t, kIpiShorthands> ipis_sent_by_shorthand{};
+  std::map<uint8_t, uint64_t> sent_by_vector;      // fixed and lowest-priority only
+  std::map<uint8_t, uint64_t> received_by_vector;
+  uint64_t received_while_halted = 0;
+  uint64_t received_while_running = 0;
+  uint64_t ipis_to_nobody = 0;  // messages that matched no APIC
+  std::array<uint64_t, kWakeCauses> wakes{};
+
+  uint64_t total_sent() const;
+  uint64_t total_received() const;
+};
+
+class Stats {
+ public:
+  explicit Stats(unsigned vcpus) : vcpus_(vcpus) {}
+
+  VcpuStats& vcpu(unsigned index) { return vcpus_.at(index); }
+  const VcpuStats& vcpu(unsigned index) const { return vcpus_.at(index); }
+  unsigned vcpu_count() const { return static_cast<unsigned>(vcpus_.size()); }
+
+  // One IPI from `source` accepted by `target` (each target of a broadcast
+  // counts once). `target_halted`: it found the target in HLT or MWAIT.
+  void record_ipi(unsigned source, unsigned target, IpiMode mode, uint8_t vector, bool target_halted);
+  // One ICR write (or SELF_IPI) by `source`, however many CPUs it reaches.
+  void record_send(unsigned source, IpiMode mode, IpiShorthand shorthand, uint8_t vector);
+  void record_undeliverable(unsigned source) { ++vcpu(source).ipis_to_nobody; }
+  void record_wake(unsigned index, WakeCause cause) { ++vcpu(index).wakes[static_cast<size_t>(cause)]; }
+
+  // The source -> destination matrix, sparse: 4,096 vCPUs would need 128 MiB dense.
+  const std::map<std::pair<unsigned, unsigned>, uint64_t>& ipi_matrix() const { return matrix_; }
+
+ private:
+  std::vector<VcpuStats> vcpus_;
+  std::map<std::pair<unsigned, unsigned>, uint64_t> matrix_;
+};
+
+}  // namespace topolab

@@ -1,0 +1,55 @@
+#include "emu/stats.h"
+
+#include <gtest/gtest.h>
+
+namespace topolab {
+namespace {
+
+TEST(Stats, CountsSendsOncePerIcrWriteAndReceivesPerTarget) {
+  Stats stats(4);
+  // CPU 0 broadcasts a fixed IPI (vector 0xfd) to all but itself.
+  stats.record_send(0, IpiMode::Fixed, IpiShorthand::AllExcludingSelf, 0xfd);
+  for (unsigned t = 1; t < 4; ++t) stats.record_ipi(0, t, IpiMode::Fixed, 0xfd, /*target_halted=*/t == 2);
+  EXPECT_EQ(stats.vcpu(0).total_sent(), 1u);
+  EXPECT_EQ(stats.vcpu(0).ipis_sent_by_shorthand[static_cast<size_t>(IpiShorthand::AllExcludingSelf)], 1u);
+  EXPECT_EQ(stats.vcpu(0).sent_by_vector.at(0xfd), 1u);
+  EXPECT_EQ(stats.vcpu(2).received_while_halted, 1u);
+  EXPECT_EQ(stats.vcpu(3).received_while_running, 1u);
+  EXPECT_EQ(stats.vcpu(3).received_by_vector.at(0xfd), 1u);
+  EXPECT_EQ(stats.ipi_matrix().size(), 3u);
+  EXPECT_EQ(stats.ipi_matrix().at({0, 2}), 1u);
+}
+
+TEST(Stats, VectorlessModesKeepNoVector) {
+  Stats stats(2);
+  stats.record_send(0, IpiMode::Init, IpiShorthand::None, 0);
+  stats.record_ipi(0, 1, IpiMode::Init, 0, true);
+  stats.record_send(0, IpiMode::StartUp, IpiShorthand::None, 0x08);
+  stats.record_ipi(0, 1, IpiMode::StartUp, 0x08, true);
+  EXPECT_TRUE(stats.vcpu(0).sent_by_vector.empty());
+  EXPECT_TRUE(stats.vcpu(1).received_by_vector.empty());
+  EXPECT_EQ(stats.vcpu(1).ipis_received[static_cast<size_t>(IpiMode::StartUp)], 1u);
+  EXPECT_EQ(stats.ipi_matrix().at({0, 1}), 2u);
+}
+
+TEST(Stats, WakesAndUndeliverableAreCountedPerVcpu) {
+  Stats stats(2);
+  stats.record_wake(1, WakeCause::Sipi);
+  stats.record_wake(1, WakeCause::Interrupt);
+  stats.record_wake(1, WakeCause::Interrupt);
+  stats.record_undeliverable(0);
+  EXPECT_EQ(stats.vcpu(1).wakes[static_cast<size_t>(WakeCause::Interrupt)], 2u);
+  EXPECT_EQ(stats.vcpu(0).ipis_to_nobody, 1u);
+  EXPECT_THROW(stats.vcpu(2), std::out_of_range);
+}
+
+TEST(Stats, NamesAreStable) {
+  // Report schemas depend on these spellings.
+  EXPECT_EQ(to_string(IpiMode::LowestPriority), "lowest-priority");
+  EXPECT_EQ(to_string(IpiMode::StartUp), "startup");
+  EXPECT_EQ(to_string(IpiShorthand::AllExcludingSelf), "all-but-self");
+  EXPECT_EQ(to_string(WakeCause::MwaitStore), "mwait-store");
+}
+
+}  // namespace
+}  // namespace topolab
