@@ -1,0 +1,56 @@
+// The two legacy 8259A PICs (master at 0x20-0x21, slave at 0xA0-0xA1) as a
+// guest sees them when all it does is program and mask them.
+//
+// NO INTERRUPT IS EVER DELIVERED THROUGH THIS DEVICE. Nothing is wired to
+// its IR pins and it has no INTR output: topolab delivers interrupts only
+// through the local APICs. It exists so that the usual start-up sequence
+// (ICW1-ICW4, then OCW1 = 0xFF to mask everything) lands on a register file
+// that reads back what a real 8259A would:
+// - the data port (offset 1) reads the IMR; ICW2-ICW4 written there during
+//   initialisation are consumed by the sequence, not taken as a mask
+//   (8259A data sheet, "Initialization Command Words");
+// - the command port (offset 0) reads IRR or ISR as OCW3 selects, both
+//   always 0, and a poll command reads 0 (no request);
+// - ICW1 clears the IMR, as the data sheet says.
+//
+// Deviations: the IMR starts at 0xFF (all masked) instead of the data
+// sheet's undefined state or QEMU's 0, since masked is the truth here.
+// EOIs, rotation, special mask mode and the ELCR (0x4D0/0x4D1) are
+// accepted or absent, never acted on.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "devices/port_bus.h"
+
+namespace topolab {
+
+class PicStub : public PortDevice {
+ public:
+  static constexpr uint16_t kMasterBase = 0x20;
+  static constexpr uint16_t kSlaveBase = 0xa0;
+  static constexpr uint32_t kPortCount = 2;  // offset 0 command, offset 1 data
+
+  enum class Role { kMaster, kSlave };
+  explicit PicStub(Role role) : role_(role) {}
+
+  std::string name() const override { return role_ == Role::kMaster ? "pic-master" : "pic-slave"; }
+  uint32_t read(uint16_t offset, unsigned size) override;
+  void write(uint16_t offset, unsigned size, uint32_t value) override;
+
+  uint8_t mask() const { return imr_; }
+  // The vector base ICW2 set (its low three bits are the IR number).
+  uint8_t vector_base() const { return vector_base_; }
+
+ private:
+  enum class Expect { kOcw, kIcw2, kIcw3, kIcw4 };
+
+  Role role_;
+  Expect expect_ = Expect::kOcw;
+  bool single_ = false, needs_icw4_ = false;
+  uint8_t imr_ = 0xff;
+  uint8_t vector_base_ = 0;
+};
+
+}  // namespace topolab

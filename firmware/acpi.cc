@@ -1,0 +1,194 @@
+#include "firmware/acpi.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace topolab {
+
+namespace {
+
+// System description table header (§5.2.6), shared by every table but the RSDP.
+constexpr uint32_t kHeaderSize = 36;
+constexpr uint32_t kHeaderLength = 4, kHeaderRevision = 8, kHeaderChecksum = 9, kHeaderOemId = 10,
+                   kHeaderOemTableId = 16, kHeaderOemRevision = 24, kHeaderCreatorId = 28,
+                   kHeaderCreatorRevision = 32;
+constexpr std::string_view kOemId = "TOPOLB";        // 6 bytes
+constexpr std::string_view kOemTableId = "TOPOLAB ";  // 8 bytes
+constexpr std::string_view kCreatorId = "TPLB";
+constexpr uint32_t kOemRevision = 1, kCreatorRevision = 1;
+
+// RSDP, ACPI 1.0 form (§5.2.5.3): the checksum covers its 20 bytes.
+constexpr std::string_view kRsdpSignature = "RSD PTR ";
+constexpr uint32_t kRsdpSize = 20;
+constexpr uint32_t kRsdpChecksum = 8, kRsdpOemId = 9, kRsdpRevision = 15, kRsdpRsdtAddress = 16;
+constexpr uint32_t kRsdpAlignment = 16;  // §5.2.5.1: found on 16-byte boundaries
+constexpr uint32_t kTableAlignment = 16;
+
+constexpr uint8_t kRsdtRevision = 1;  // §5.2.7
+
+// FADT (§5.2.9, Table 5.9), ACPI 6.0 layout.
+constexpr uint8_t kFadtRevision = 6, kFadtMinor = 0;
+constexpr uint32_t kFadtSize = 276;
+constexpr uint32_t kFadtDsdt = 40, kFadtIapcBootArch = 109, kFadtFlags = 112, kFadtMinorVersion = 131;
+constexpr uint32_t kFadtFlagWbinvd = 1u << 0;
+constexpr uint32_t kFadtFlagHwReducedAcpi = 1u << 20;
+// IA-PC boot architecture flags (§5.2.9.3): a COM port at 0x3F8 is an
+// undiscoverable legacy device; there is no 8042, no VGA and no CMOS RTC.
+constexpr uint16_t kIapcLegacyDevices = 1u << 0;
+constexpr uint16_t kIapcVgaNotPresent = 1u << 2;
+constexpr uint16_t kIapcCmosRtcNotPresent = 1u << 5;
+
+constexpr uint8_t kDsdtRevision = 2;  // §5.2.11.1: 2 = 64-bit AML integers
+
+// MADT (§5.2.12, Table 5.19). Revision 3 is ACPI 4.0's, the first with
+// x2APIC entries and the last before Online Capable changed what a
+// disabled entry means.
+constexpr uint8_t kMadtRevision = 3;
+constexpr uint32_t kMadtLocalApicAddress = 36, kMadtFlags = 40, kMadtEntries = 44;
+constexpr uint32_t kLocalApicDefaultBase = 0xfee00000;
+constexpr uint32_t kMadtPcatCompat = 1u << 0;  // dual 8259s are present (and masked)
+constexpr uint8_t kMadtTypeLocalApic = 0, kMadtLocalApicLength = 8;      // §5.2.12.2
+constexpr uint8_t kMadtTypeLocalX2Apic = 9, kMadtLocalX2ApicLength = 16;  // §5.2.12.12
+constexpr uint32_t kLocalApicFlagEnabled = 1u << 0;  // Table 5.23
+// The largest APIC ID a Processor Local APIC entry may carry; 0xFF is the
+// xAPIC broadcast ID, so QEMU and we switch to x2APIC entries at 255.
+constexpr uint32_t kMaxLocalApicEntryId = 0xfe;
+
+uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
+
+// Tables are assembled in a host buffer that mirrors guest memory from `base`.
+class Image {
+ public:
+  explicit Image(uint32_t base, uint32_t size) : base_(base), bytes_(size, 0) {}
+
+  template <typename T>
+  void put(uint32_t addr, T v) {
+    for (size_t i = 0; i < sizeof(T); ++i) bytes_.at(addr - base_ + i) = static_cast<uint8_t>(uint64_t(v) >> (8 * i));
+  }
+  void put_text(uint32_t addr, std::string_view s) {
+    std::copy(s.begin(), s.end(), bytes_.begin() + (addr - base_));
+  }
+  // The byte at `at` makes [addr, addr + len) sum to zero mod 256.
+  void checksum(uint32_t addr, uint32_t len, uint32_t at) {
+    uint8_t sum = 0;
+    for (uint32_t i = 0; i < len; ++i) sum += bytes_.at(addr - base_ + i);
+    bytes_.at(at - base_) = static_cast<uint8_t>(bytes_.at(at - base_) - sum);
+  }
+  const std::vector<uint8_t>& bytes() const { return bytes_; }
+
+ private:
+  uint32_t base_;
+  std::vector<uint8_t> bytes_;
+};
+
+void put_header(Image& img, uint32_t addr, std::string_view signature, uint32_t length, uint8_t revision) {
+  img.put_text(addr, signature);
+  img.put<uint32_t>(addr + kHeaderLength, length);
+  img.put<uint8_t>(addr + kHeaderRevision, revision);
+  img.put_text(addr + kHeaderOemId, kOemId);
+  img.put_text(addr + kHeaderOemTableId, kOemTableId);
+  img.put<uint32_t>(addr + kHeaderOemRevision, kOemRevision);
+  img.put_text(addr + kHeaderCreatorId, kCreatorId);
+  img.put<uint32_t>(addr + kHeaderCreatorRevision, kCreatorRevision);
+}
+
+// Call once the table's body is complete.
+void seal(Image& img, uint32_t addr, uint32_t length) { img.checksum(addr, length, addr + kHeaderChecksum); }
+
+uint32_t madt_size(const Topology& topo) {
+  uint32_t size = kMadtEntries;
+  for (unsigned i = 0; i < topo.max_cpus(); ++i)
+    size += topo.apic_id(i) <= kMaxLocalApicEntryId ? kMadtLocalApicLength : kMadtLocalX2ApicLength;
+  return size;
+}
+
+void put_madt(Image& img, uint32_t addr, uint32_t length, const Topology& topo) {
+  put_header(img, addr, "APIC", length, kMadtRevision);
+  img.put<uint32_t>(addr + kMadtLocalApicAddress, kLocalApicDefaultBase);
+  img.put<uint32_t>(addr + kMadtFlags, kMadtPcatCompat);
+  uint32_t at = addr + kMadtEntries;
+  for (unsigned uid = 0; uid < topo.max_cpus(); ++uid) {
+    uint32_t apic_id = topo.apic_id(uid);
+    uint32_t flags = uid < topo.cpus() ? kLocalApicFlagEnabled : 0;
+    if (apic_id <= kMaxLocalApicEntryId) {
+      // uid < 255 here too: APIC IDs never fall below their CPU index.
+      img.put<uint8_t>(at, kMadtTypeLocalApic);
+      img.put<uint8_t>(at + 1, kMadtLocalApicLength);
+      img.put<uint8_t>(at + 2, static_cast<uint8_t>(uid));  // ACPI Processor UID
+      img.put<uint8_t>(at + 3, static_cast<uint8_t>(apic_id));
+      img.put<uint32_t>(at + 4, flags);
+      at += kMadtLocalApicLength;
+    } else {
+      img.put<uint8_t>(at, kMadtTypeLocalX2Apic);
+      img.put<uint8_t>(at + 1, kMadtLocalX2ApicLength);
+      img.put<uint32_t>(at + 4, apic_id);  // after 2 reserved bytes
+      img.put<uint32_t>(at + 8, flags);
+      img.put<uint32_t>(at + 12, uid);  // ACPI Processor UID
+      at += kMadtLocalX2ApicLength;
+    }
+  }
+  seal(img, addr, length);
+}
+
+void put_fadt(Image& img, uint32_t addr, uint32_t dsdt) {
+  put_header(img, addr, "FACP", kFadtSize, kFadtRevision);
+  // Only the 32-bit DSDT pointer: X_DSDT stays 0, so no OS has to pick.
+  img.put<uint32_t>(addr + kFadtDsdt, dsdt);
+  img.put<uint16_t>(addr + kFadtIapcBootArch, kIapcLegacyDevices | kIapcVgaNotPresent | kIapcCmosRtcNotPresent);
+  img.put<uint32_t>(addr + kFadtFlags, kFadtFlagWbinvd | kFadtFlagHwReducedAcpi);
+  img.put<uint8_t>(addr + kFadtMinorVersion, kFadtMinor);
+  seal(img, addr, kFadtSize);
+}
+
+}  // namespace
+
+AcpiTables build_acpi_tables(GuestRam& ram, const Topology& topology, AcpiWindow window) {
+  uint64_t window_end = uint64_t{window.base} + window.size;
+  if (!ram.contains(window.base, window.size))
+    throw AcpiError(fmt::format("ACPI window [{:#x}, {:#x}) is outside guest RAM ({:#x} bytes)", window.base,
+                                window_end, ram.size()));
+
+  AcpiTables t;
+  t.rsdp = align_up(window.base, kRsdpAlignment);
+  t.rsdt = align_up(t.rsdp + kRsdpSize, kTableAlignment);
+  uint32_t rsdt_size = kHeaderSize + 2 * 4;
+  t.fadt = align_up(t.rsdt + rsdt_size, kTableAlignment);
+  t.dsdt = align_up(t.fadt + kFadtSize, kTableAlignment);
+  t.madt = align_up(t.dsdt + kHeaderSize, kTableAlignment);
+  uint32_t madt_bytes = madt_size(topology);
+  uint64_t end = uint64_t{t.madt} + madt_bytes;
+  if (end > window_end)
+    throw AcpiError(fmt::format("ACPI tables for {} CPUs need {} bytes but the window [{:#x}, {:#x}) holds {}",
+                                topology.max_cpus(), end - window.base, window.base, window_end, window.size));
+  t.end = static_cast<uint32_t>(end);
+
+  Image img(t.rsdp, t.end - t.rsdp);
+
+  img.put_text(t.rsdp, kRsdpSignature);
+  img.put_text(t.rsdp + kRsdpOemId, kOemId);
+  img.put<uint8_t>(t.rsdp + kRsdpRevision, 0);  // ACPI 1.0: no length, XSDT or extended checksum
+  img.put<uint32_t>(t.rsdp + kRsdpRsdtAddress, t.rsdt);
+  img.checksum(t.rsdp, kRsdpSize, t.rsdp + kRsdpChecksum);
+
+  put_header(img, t.rsdt, "RSDT", rsdt_size, kRsdtRevision);
+  img.put<uint32_t>(t.rsdt + kHeaderSize, t.fadt);
+  img.put<uint32_t>(t.rsdt + kHeaderSize + 4, t.madt);
+  seal(img, t.rsdt, rsdt_size);
+
+  put_fadt(img, t.fadt, t.dsdt);
+
+  put_header(img, t.dsdt, "DSDT", kHeaderSize, kDsdtRevision);
+  seal(img, t.dsdt, kHeaderSize);
+
+  put_madt(img, t.madt, madt_bytes, topology);
+
+  auto out = ram.bytes(t.rsdp, img.bytes().size());
+  std::copy(img.bytes().begin(), img.bytes().end(), out.begin());
+  return t;
+}
+
+}  // namespace topolab

@@ -1,0 +1,69 @@
+// The ACPI tables a guest finds at boot: RSDP -> RSDT -> {FADT -> DSDT, MADT},
+// all inside the BIOS area 0xE0000-0xFFFFF that the Multiboot memory map
+// reserves for firmware. Guests find the RSDP by scanning that area on
+// 16-byte boundaries (ACPI 6.x §5.2.5.1), exactly as under QEMU -kernel.
+//
+// What the tables say (ACPI 6.x section numbers):
+// - RSDP (§5.2.5.3): revision 0 (ACPI 1.0, 20 bytes), RSDT only, as
+//   SeaBIOS gives QEMU's pc machine. Everything sits below 4 GiB, so an
+//   XSDT would add nothing.
+// - RSDT (§5.2.7): the FADT and the MADT.
+// - FADT (§5.2.9): revision 6.0 with HW_REDUCED_ACPI set, because topolab
+//   has no PM1 event/control blocks, PM timer, GPEs, SCI or SMI command
+//   port; on a hardware-reduced platform all of those are legitimately zero
+//   (§4.1), as is the FACS pointer (§5.2.9, FIRMWARE_CTRL). No reset
+//   register, no sleep registers.
+// - DSDT (§5.2.11.1): a header with no AML. There are no processor device
+//   objects, which the spec asks for beside x2APIC entries (§5.2.12.12);
+//   OSes that only read the MADT (Linux, every testcase) do not need them.
+// - MADT (§5.2.12): local APIC address 0xFEE00000, PCAT_COMPAT, one entry
+//   per possible CPU in index order with ACPI processor UID = CPU index:
+//   a Processor Local APIC entry (§5.2.12.2) for APIC IDs up to 254 and a
+//   Processor Local x2APIC entry (§5.2.12.12) from 255 on, as QEMU's
+//   pc_madt_cpu_entry does. CPUs beyond -smp cpus (up to maxcpus) are
+//   listed with flags 0 (not enabled) like QEMU 7.2: revision 3 predates
+//   the Online Capable bit (ACPI 6.3), and under it Linux counts disabled
+//   entries as hot-pluggable.
+//
+// Not provided: I/O APIC, interrupt source override and local APIC NMI
+// entries (there is no I/O APIC and nothing raises LINT1), FACS, SRAT,
+// HPET, MCFG, MP tables.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+
+#include "emu/guest_ram.h"
+#include "emu/topology.h"
+
+namespace topolab {
+
+// The tables do not fit where they must go. One line, no newline.
+class AcpiError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Where the tables may go. The default is the BIOS read-only area the
+// Multiboot e820 map marks reserved; the RSDP must lie there for a guest to
+// find it, and the largest MADT (4,096 x2APIC entries, 64 KiB + 44 bytes)
+// fits with room to spare beside the fixed tables (under 512 bytes).
+struct AcpiWindow {
+  static constexpr uint32_t kBiosAreaBase = 0xe0000;
+  static constexpr uint32_t kBiosAreaSize = 0x20000;
+  uint32_t base = kBiosAreaBase;
+  uint32_t size = kBiosAreaSize;
+};
+
+// Guest-physical addresses of what build_acpi_tables wrote.
+struct AcpiTables {
+  uint32_t rsdp = 0, rsdt = 0, fadt = 0, dsdt = 0, madt = 0;
+  uint32_t end = 0;  // first byte past the last table
+};
+
+// Writes the tables into `ram` inside `window`, RSDP first at the window's
+// base (rounded up to 16 bytes). Throws AcpiError when they do not fit or
+// the window is not in RAM.
+AcpiTables build_acpi_tables(GuestRam& ram, const Topology& topology, AcpiWindow window = {});
+
+}  // namespace topolab

@@ -1,0 +1,210 @@
+#include "firmware/acpi.h"
+
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace topolab {
+namespace {
+
+constexpr uint64_t kRamSize = 2u << 20;
+
+// What a guest learns from the MADT about one CPU.
+struct MadtCpu {
+  uint8_t type;
+  uint32_t uid, apic_id;
+  bool enabled;
+  bool operator==(const MadtCpu&) const = default;
+};
+
+uint8_t sum(const GuestRam& ram, uint64_t addr, uint32_t len) {
+  uint8_t s = 0;
+  for (uint8_t b : ram.bytes(addr, len)) s += b;
+  return s;
+}
+std::string text(const GuestRam& ram, uint64_t addr, size_t len) {
+  auto b = ram.bytes(addr, len);
+  return std::string(b.begin(), b.end());
+}
+
+// The guest's side: everything below uses only what is in RAM.
+class GuestView {
+ public:
+  explicit GuestView(const GuestRam& ram) : ram_(ram) {}
+
+  // §5.2.5.1: scan the BIOS area on 16-byte boundaries for a signature
+  // whose 20-byte checksum is valid.
+  std::optional<uint32_t> find_rsdp() const {
+    for (uint32_t a = 0xe0000; a < 0x100000; a += 16)
+      if (text(ram_, a, 8) == "RSD PTR " && sum(ram_, a, 20) == 0) return a;
+    return std::nullopt;
+  }
+  // A table with a valid checksum, or a test failure.
+  uint32_t checked_table(uint32_t addr, const char* signature) const {
+    EXPECT_EQ(text(ram_, addr, 4), signature);
+    uint32_t len = ram_.read<uint32_t>(addr + 4);
+    EXPECT_GE(len, 36u);
+    EXPECT_EQ(sum(ram_, addr, len), 0) << signature << " checksum";
+    return len;
+  }
+  // RSDT entries by signature.
+  std::optional<uint32_t> find_table(const char* signature) const {
+    auto rsdp = find_rsdp();
+    if (!rsdp) return std::nullopt;
+    uint32_t rsdt = ram_.read<uint32_t>(*rsdp + 16);
+    uint32_t len = checked_table(rsdt, "RSDT");
+    for (uint32_t off = 36; off + 4 <= len; off += 4) {
+      uint32_t t = ram_.read<uint32_t>(rsdt + off);
+      if (text(ram_, t, 4) == signature) return t;
+    }
+    return std::nullopt;
+  }
+  std::vector<MadtCpu> madt_cpus() const {
+    std::vector<MadtCpu> cpus;
+    auto madt = find_table("APIC");
+    if (!madt) {
+      ADD_FAILURE() << "no MADT";
+      return cpus;
+    }
+    uint32_t len = checked_table(*madt, "APIC");
+    for (uint32_t off = 44; off + 2 <= len;) {
+      uint8_t type = ram_.read<uint8_t>(*madt + off), elen = ram_.read<uint8_t>(*madt + off + 1);
+      uint32_t e = *madt + off;
+      if (type == 0 && elen == 8)
+        cpus.push_back({0, ram_.read<uint8_t>(e + 2), ram_.read<uint8_t>(e + 3), bool(ram_.read<uint32_t>(e + 4) & 1)});
+      else if (type == 9 && elen == 16)
+        cpus.push_back({9, ram_.read<uint32_t>(e + 12), ram_.read<uint32_t>(e + 4), bool(ram_.read<uint32_t>(e + 8) & 1)});
+      else
+        ADD_FAILURE() << "unexpected MADT entry type " << int(type) << " length " << int(elen);
+      if (elen == 0) break;
+      off += elen;
+    }
+    return cpus;
+  }
+
+ private:
+  const GuestRam& ram_;
+};
+
+std::vector<MadtCpu> expected_cpus(const Topology& topo) {
+  std::vector<MadtCpu> out;
+  for (unsigned i = 0; i < topo.max_cpus(); ++i) {
+    uint32_t id = topo.apic_id(i);
+    out.push_back({uint8_t(id <= 254 ? 0 : 9), i, id, i < topo.cpus()});
+  }
+  return out;
+}
+
+std::vector<MadtCpu> build_and_read(const std::string& smp) {
+  GuestRam ram(kRamSize);
+  Topology topo = Topology::parse(smp);
+  AcpiTables t = build_acpi_tables(ram, topo);
+  EXPECT_GE(t.rsdp, 0xe0000u);
+  EXPECT_LE(t.end, 0x100000u);
+  GuestView guest(ram);
+  EXPECT_EQ(guest.find_rsdp(), t.rsdp);
+  return guest.madt_cpus();
+}
+
+TEST(Acpi, RsdpIsRevisionZeroAndPointsAtTheRsdt) {
+  GuestRam ram(kRamSize);
+  AcpiTables t = build_acpi_tables(ram, Topology::parse("1"));
+  EXPECT_EQ(t.rsdp % 16, 0u);
+  EXPECT_EQ(ram.read<uint8_t>(t.rsdp + 15), 0);  // revision
+  EXPECT_EQ(ram.read<uint32_t>(t.rsdp + 16), t.rsdt);
+  GuestView guest(ram);
+  EXPECT_EQ(guest.checked_table(t.rsdt, "RSDT"), 36u + 8u);
+  EXPECT_EQ(guest.find_table("FACP"), t.fadt);
+  EXPECT_EQ(guest.find_table("APIC"), t.madt);
+}
+
+TEST(Acpi, FadtIsHardwareReducedAndPointsAtAnEmptyDsdt) {
+  GuestRam ram(kRamSize);
+  AcpiTables t = build_acpi_tables(ram, Topology::parse("1"));
+  GuestView guest(ram);
+  EXPECT_EQ(guest.checked_table(t.fadt, "FACP"), 276u);
+  EXPECT_EQ(ram.read<uint8_t>(t.fadt + 8), 6);             // revision
+  EXPECT_EQ(ram.read<uint32_t>(t.fadt + 36), 0u);           // FIRMWARE_CTRL: no FACS
+  EXPECT_EQ(ram.read<uint16_t>(t.fadt + 46), 0u);           // SCI_INT
+  EXPECT_EQ(ram.read<uint32_t>(t.fadt + 64), 0u);           // PM1a_CNT_BLK
+  EXPECT_TRUE(ram.read<uint32_t>(t.fadt + 112) & (1u << 20));  // HW_REDUCED_ACPI
+  uint32_t dsdt = ram.read<uint32_t>(t.fadt + 40);
+  EXPECT_EQ(dsdt, t.dsdt);
+  EXPECT_EQ(ram.read<uint64_t>(t.fadt + 140), 0u);  // X_DSDT unused
+  EXPECT_EQ(guest.checked_table(dsdt, "DSDT"), 36u);
+}
+
+TEST(Acpi, MadtHeaderNamesTheLocalApicAndPcatCompat) {
+  GuestRam ram(kRamSize);
+  AcpiTables t = build_acpi_tables(ram, Topology::parse("1"));
+  EXPECT_EQ(ram.read<uint32_t>(t.madt + 36), 0xfee00000u);
+  EXPECT_EQ(ram.read<uint32_t>(t.madt + 40), 1u);
+}
+
+TEST(Acpi, OneCpu) {
+  EXPECT_EQ(build_and_read("1"), (std::vector<MadtCpu>{{0, 0, 0, true}}));
+}
+
+TEST(Acpi, SixteenAsOneSocketEightCoresTwoThreads) {
+  auto cpus = build_and_read("16,sockets=1,cores=8,threads=2");
+  ASSERT_EQ(cpus.size(), 16u);
+  for (uint32_t i = 0; i < 16; ++i) EXPECT_EQ(cpus[i], (MadtCpu{0, i, i, true}));
+}
+
+TEST(Acpi, TwelveSparseIdsLeaveTheGaps) {
+  auto cpus = build_and_read("12,sockets=2,cores=3,threads=2");
+  std::vector<uint32_t> ids;
+  for (const MadtCpu& c : cpus) ids.push_back(c.apic_id);
+  EXPECT_EQ(ids, (std::vector<uint32_t>{0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13}));
+  for (uint32_t i = 0; i < cpus.size(); ++i) EXPECT_EQ(cpus[i].uid, i);
+}
+
+TEST(Acpi, ThreeHundredUseX2ApicEntriesFrom255) {
+  Topology topo = Topology::parse("300");
+  auto cpus = build_and_read("300");
+  EXPECT_EQ(cpus, expected_cpus(topo));
+  ASSERT_EQ(cpus.size(), 300u);
+  EXPECT_EQ(cpus[254], (MadtCpu{0, 254, 254, true}));
+  EXPECT_EQ(cpus[255], (MadtCpu{9, 255, 255, true}));
+  EXPECT_EQ(cpus[299], (MadtCpu{9, 299, 299, true}));
+}
+
+TEST(Acpi, FourThousandNinetySixFitTheBiosArea) {
+  for (const char* smp : {"4096", "4096,sockets=16,cores=128,threads=2"}) {
+    Topology topo = Topology::parse(smp);
+    EXPECT_EQ(build_and_read(smp), expected_cpus(topo)) << smp;
+  }
+}
+
+TEST(Acpi, HotPluggableCpusAreListedDisabled) {
+  auto cpus = build_and_read("2,maxcpus=4");
+  EXPECT_EQ(cpus, (std::vector<MadtCpu>{{0, 0, 0, true}, {0, 1, 1, true}, {0, 2, 2, false}, {0, 3, 3, false}}));
+}
+
+TEST(Acpi, TablesThatDoNotFitAreAOneLineError) {
+  GuestRam ram(kRamSize);
+  try {
+    build_acpi_tables(ram, Topology::parse("300"), AcpiWindow{0xe0000, 0x800});
+    FAIL() << "accepted";
+  } catch (const AcpiError& e) {
+    std::string msg = e.what();
+    EXPECT_EQ(msg.find('\n'), std::string::npos);
+    EXPECT_NE(msg.find("300 CPUs"), std::string::npos) << msg;
+  }
+  GuestRam small(0x80000);
+  EXPECT_THROW(build_acpi_tables(small, Topology::parse("1")), AcpiError);
+}
+
+TEST(Acpi, WritesNothingOutsideItsTables) {
+  GuestRam ram(kRamSize);
+  std::memset(ram.data(), 0xaa, ram.size());
+  AcpiTables t = build_acpi_tables(ram, Topology::parse("4"));
+  EXPECT_EQ(ram.read<uint8_t>(t.rsdp - 1), 0xaa);
+  EXPECT_EQ(ram.read<uint8_t>(t.end), 0xaa);
+}
+
+}  // namespace
+}  // namespace topolab
