@@ -2,6 +2,13 @@
 // behaviour recorded in ../shared/UNICORN_NOTES.md ("the notes") and is
 // proven by a test in vcpu_test.cc.
 //
+// Addresses
+//   Hooks get linear addresses (CS.base + RIP; proven in real mode by
+//   StartAtSipiRunsRealModeCodeAtVectorTimes4K), while RIP and uc_emu_start's `begin`
+//   are offsets in CS (a UC_MODE_64 engine writes `begin` to RIP as is).
+//   Decoded blocks, trap sites and the trace use linear addresses; RIP is
+//   converted with code_base() at every stop.
+//
 // How run() works
 // - uc_emu_start gets an `until` address no guest can execute and never a
 //   `count` (it runs ~7x slower and flushes all code when it changes). So
@@ -24,8 +31,14 @@
 // Not supported
 // - MONITOR/MWAIT: Unicorn raises #UD, so run() returns InvalidOpcode at
 //   the instruction (the notes describe how the machine can emulate it).
-// - Code segments with a non-zero base (real mode after SIPI): RIP and the
-//   linear addresses Unicorn reports to hooks are treated as equal.
+// - CS.base is not exposed by Unicorn; code_base() derives it from the
+//   architectural state (see there). It is exact in real mode, in long mode
+//   and for a CS whose GDT/LDT entry is unchanged since it was loaded, and
+//   right after CR0.PE is set (CS still holds its real-mode descriptor).
+// - A maskable interrupt's shadow after STI / MOV SS / POP SS is tracked at
+//   block granularity: Unicorn ends a block right after each of them.
+// - Interrupt delivery: see Vcpu::inject_interrupt in vcpu.h. NMI blocking
+//   until IRET is the machine's business (the vCPU does not see IRETs).
 // - A read or write of unmapped memory is reported at the start of its block
 //   (Unicorn 2.0.1 does not restore RIP for it; see exit_for_unmapped).
 // - Guest code rewritten in place into a block with the same start and size
@@ -41,7 +54,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <exception>
+#include <initializer_list>
 #include <limits>
 #include <span>
 #include <stdexcept>
@@ -78,8 +93,33 @@ constexpr uint32_t kMsrTscAux = 0xC000'0103;
 
 constexpr uint8_t kHltOpcode = 0xF4;
 constexpr uint32_t kPageFaultVector = 14;
+constexpr uint32_t kNmiVector = 2;
 // EFLAGS bit 1 is reserved and always 1 (SDM Vol. 1 3.4.3); IF = 0.
 constexpr uint64_t kRflagsInterruptsOff = 0x2;
+// EFLAGS bits (SDM Vol. 1 3.4.3).
+constexpr uint64_t kRflagsTrap = 1u << 8;
+constexpr uint64_t kRflagsInterrupt = 1u << 9;
+constexpr uint64_t kRflagsNestedTask = 1u << 14;
+constexpr uint64_t kRflagsResume = 1u << 16;
+constexpr uint64_t kRflagsVirtual8086 = 1u << 17;
+constexpr uint64_t kRflagsAlignmentCheck = 1u << 18;
+
+// State after INIT (SDM Vol. 3A 9.1.1, table 9-1).
+constexpr uint64_t kCr0AfterInit = 0x6000'0010;  // CD, NW, ET
+constexpr uint16_t kResetCodeSelector = 0xF000;
+constexpr uint64_t kResetIp = 0xFFF0;
+constexpr uint32_t kDescriptorTableLimitAfterInit = 0xFFFF;
+constexpr uint64_t kDr6AfterInit = 0xFFFF'0FF0;
+constexpr uint64_t kDr7AfterInit = 0x400;
+
+// Gate types (SDM Vol. 3A 3.5 table 3-2, 6.11, 6.14.1).
+constexpr uint8_t kTaskGate = 0x5;
+constexpr uint8_t kInterruptGate16 = 0x6;
+constexpr uint8_t kTrapGate16 = 0x7;
+constexpr uint8_t kInterruptGate = 0xE;  // 32-bit, or 64-bit in long mode
+constexpr uint8_t kTrapGate = 0xF;
+// 64-bit TSS: IST1 at 0x24, IST2..7 follow (SDM Vol. 3A 7.7, figure 7-11).
+constexpr uint64_t kTssIst1Offset = 0x24;
 
 // Flat 4 GiB descriptors, base 0, G = 1, DPL 0 (SDM Vol. 3A 3.4.5): a 32-bit
 // (D = 1) execute/read code segment and a read/write data segment.
@@ -166,6 +206,46 @@ bool calls_host_mid_block(unsigned capstone_id) {
   }
 }
 
+// A segment descriptor (SDM Vol. 3A 3.4.5, figure 3-8).
+struct SegmentDescriptor {
+  uint64_t raw = 0;
+  uint64_t base() const { return ((raw >> 16) & 0xFF'FFFF) | ((raw >> 56) << 24); }
+  uint8_t type() const { return (raw >> 40) & 0xF; }
+  bool code_or_data() const { return (raw >> 44) & 1; }  // S
+  unsigned dpl() const { return (raw >> 45) & 3; }
+  bool present() const { return (raw >> 47) & 1; }
+  bool long_mode() const { return (raw >> 53) & 1; }  // L
+  bool big() const { return (raw >> 54) & 1; }        // D/B
+  bool is_code() const { return present() && code_or_data() && (type() & 0x8); }
+  // The same segment, whatever the accessed bit says.
+  bool same_segment_as(const SegmentDescriptor& other) const {
+    constexpr uint64_t kAccessed = uint64_t{1} << 40;
+    return (raw | kAccessed) == (other.raw | kAccessed);
+  }
+};
+
+// Legacy prefixes, and REX in 64-bit code (SDM Vol. 2 2.1.1, 2.2.1).
+bool is_prefix(uint8_t b, CodeSize size) {
+  return b == 0xF2 || b == 0xF3 || b == 0x66 || b == 0x67 || b == 0xF0 || b == 0x2E || b == 0x36 || b == 0x3E ||
+         b == 0x26 || b == 0x64 || b == 0x65 || (size == CodeSize::Bits64 && (b & 0xF0) == 0x40);
+}
+
+// STI, MOV SS and POP SS hold off maskable interrupts for one instruction
+// (SDM Vol. 3A 6.8.3). Unicorn ends a block after each of them
+// (StiShadowDefersTheInterruptPastTheHlt, MovSsEndsItsBlockAndShadowsThe-
+// NextInstruction), so a block that ends with one leaves the first
+// instruction of the next block in the shadow; that instruction is then
+// translated as a block of its own.
+bool sets_interrupt_shadow(std::span<const uint8_t> bytes, CodeSize size) {
+  size_t i = 0;
+  while (i < bytes.size() && is_prefix(bytes[i], size)) ++i;
+  if (i >= bytes.size()) return false;
+  const uint8_t op = bytes[i];
+  if (op == 0xFB) return true;                           // sti
+  if (op == 0x17 && size != CodeSize::Bits64) return true;  // pop ss
+  return op == 0x8E && i + 1 < bytes.size() && ((bytes[i + 1] >> 3) & 7) == 2;  // mov ss, r/m16
+}
+
 bool is_software_interrupt(unsigned capstone_id) {
   return capstone_id == X86_INS_INT3 || capstone_id == X86_INS_INT || capstone_id == X86_INS_INTO ||
          capstone_id == X86_INS_INT1;
@@ -205,6 +285,7 @@ struct DecodedBlock {
   CodeSize code_size = CodeSize::Bits32;
   bool fully_decoded = true;  // false: Capstone stopped early; the rest counts as one
   bool ends_with_software_interrupt = false;
+  bool ends_with_interrupt_shadow = false;  // last instruction: STI, MOV SS or POP SS
   uint64_t rep_string_tail = kNoAddress;  // address of a final REP string instruction
   std::vector<uint16_t> offsets;          // instruction starts, from `start`
   std::vector<uint16_t> host_calls;       // indices of IN/OUT/INS/OUTS/CPUID, in order
@@ -256,6 +337,7 @@ class Disassembler {
         block.fully_decoded = false;
         block.offsets.push_back(static_cast<uint16_t>(insn_address - address));
         block.ends_with_software_interrupt = false;
+        block.ends_with_interrupt_shadow = false;
         block.rep_string_tail = kNoAddress;
         break;
       }
@@ -287,6 +369,7 @@ class Disassembler {
     if (calls_host_mid_block(insn.id)) block.host_calls.push_back(index);
     if (auto kind = trap_kind(insn.id)) block.traps.push_back({insn.address, *kind, static_cast<uint8_t>(insn.size)});
     block.ends_with_software_interrupt = is_software_interrupt(insn.id);
+    block.ends_with_interrupt_shadow = sets_interrupt_shadow(bytes, block.code_size);
     block.rep_string_tail = is_rep_string(bytes, block.code_size) ? insn.address : kNoAddress;
   }
 
@@ -366,6 +449,54 @@ class UcContext {
   uc_context* context_ = nullptr;
 };
 
+// Loads real-mode segment registers (base = selector << 4, limit 0xFFFF)
+// into an engine. A UC_MODE_64 engine sets only the selector when CS, DS,
+// ES or SS is written, and cannot be switched to another mode. But the
+// context API picks its register code by the mode of the engine that
+// allocated the context (uc_context_reg_write), so the engine's state is
+// saved into a context allocated from a UC_MODE_16 engine, the segments are
+// written there (in real mode that only fills the descriptor cache; no guest
+// memory is read) and the state is copied back. CR0.PE must be clear.
+// It also holds the reset state of a UC_MODE_16 engine: writing CR0 or EFER
+// to a UC_MODE_64 engine sets the value alone, and the hidden flags (PE,
+// LMA, CS64) stay those of protected or long mode (InitStateRunsRealModeIret
+// proves the way round), as the notes say for INIT/SIPI.
+// One scratch engine per thread, not per vCPU: an engine costs 1-6 ms and
+// ~2.8 MiB (the notes). Proven by StartAtSipiRunsRealModeCodeAtVectorTimes4K
+// and the real-mode injection tests.
+class RealModeSegmentLoader {
+ public:
+  static RealModeSegmentLoader& for_this_thread() {
+    thread_local RealModeSegmentLoader loader;
+    return loader;
+  }
+  void load(uc_engine* uc, std::initializer_list<std::pair<int, uint16_t>> segments) {
+    check(uc_context_save(uc, context_), "uc_context_save (real-mode segments)");
+    for (const auto& [reg, selector] : segments)
+      check(uc_context_reg_write(context_, reg, &selector), "uc_context_reg_write (real-mode segment)");
+    check(uc_context_restore(uc, context_), "uc_context_restore (real-mode segments)");
+  }
+  // Real mode, as a UC_MODE_16 engine starts: CR0.PE clear in the register
+  // and in the hidden flags, EFER clear, 16-bit segments.
+  void enter_real_mode(uc_engine* uc) { check(uc_context_restore(uc, reset_state_), "uc_context_restore (real mode)"); }
+  ~RealModeSegmentLoader() {
+    uc_context_free(context_);
+    uc_context_free(reset_state_);
+  }
+  RealModeSegmentLoader(const RealModeSegmentLoader&) = delete;
+  RealModeSegmentLoader& operator=(const RealModeSegmentLoader&) = delete;
+
+ private:
+  RealModeSegmentLoader() : engine_(UC_MODE_16) {
+    check(uc_context_alloc(engine_.get(), &context_), "uc_context_alloc");
+    check(uc_context_alloc(engine_.get(), &reset_state_), "uc_context_alloc");
+    check(uc_context_save(engine_.get(), reset_state_), "uc_context_save (real mode)");
+  }
+  UcHandle engine_;  // never runs: its state stays the reset state
+  uc_context* context_ = nullptr;
+  uc_context* reset_state_ = nullptr;
+};
+
 VcpuExit exit_at(VcpuExit::Reason reason, uint64_t rip, std::string detail = {}) {
   VcpuExit exit;
   exit.reason = reason;
@@ -393,7 +524,7 @@ const char* to_string(VcpuExit::Reason reason) {
 }
 
 struct Vcpu::Engine {
-  Engine(unsigned index, GuestRam& ram, VcpuHost& host);
+  Engine(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu engine_cpu);
   ~Engine();
 
   // --- Unicorn callbacks; user_data is the Engine ---
@@ -446,8 +577,9 @@ struct Vcpu::Engine {
     rep_restart_address = block.rep_string_tail;
   }
   // Out of line, so that the fast path keeps its locals in registers.
-  [[gnu::noinline]] void enter_block_slowly(uint64_t address, uint32_t size, const DecodedBlock* block);
-  void stop_at_block(StopCause cause, uint64_t address);
+  [[gnu::noinline]] void enter_block_slowly(uint64_t address, uint32_t size, const DecodedBlock* block,
+                                            bool shadowed);
+  void stop_at_block(StopCause cause, uint64_t address, bool shadowed);
   void settle_at(uint64_t rip);
   const DecodedBlock& decode_new_block(uint64_t address, uint32_t size);
   std::optional<uint16_t> translated_instruction_count(uint64_t address, uint32_t size);
@@ -467,7 +599,7 @@ struct Vcpu::Engine {
   VcpuExit exit_before_block(VcpuExit::Reason reason);
   VcpuExit exit_for_halt();
   VcpuExit exit_for_error(uc_err err);
-  VcpuExit exit_for_unmapped(uint64_t rip);
+  VcpuExit exit_for_unmapped(uint64_t rip, uint64_t linear);
   VcpuExit exit_for_exception();
   std::optional<VcpuExit> emulate_trap();
   std::optional<VcpuExit> execute_trap(TrapKind kind, uint64_t rip);
@@ -487,6 +619,36 @@ struct Vcpu::Engine {
   void flush_translations();
   void invalidate_translated_code();
   void remove_trap_hooks();
+
+  // --- addresses, segments, INIT/SIPI ---
+  uint64_t code_base();
+  uint64_t linear_rip() { return code_base() + read_reg(UC_X86_REG_RIP); }
+  void set_rip_to_linear(uint64_t address) { write_reg(UC_X86_REG_RIP, address - code_base()); }
+  uc_x86_mmr read_mmr(int reg) const;
+  std::optional<SegmentDescriptor> read_descriptor(uint16_t selector) const;
+  void reset_for_init();
+  void start_at_sipi(uint8_t vector);
+
+  // --- interrupt and exception delivery ---
+  Injection inject(uint8_t vector, std::optional<uint32_t> error_code, bool exception);
+  Injection inject_real_mode(uint8_t vector, const std::string& what);
+  Injection inject_protected_mode(uint8_t vector, std::optional<uint32_t> error_code, const std::string& what);
+  Injection inject_long_mode(uint8_t vector, std::optional<uint32_t> error_code, const std::string& what);
+  std::optional<std::string> check_handler_segment(uint16_t selector, bool need_64_bit);
+  std::optional<uint64_t> push_frame(uint64_t stack_base, uint64_t sp, uint64_t sp_mask, unsigned width,
+                                     std::initializer_list<uint64_t> values);
+  void enter_handler(uint16_t selector, uint64_t offset, uint64_t rflags);
+
+  // --- MMIO ---
+  struct MmioWindow {
+    Engine* engine;
+    MmioHandler* handler;
+    uint64_t size;
+  };
+  static uint64_t on_mmio_read(uc_engine*, uint64_t offset, unsigned size, void* user);
+  static void on_mmio_write(uc_engine*, uint64_t offset, unsigned size, uint64_t value, void* user);
+  void map_mmio(uint64_t base, uint64_t size, MmioHandler& handler);
+  void unmap_mmio(uint64_t base, uint64_t size);
 
   const unsigned index;
   GuestRam& ram;
@@ -515,9 +677,22 @@ struct Vcpu::Engine {
   bool first_block_of_run = false;
   bool stop_requested = false;
 
+  // The instruction at RIP is in an STI / MOV SS / POP SS shadow.
+  bool shadow = false;
+  bool waits_for_sipi = false;
+  // The last CS code_base() saw, with its base: the descriptor cache that
+  // code_base() cannot read from the GDT (Multiboot state, real-mode CS
+  // right after CR0.PE is set).
+  struct {
+    uint16_t selector = 0;
+    uint64_t base = 0;
+  } known_cs;
+  std::unordered_map<uint64_t, std::unique_ptr<MmioWindow>> mmio;  // by base
+
   // What the callbacks saw during the last uc_emu_start.
   StopCause stop_cause = StopCause::None;
   uint64_t stopped_block = 0;
+  bool stopped_block_shadowed = false;
   uint64_t trap_address = 0;
   struct {
     uint32_t vector = 0;
@@ -532,10 +707,16 @@ struct Vcpu::Engine {
   std::exception_ptr host_failure;
 };
 
-Vcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host)
+Vcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu engine_cpu)
     : index(index), ram(ram), host(host), blocks(ram.size()) {
   check(uc_open(UC_ARCH_X86, UC_MODE_64, &uc), "uc_open");
   try {
+    // Before any memory is mapped, as uc_ctl_set_cpu_model requires. The
+    // feature words survive the context copies below (a unit test shows it).
+    const int model = engine_cpu == EngineCpu::SkylakeServer ? UC_CPU_X86_SKYLAKE_SERVER
+                      : engine_cpu == EngineCpu::Epyc        ? UC_CPU_X86_EPYC
+                                                             : UC_CPU_X86_QEMU64;
+    check(uc_ctl_set_cpu_model(uc, model), "uc_ctl_set_cpu_model");
     check(uc_mem_map_ptr(uc, 0, ram.size(), UC_PROT_ALL, ram.data()), "uc_mem_map_ptr");
     uc_hook h;
     check(uc_hook_add(uc, &h, UC_HOOK_BLOCK, reinterpret_cast<void*>(on_block), this, 1, 0), "block hook");
@@ -567,19 +748,22 @@ void Vcpu::Engine::on_block(uc_engine*, uint64_t address, uint32_t size, void* u
   const DecodedBlock* block = e.blocks.find(address, size);
   if (block && !e.must_stop_before(*block)) [[likely]]
     return e.begin_block(*block);
+  // The previous block ran to its end; without one (the first block of this
+  // uc_emu_start) the shadow is what the last stop left.
+  const bool shadowed = e.current ? e.current->ends_with_interrupt_shadow : e.shadow;
   e.forget_current_block();
-  e.enter_block_slowly(address, size, block);
+  e.enter_block_slowly(address, size, block, shadowed);
 }
 
-void Vcpu::Engine::enter_block_slowly(uint64_t address, uint32_t size, const DecodedBlock* block) {
+void Vcpu::Engine::enter_block_slowly(uint64_t address, uint32_t size, const DecodedBlock* block, bool shadowed) {
   guarded([&] {
     if (!block) {
       block = &decode_new_block(address, size);
       // This block was translated before its trap sites were hooked.
-      if (hook_trap_sites(*block)) return stop_at_block(StopCause::Retranslate, address);
+      if (hook_trap_sites(*block)) return stop_at_block(StopCause::Retranslate, address, shadowed);
     }
-    if (stop_requested) return stop_at_block(StopCause::StopRequested, address);
-    if (must_stop_before(*block)) return stop_at_block(StopCause::QuantumEnd, address);
+    if (stop_requested) return stop_at_block(StopCause::StopRequested, address, shadowed);
+    if (must_stop_before(*block)) return stop_at_block(StopCause::QuantumEnd, address, shadowed);
     begin_block(*block);
   });
 }
@@ -589,9 +773,10 @@ void Vcpu::Engine::enter_block_slowly(uint64_t address, uint32_t size, const Dec
 // (the trace) ran in the block before: Unicorn then leaves RIP at the last
 // instruction a code hook saw. So run() puts RIP back to the block start
 // (writing RIP here, in the hook, would cancel the stop).
-void Vcpu::Engine::stop_at_block(StopCause cause, uint64_t address) {
+void Vcpu::Engine::stop_at_block(StopCause cause, uint64_t address, bool shadowed) {
   stop_cause = cause;
   stopped_block = address;
+  stopped_block_shadowed = shadowed;
   uc_emu_stop(uc);
 }
 
@@ -761,6 +946,7 @@ void Vcpu::Engine::trace_instruction(uint64_t address, uint32_t size) {
 // run() and its exits.
 
 VcpuExit Vcpu::Engine::run(uint64_t budget) {
+  if (waits_for_sipi) throw std::logic_error(fmt::format("cpu{} waits for SIPI: run() before start_at_sipi()", index));
   constexpr uint64_t kNoLimit = std::numeric_limits<uint64_t>::max();
   budget_end = budget > kNoLimit - retired ? kNoLimit : retired + budget;
   first_block_of_run = true;
@@ -774,17 +960,24 @@ VcpuExit Vcpu::Engine::run(uint64_t budget) {
 std::optional<VcpuExit> Vcpu::Engine::run_until_stop() {
   stop_cause = StopCause::None;
   const uc_err err = uc_emu_start(uc, read_reg(UC_X86_REG_RIP), kNeverExecuted, 0, 0);
+  // Only a stop in front of a block can leave the next instruction shadowed.
+  shadow = false;
   if (host_failure) {
-    settle_at(read_reg(UC_X86_REG_RIP));
+    settle_at(linear_rip());
     std::rethrow_exception(std::exchange(host_failure, nullptr));
   }
   if (err != UC_ERR_OK) return exit_for_error(err);
   switch (stop_cause) {
     case StopCause::None: return exit_for_halt();
-    case StopCause::QuantumEnd: return exit_before_block(VcpuExit::Reason::QuantumEnd);
-    case StopCause::StopRequested: return exit_before_block(VcpuExit::Reason::StopRequested);
+    case StopCause::QuantumEnd:
+      shadow = stopped_block_shadowed;
+      return exit_before_block(VcpuExit::Reason::QuantumEnd);
+    case StopCause::StopRequested:
+      shadow = stopped_block_shadowed;
+      return exit_before_block(VcpuExit::Reason::StopRequested);
     case StopCause::Retranslate:
-      write_reg(UC_X86_REG_RIP, stopped_block);
+      shadow = stopped_block_shadowed;
+      set_rip_to_linear(stopped_block);
       return std::nullopt;
     case StopCause::TrapSite: return emulate_trap();
     case StopCause::Exception: return exit_for_exception();
@@ -793,35 +986,37 @@ std::optional<VcpuExit> Vcpu::Engine::run_until_stop() {
 }
 
 VcpuExit Vcpu::Engine::exit_before_block(VcpuExit::Reason reason) {
-  write_reg(UC_X86_REG_RIP, stopped_block);
-  return exit_at(reason, stopped_block);
+  set_rip_to_linear(stopped_block);
+  return exit_at(reason, read_reg(UC_X86_REG_RIP));
 }
 
 // Unicorn returns OK at HLT exactly as at a stop of ours (the notes), and
 // every stop of ours sets stop_cause.
 VcpuExit Vcpu::Engine::exit_for_halt() {
   const uint64_t rip = read_reg(UC_X86_REG_RIP);
-  if (rip == 0 || !ram.contains(rip - 1, 1) || ram.read<uint8_t>(rip - 1) != kHltOpcode)
-    throw std::runtime_error(fmt::format("unicorn stopped at {:#x} for no known reason", rip));
-  settle_at(rip);
+  const uint64_t linear = code_base() + rip;
+  if (linear == 0 || !ram.contains(linear - 1, 1) || ram.read<uint8_t>(linear - 1) != kHltOpcode)
+    throw std::runtime_error(fmt::format("unicorn stopped at {:#x} for no known reason", linear));
+  settle_at(linear);
   return exit_at(VcpuExit::Reason::Halt, rip);
 }
 
 VcpuExit Vcpu::Engine::exit_for_error(uc_err err) {
   const uint64_t rip = read_reg(UC_X86_REG_RIP);
+  const uint64_t linear = code_base() + rip;
   switch (err) {
     case UC_ERR_INSN_INVALID: {
-      std::string detail = fmt::format("invalid opcode at {:#x}: {}", rip, describe(rip));
-      settle_at(rip);
+      std::string detail = fmt::format("invalid opcode at {:#x}: {}", linear, describe(linear));
+      settle_at(linear);
       return exit_at(VcpuExit::Reason::InvalidOpcode, rip, std::move(detail));
     }
     case UC_ERR_READ_UNMAPPED:
     case UC_ERR_WRITE_UNMAPPED:
     case UC_ERR_FETCH_UNMAPPED:
-      return exit_for_unmapped(rip);
+      return exit_for_unmapped(rip, linear);
     default:
-      settle_at(rip);
-      throw std::runtime_error(fmt::format("unicorn: run stopped at {:#x}: {}", rip, uc_strerror(err)));
+      settle_at(linear);
+      throw std::runtime_error(fmt::format("unicorn: run stopped at {:#x}: {}", linear, uc_strerror(err)));
   }
 }
 
@@ -830,7 +1025,7 @@ VcpuExit Vcpu::Engine::exit_for_error(uc_err err) {
 // registers already show the instructions before it: Unicorn 2.0.1 leaves
 // the block with cpu_loop_exit and never restores the guest PC. The exit
 // reports that block start, and counts the block as not run.
-VcpuExit Vcpu::Engine::exit_for_unmapped(uint64_t rip) {
+VcpuExit Vcpu::Engine::exit_for_unmapped(uint64_t rip, uint64_t linear) {
   std::string detail;
   if (unmapped.type == UC_MEM_FETCH_UNMAPPED) {
     detail = fmt::format("fetch from unmapped memory at {:#x}", unmapped.address);
@@ -838,9 +1033,9 @@ VcpuExit Vcpu::Engine::exit_for_unmapped(uint64_t rip) {
     detail = fmt::format("{} of {} bytes at unmapped {:#x} by an instruction of the block at {:#x} ({}; Unicorn "
                          "does not say which instruction)",
                          unmapped.type == UC_MEM_WRITE_UNMAPPED ? "write" : "read", unmapped.size,
-                         unmapped.address, rip, describe(rip));
+                         unmapped.address, linear, describe(linear));
   }
-  settle_at(rip);
+  settle_at(linear);
   VcpuExit exit = exit_at(VcpuExit::Reason::UnmappedMemory, rip, std::move(detail));
   exit.address = unmapped.address;
   return exit;
@@ -848,13 +1043,14 @@ VcpuExit Vcpu::Engine::exit_for_unmapped(uint64_t rip) {
 
 VcpuExit Vcpu::Engine::exit_for_exception() {
   const uint64_t rip = exception.rip;
+  const uint64_t linear = code_base() + rip;
   // INT n and INT3 end their block and are traps: RIP is past them.
-  const bool trap = current && current->ends_with_software_interrupt && rip == current->end();
-  const uint64_t raised_at = trap ? current->address_of(current->count - 1) : rip;
+  const bool trap = current && current->ends_with_software_interrupt && linear == current->end();
+  const uint64_t raised_at = trap ? current->address_of(current->count - 1) : linear;
   std::string detail = fmt::format("{} (vector {}) at {:#x}: {}", exception_name(exception.vector),
                                    exception.vector, raised_at, describe(raised_at));
   if (exception.vector == kPageFaultVector) detail += fmt::format(", CR2 {:#x}", exception.cr2);
-  settle_at(rip);
+  settle_at(linear);
   VcpuExit exit = exit_at(VcpuExit::Reason::Exception, rip, std::move(detail));
   exit.vector = static_cast<int>(exception.vector);
   return exit;
@@ -862,11 +1058,14 @@ VcpuExit Vcpu::Engine::exit_for_exception() {
 
 // The trap hook stopped the run in front of the instruction. Emulate it,
 // retire it and step over it.
+// A code hook sets RIP to the *linear* address of its instruction, not to
+// the offset in CS (TrapSiteInRealModeResumesAtTheRightOffset), so the offset
+// is computed from the hooked address.
 std::optional<VcpuExit> Vcpu::Engine::emulate_trap() {
-  const uint64_t rip = read_reg(UC_X86_REG_RIP);
+  const uint64_t rip = trap_address - code_base();
   const HookedTrap& trap = trap_hooks.at(trap_address);
-  settle_at(rip);
-  if (trace_out) trace_instruction(rip, trap.length);
+  settle_at(trap_address);
+  if (trace_out) trace_instruction(trap_address, trap.length);
   if (std::optional<VcpuExit> fault = execute_trap(trap.kind, rip)) return fault;
   ++retired;
   const uint64_t next = rip + trap.length;
@@ -994,6 +1193,9 @@ void Vcpu::Engine::enter_multiboot(uint32_t entry, uint32_t eax, uint32_t ebx) {
   write_reg(UC_X86_REG_RAX, eax);
   write_reg(UC_X86_REG_RBX, ebx);
   write_reg(UC_X86_REG_RIP, entry);
+  known_cs = {kMultibootCodeSelector, 0};
+  shadow = false;
+  waits_for_sipi = false;
   flush_translations();
 }
 
@@ -1043,15 +1245,344 @@ void Vcpu::Engine::remove_trap_hooks() {
 }
 
 // ---------------------------------------------------------------------------
+// Segments, INIT and SIPI.
+
+uc_x86_mmr Vcpu::Engine::read_mmr(int reg) const {
+  uc_x86_mmr value{};
+  check(uc_reg_read(uc, reg, &value), "uc_reg_read (descriptor table register)");
+  return value;
+}
+
+// The GDT or LDT entry of `selector`, read from RAM (the table base is
+// linear, and linear = physical: the notes). nullopt for the null selector
+// and for an entry beyond the table limit or outside RAM.
+std::optional<SegmentDescriptor> Vcpu::Engine::read_descriptor(uint16_t selector) const {
+  if ((selector & ~3u) == 0) return std::nullopt;
+  const uc_x86_mmr table = read_mmr(selector & 4 ? UC_X86_REG_LDTR : UC_X86_REG_GDTR);
+  const uint64_t index = selector & ~7u;
+  if (index + 7 > table.limit || !ram.contains(table.base + index, 8)) return std::nullopt;
+  return SegmentDescriptor{ram.read<uint64_t>(table.base + index)};
+}
+
+// CS.base, which Unicorn 2.0.1 does not expose (UC_X86_REG_CS reads the
+// selector alone), from the architectural state:
+// - real mode: selector << 4, which every CS load in real mode sets
+//   (SDM Vol. 3A 20.1.1);
+// - protected and long mode: the base in the GDT/LDT entry (0 for a 64-bit
+//   segment), which is what the CPU loaded unless the guest changed the
+//   entry since;
+// - a CS the tables do not describe: the last one seen under the same
+//   selector (the Multiboot state: flat CS and no GDT), else a CS loaded in
+//   real mode just before CR0.PE was set (until the far jump), selector << 4.
+uint64_t Vcpu::Engine::code_base() {
+  const auto selector = static_cast<uint16_t>(read_reg(UC_X86_REG_CS));
+  uint64_t base = uint64_t{selector} << 4;
+  if (read_reg(UC_X86_REG_CR0) & kCr0ProtectionEnable) {
+    if (const std::optional<SegmentDescriptor> cs = read_descriptor(selector); cs && cs->is_code()) {
+      const bool long_mode = read_cpu_msr(kMsrEfer) & kEferLongModeActive;
+      base = long_mode && cs->long_mode() ? 0 : cs->base();
+    } else if (selector == known_cs.selector) {
+      base = known_cs.base;
+    }
+  }
+  known_cs = {selector, base};
+  return base;
+}
+
+void Vcpu::Engine::reset_for_init() {
+  // The context brings real mode with it; the writes below set values whose
+  // hidden effects that context already has.
+  RealModeSegmentLoader::for_this_thread().enter_real_mode(uc);
+  write_reg(UC_X86_REG_CR0, kCr0AfterInit);
+  write_cpu_msr(kMsrEfer, 0);
+  for (int reg : {UC_X86_REG_CR2, UC_X86_REG_CR3, UC_X86_REG_CR4}) write_reg(reg, 0);
+  for (int reg : {UC_X86_REG_RAX, UC_X86_REG_RBX, UC_X86_REG_RCX, UC_X86_REG_RDX, UC_X86_REG_RSI, UC_X86_REG_RDI,
+                  UC_X86_REG_RBP, UC_X86_REG_RSP, UC_X86_REG_R8, UC_X86_REG_R9, UC_X86_REG_R10, UC_X86_REG_R11,
+                  UC_X86_REG_R12, UC_X86_REG_R13, UC_X86_REG_R14, UC_X86_REG_R15})
+    write_reg(reg, 0);
+  write_reg(UC_X86_REG_RFLAGS, kRflagsInterruptsOff);
+  write_reg(UC_X86_REG_DR6, kDr6AfterInit);
+  write_reg(UC_X86_REG_DR7, kDr7AfterInit);
+  const uc_x86_mmr table{.selector = 0, .base = 0, .limit = kDescriptorTableLimitAfterInit, .flags = 0};
+  for (int reg : {UC_X86_REG_GDTR, UC_X86_REG_IDTR, UC_X86_REG_LDTR, UC_X86_REG_TR})
+    check(uc_reg_write(uc, reg, &table), "uc_reg_write (descriptor table register)");
+  RealModeSegmentLoader::for_this_thread().load(
+      uc, {{UC_X86_REG_CS, kResetCodeSelector}, {UC_X86_REG_DS, 0}, {UC_X86_REG_ES, 0}, {UC_X86_REG_SS, 0},
+           {UC_X86_REG_FS, 0}, {UC_X86_REG_GS, 0}});
+  write_reg(UC_X86_REG_RIP, kResetIp);
+  known_cs = {kResetCodeSelector, uint64_t{kResetCodeSelector} << 4};
+  shadow = false;
+  stop_requested = false;
+  waits_for_sipi = true;
+}
+
+void Vcpu::Engine::start_at_sipi(uint8_t vector) {
+  if (!waits_for_sipi)
+    throw std::logic_error(fmt::format("cpu{}: SIPI without INIT (the machine ignores a SIPI to a running CPU)", index));
+  const auto selector = static_cast<uint16_t>(vector << 8);
+  RealModeSegmentLoader::for_this_thread().load(uc, {{UC_X86_REG_CS, selector}});
+  write_reg(UC_X86_REG_RIP, 0);
+  known_cs = {selector, uint64_t{selector} << 4};
+  waits_for_sipi = false;
+  // The trampoline was written by another vCPU: drop whatever this engine
+  // translated (the notes, "code written by others").
+  flush_translations();
+}
+
+// ---------------------------------------------------------------------------
+// Interrupt and exception delivery (SDM Vol. 3A 6.12 and 20.1.4). Unicorn has
+// no inject API (the notes): the frame is written into guest RAM by the host
+// (linear = physical), then RSP, RFLAGS, CS and RIP are set and the next
+// uc_emu_start begins at the handler. Nothing is written before every check
+// has passed, so a failed delivery leaves the vCPU as it was.
+
+Injection Vcpu::Engine::inject(uint8_t vector, std::optional<uint32_t> error_code, bool exception) {
+  const std::string what = fmt::format(
+      "vector {} ({})", vector,
+      exception ? exception_name(vector) : vector == kNmiVector ? "NMI" : "external interrupt");
+  if (waits_for_sipi) return {false, what + ": the vCPU waits for SIPI"};
+  Injection result;
+  if (!(read_reg(UC_X86_REG_CR0) & kCr0ProtectionEnable))
+    result = inject_real_mode(vector, what);
+  else if (read_cpu_msr(kMsrEfer) & kEferLongModeActive)
+    result = inject_long_mode(vector, error_code, what);
+  else
+    result = inject_protected_mode(vector, error_code, what);
+  if (result) shadow = false;
+  return result;
+}
+
+// Pushes `values` in order, each `width` bytes, below stack_base + sp (sp
+// wraps at sp_mask). Returns the new stack pointer, or nullopt when the
+// frame is not all in RAM (nothing is written then).
+std::optional<uint64_t> Vcpu::Engine::push_frame(uint64_t stack_base, uint64_t sp, uint64_t sp_mask, unsigned width,
+                                                 std::initializer_list<uint64_t> values) {
+  std::vector<uint64_t> addresses;
+  for (size_t i = 0; i < values.size(); ++i) {
+    sp = (sp - width) & sp_mask;
+    if (!ram.contains(stack_base + sp, width)) return std::nullopt;
+    addresses.push_back(stack_base + sp);
+  }
+  auto address = addresses.begin();
+  for (uint64_t value : values) std::memcpy(ram.bytes(*address++, width).data(), &value, width);  // little endian
+  return sp;
+}
+
+// Same privilege only: the handler's code segment may not be more
+// privileged than the interrupted code (no stack switch through the TSS),
+// and its descriptor must be the one CS holds, because a CS write to a
+// UC_MODE_64 engine sets the selector alone (docs/unicorn.md).
+std::optional<std::string> Vcpu::Engine::check_handler_segment(uint16_t selector, bool need_64_bit) {
+  const auto current = static_cast<uint16_t>(read_reg(UC_X86_REG_CS));
+  const std::optional<SegmentDescriptor> target = read_descriptor(selector);
+  if (!target || !target->is_code())
+    return fmt::format("gate selector {:#x} is not a present code segment", selector);
+  if (need_64_bit && !target->long_mode())
+    return fmt::format("gate selector {:#x} is not a 64-bit code segment", selector);
+  const unsigned cpl = current & 3;
+  if (target->dpl() < cpl)
+    return fmt::format("the handler runs in ring {} and the interrupted code in ring {}: privilege changes are "
+                       "not supported",
+                       target->dpl(), cpl);
+  if ((selector & ~3u) != (current & ~3u)) {
+    const std::optional<SegmentDescriptor> now = read_descriptor(current);
+    if (!now || !now->same_segment_as(*target))
+      return fmt::format("gate selector {:#x} differs from CS {:#x} and so does its descriptor: the vCPU cannot "
+                         "load a code segment descriptor",
+                         selector, current);
+  }
+  return std::nullopt;
+}
+
+void Vcpu::Engine::enter_handler(uint16_t selector, uint64_t offset, uint64_t rflags) {
+  write_reg(UC_X86_REG_RFLAGS, rflags);
+  const auto current = static_cast<uint16_t>(read_reg(UC_X86_REG_CS));
+  const auto cs = static_cast<uint16_t>((selector & ~3u) | (current & 3u));  // RPL = CPL
+  if (cs != current) write_reg(UC_X86_REG_CS, cs);  // same descriptor: see check_handler_segment
+  write_reg(UC_X86_REG_RIP, offset);
+}
+
+// SDM Vol. 3A 20.1.4: the IVT holds IP:CS pairs; FLAGS, CS and IP are
+// pushed; IF, TF and AC are cleared. Real mode pushes no error code.
+Injection Vcpu::Engine::inject_real_mode(uint8_t vector, const std::string& what) {
+  const uc_x86_mmr ivt = read_mmr(UC_X86_REG_IDTR);
+  const uint64_t entry = uint64_t{vector} * 4;
+  const std::string where = fmt::format("{} in real mode: IVT entry at {:#x}", what, ivt.base + entry);
+  if (entry + 3 > ivt.limit) return {false, fmt::format("{} is beyond the IVT limit {:#x}", where, ivt.limit)};
+  if (!ram.contains(ivt.base + entry, 4)) return {false, where + " is outside RAM"};
+  const auto ip = ram.read<uint16_t>(ivt.base + entry);
+  const auto cs = ram.read<uint16_t>(ivt.base + entry + 2);
+  const uint64_t rflags = read_reg(UC_X86_REG_RFLAGS);
+  const uint64_t rsp = read_reg(UC_X86_REG_RSP);
+  const uint64_t ss_base = (read_reg(UC_X86_REG_SS) & 0xFFFF) << 4;
+  const std::optional<uint64_t> sp =
+      push_frame(ss_base, rsp & 0xFFFF, 0xFFFF, 2,
+                 {rflags & 0xFFFF, read_reg(UC_X86_REG_CS) & 0xFFFF, read_reg(UC_X86_REG_RIP) & 0xFFFF});
+  if (!sp) return {false, fmt::format("{}: the frame at SS:SP {:#x}:{:#x} is outside RAM", where, ss_base >> 4, rsp & 0xFFFF)};
+  write_reg(UC_X86_REG_RSP, (rsp & ~uint64_t{0xFFFF}) | *sp);
+  write_reg(UC_X86_REG_RFLAGS, rflags & ~(kRflagsInterrupt | kRflagsTrap | kRflagsAlignmentCheck));
+  RealModeSegmentLoader::for_this_thread().load(uc, {{UC_X86_REG_CS, cs}});
+  write_reg(UC_X86_REG_RIP, ip);
+  known_cs = {cs, uint64_t{cs} << 4};
+  return {true, {}};
+}
+
+// SDM Vol. 3A 6.11, 6.12.1: 8-byte gates; EFLAGS, CS, EIP and the error
+// code are pushed on the current stack; TF, NT, RF and VM are cleared, and
+// IF for an interrupt gate.
+Injection Vcpu::Engine::inject_protected_mode(uint8_t vector, std::optional<uint32_t> error_code,
+                                              const std::string& what) {
+  const uc_x86_mmr idt = read_mmr(UC_X86_REG_IDTR);
+  const uint64_t entry = uint64_t{vector} * 8;
+  const std::string where = fmt::format("{} in 32-bit protected mode: IDT gate at {:#x}", what, idt.base + entry);
+  if (entry + 7 > idt.limit) return {false, fmt::format("{} is beyond the IDT limit {:#x}", where, idt.limit)};
+  if (!ram.contains(idt.base + entry, 8)) return {false, where + " is outside RAM"};
+  const auto gate = ram.read<uint64_t>(idt.base + entry);
+  const SegmentDescriptor as_descriptor{gate};  // same P, DPL and type fields
+  const auto selector = static_cast<uint16_t>(gate >> 16);
+  const uint64_t offset = (gate & 0xFFFF) | ((gate >> 48) << 16);
+  const uint8_t type = as_descriptor.type();
+  if (!as_descriptor.present()) return {false, where + " is not present"};
+  if (as_descriptor.code_or_data() || (type != kInterruptGate && type != kTrapGate)) {
+    const char* kind = type == kTaskGate                                    ? "a task gate"
+                       : type == kInterruptGate16 || type == kTrapGate16 ? "a 16-bit gate"
+                                                                            : "not an interrupt or trap gate";
+    return {false, fmt::format("{} is {} (type {:#x}): not supported", where, kind, type)};
+  }
+  if (std::optional<std::string> why = check_handler_segment(selector, false)) return {false, where + ": " + *why};
+
+  const auto ss = static_cast<uint16_t>(read_reg(UC_X86_REG_SS));
+  const std::optional<SegmentDescriptor> stack = read_descriptor(ss);
+  // A stack segment the GDT does not describe is the flat one a loader set.
+  const uint64_t stack_base = stack ? stack->base() : 0;
+  const uint64_t sp_mask = !stack || stack->big() ? 0xFFFF'FFFF : 0xFFFF;
+  const uint64_t rsp = read_reg(UC_X86_REG_RSP);
+  const uint64_t rflags = read_reg(UC_X86_REG_RFLAGS);
+  const uint64_t cs = read_reg(UC_X86_REG_CS) & 0xFFFF;
+  const uint64_t eip = read_reg(UC_X86_REG_RIP) & 0xFFFF'FFFF;
+  const std::optional<uint64_t> sp =
+      error_code ? push_frame(stack_base, rsp & sp_mask, sp_mask, 4, {rflags & 0xFFFF'FFFF, cs, eip, *error_code})
+                 : push_frame(stack_base, rsp & sp_mask, sp_mask, 4, {rflags & 0xFFFF'FFFF, cs, eip});
+  if (!sp) return {false, fmt::format("{}: the frame below ESP {:#x} is outside RAM", where, rsp & sp_mask)};
+  write_reg(UC_X86_REG_RSP, (rsp & ~sp_mask) | *sp);
+  uint64_t cleared = kRflagsTrap | kRflagsNestedTask | kRflagsResume | kRflagsVirtual8086;
+  if (type == kInterruptGate) cleared |= kRflagsInterrupt;
+  enter_handler(selector, offset, rflags & ~cleared);
+  return {true, {}};
+}
+
+// SDM Vol. 3A 6.14: 16-byte gates; RSP aligned down to 16 (or the IST
+// stack); SS, RSP, RFLAGS, CS, RIP and the error code pushed as 8 bytes each.
+// SS is not changed: there is no privilege change.
+Injection Vcpu::Engine::inject_long_mode(uint8_t vector, std::optional<uint32_t> error_code, const std::string& what) {
+  const uc_x86_mmr idt = read_mmr(UC_X86_REG_IDTR);
+  const uint64_t entry = uint64_t{vector} * 16;
+  const std::string where = fmt::format("{} in long mode: IDT gate at {:#x}", what, idt.base + entry);
+  if (entry + 15 > idt.limit) return {false, fmt::format("{} is beyond the IDT limit {:#x}", where, idt.limit)};
+  if (!ram.contains(idt.base + entry, 16)) return {false, where + " is outside RAM"};
+  const auto low = ram.read<uint64_t>(idt.base + entry);
+  const auto high = ram.read<uint64_t>(idt.base + entry + 8);
+  const SegmentDescriptor as_descriptor{low};
+  const auto selector = static_cast<uint16_t>(low >> 16);
+  const uint64_t offset = (low & 0xFFFF) | (((low >> 48) & 0xFFFF) << 16) | (high << 32);
+  const unsigned ist = (low >> 32) & 7;
+  const uint8_t type = as_descriptor.type();
+  if (!as_descriptor.present()) return {false, where + " is not present"};
+  if (as_descriptor.code_or_data() || (type != kInterruptGate && type != kTrapGate))
+    return {false, fmt::format("{} is not a 64-bit interrupt or trap gate (type {:#x})", where, type)};
+  if (std::optional<std::string> why = check_handler_segment(selector, true)) return {false, where + ": " + *why};
+
+  const uint64_t rsp = read_reg(UC_X86_REG_RSP);
+  uint64_t stack = rsp;
+  if (ist != 0) {
+    const uint64_t slot = read_mmr(UC_X86_REG_TR).base + kTssIst1Offset + 8 * (ist - 1);
+    if (!ram.contains(slot, 8)) return {false, fmt::format("{}: IST{} slot at {:#x} is outside RAM", where, ist, slot)};
+    stack = ram.read<uint64_t>(slot);
+  }
+  stack &= ~uint64_t{0xF};
+  const uint64_t rflags = read_reg(UC_X86_REG_RFLAGS);
+  const uint64_t ss = read_reg(UC_X86_REG_SS) & 0xFFFF;
+  const uint64_t cs = read_reg(UC_X86_REG_CS) & 0xFFFF;
+  const uint64_t rip = read_reg(UC_X86_REG_RIP);
+  constexpr uint64_t kAll = ~uint64_t{0};
+  const std::optional<uint64_t> sp = error_code
+                                         ? push_frame(0, stack, kAll, 8, {ss, rsp, rflags, cs, rip, *error_code})
+                                         : push_frame(0, stack, kAll, 8, {ss, rsp, rflags, cs, rip});
+  if (!sp) return {false, fmt::format("{}: the frame below RSP {:#x} is outside RAM", where, stack)};
+  write_reg(UC_X86_REG_RSP, *sp);
+  uint64_t cleared = kRflagsTrap | kRflagsNestedTask | kRflagsResume | kRflagsVirtual8086;
+  if (type == kInterruptGate) cleared |= kRflagsInterrupt;
+  enter_handler(selector, offset, rflags & ~cleared);
+  return {true, {}};
+}
+
+// ---------------------------------------------------------------------------
+// MMIO windows: uc_mmio_map calls back synchronously in the middle of a
+// block (the notes). A stop requested from a write is taken at the next
+// block boundary like any other request, so the write is not replayed
+// (RequestStopFromAnMmioWriteDoesNotReplayTheWrite).
+
+uint64_t Vcpu::Engine::on_mmio_read(uc_engine*, uint64_t offset, unsigned size, void* user) {
+  auto& w = *static_cast<MmioWindow*>(user);
+  return w.engine->guarded<uint64_t>([&] { return w.handler->read(offset, size); });
+}
+
+void Vcpu::Engine::on_mmio_write(uc_engine*, uint64_t offset, unsigned size, uint64_t value, void* user) {
+  auto& w = *static_cast<MmioWindow*>(user);
+  w.engine->guarded([&] { w.handler->write(offset, size, value); });
+}
+
+void Vcpu::Engine::map_mmio(uint64_t base, uint64_t size, MmioHandler& handler) {
+  if (size == 0 || base % kPageSize || size % kPageSize || base + size < base)
+    throw std::invalid_argument(fmt::format("MMIO window {:#x}+{:#x} is not whole 4 KiB pages", base, size));
+  if (base < ram.size())
+    throw std::invalid_argument(fmt::format("MMIO window at {:#x} overlaps RAM (0..{:#x})", base, ram.size()));
+  auto window = std::make_unique<MmioWindow>(MmioWindow{this, &handler, size});
+  const uc_err err = uc_mmio_map(uc, base, size, on_mmio_read, window.get(), on_mmio_write, window.get());
+  if (err != UC_ERR_OK)
+    throw std::invalid_argument(fmt::format("MMIO window {:#x}+{:#x}: {}", base, size, uc_strerror(err)));
+  mmio.emplace(base, std::move(window));
+}
+
+void Vcpu::Engine::unmap_mmio(uint64_t base, uint64_t size) {
+  const auto it = mmio.find(base);
+  if (it == mmio.end() || it->second->size != size)
+    throw std::invalid_argument(fmt::format("no MMIO window {:#x}+{:#x}", base, size));
+  check(uc_mem_unmap(uc, base, size), "uc_mem_unmap (MMIO)");
+  mmio.erase(it);
+}
+
+// ---------------------------------------------------------------------------
 // Vcpu: the public face.
 
-Vcpu::Vcpu(unsigned index, GuestRam& ram, VcpuHost& host) : engine_(std::make_unique<Engine>(index, ram, host)) {}
+Vcpu::Vcpu(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu engine_cpu)
+    : engine_(std::make_unique<Engine>(index, ram, host, engine_cpu)) {}
 
 Vcpu::~Vcpu() = default;
 
 void Vcpu::enter_multiboot(uint32_t entry, uint32_t eax, uint32_t ebx) { engine_->enter_multiboot(entry, eax, ebx); }
 
 VcpuExit Vcpu::run(uint64_t budget) { return engine_->run(budget); }
+
+void Vcpu::reset_for_init() { engine_->reset_for_init(); }
+
+void Vcpu::start_at_sipi(uint8_t vector) { engine_->start_at_sipi(vector); }
+
+bool Vcpu::waiting_for_sipi() const { return engine_->waits_for_sipi; }
+
+Injection Vcpu::inject_interrupt(uint8_t vector) { return engine_->inject(vector, std::nullopt, false); }
+
+Injection Vcpu::inject_exception(uint8_t vector, std::optional<uint32_t> error_code) {
+  return engine_->inject(vector, error_code, true);
+}
+
+bool Vcpu::interrupt_window_open() const {
+  return !engine_->waits_for_sipi && !engine_->shadow && (engine_->read_reg(UC_X86_REG_RFLAGS) & kRflagsInterrupt);
+}
+
+void Vcpu::map_mmio(uint64_t base, uint64_t size, MmioHandler& handler) { engine_->map_mmio(base, size, handler); }
+
+void Vcpu::unmap_mmio(uint64_t base, uint64_t size) { engine_->unmap_mmio(base, size); }
 
 void Vcpu::request_stop() { engine_->stop_requested = true; }
 

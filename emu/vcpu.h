@@ -54,6 +54,32 @@ struct VcpuExit {
 
 const char* to_string(VcpuExit::Reason reason);
 
+// A device register window the guest reaches with loads and stores (the
+// local APIC page). Calls are synchronous, in the middle of a block, like
+// the VcpuHost port calls; a write may call Vcpu::request_stop(). Unicorn
+// 2.0.1 delivers 1-, 2- and 4-byte accesses as they are; an 8-byte access
+// arrives as two 4-byte ones (low half first) and an unaligned 4-byte access
+// is split wrongly, so a handler sees what the library gives it.
+// During a call, Vcpu::instructions() counts up to the start of the block
+// holding the access (Unicorn does not say which instruction it was).
+class MmioHandler {
+ public:
+  virtual ~MmioHandler() = default;
+  virtual uint64_t read(uint64_t offset, unsigned size) = 0;
+  virtual void write(uint64_t offset, unsigned size, uint64_t value) = 0;
+};
+
+// What inject_interrupt / inject_exception did. When the guest has no usable
+// handler (IVT/IDT entry beyond the limit, gate not present or of a kind the
+// vCPU does not deliver, a frame that does not fit in RAM), nothing about the
+// vCPU has changed and `detail` names the vector, the gate and the mode in
+// one line: the machine reports it as a triple-fault-like state.
+struct [[nodiscard]] Injection {
+  bool delivered = false;
+  std::string detail;  // not delivered: why
+  explicit operator bool() const { return delivered; }
+};
+
 // Register snapshot for post-mortems and traces.
 struct VcpuState {
   uint64_t rax, rbx, rcx, rdx, rsi, rdi, rbp, rsp;
@@ -63,9 +89,15 @@ struct VcpuState {
   uint16_t cs, ds, es, ss;
 };
 
+// Which of the engine's own CPU models decodes the guest's instructions.
+// Unicorn gates some instructions on its internal feature words (PKU's
+// RDPKRU needs a model with PKU, say), whatever CPUID answers; the machine
+// picks the one closest to the CPUID model.
+enum class EngineCpu : uint8_t { Qemu64, SkylakeServer, Epyc };
+
 class Vcpu {
  public:
-  Vcpu(unsigned index, GuestRam& ram, VcpuHost& host);
+  Vcpu(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu engine_cpu = EngineCpu::Qemu64);
   ~Vcpu();
   Vcpu(const Vcpu&) = delete;
   Vcpu& operator=(const Vcpu&) = delete;
@@ -77,10 +109,66 @@ class Vcpu {
   // guest must load its own GDT before it reloads a segment register.
   void enter_multiboot(uint32_t entry, uint32_t eax, uint32_t ebx);
 
+  // INIT (SDM Vol. 3A 9.1.1, table 9-1): real mode, CR0 = 0x60000010, CR3,
+  // CR4 and EFER clear, RFLAGS = 2, general registers 0, GDTR/IDTR base 0
+  // limit 0xFFFF, data segments 0. CS:IP = F000:FFF0 but with the real-mode
+  // base 0xF0000, not the reset base 0xFFFF0000: an AP only waits for SIPI
+  // here, and run() refuses to run a vCPU that waits for SIPI. MSRs other
+  // than EFER keep their values, as on hardware.
+  void reset_for_init();
+  // SIPI (SDM Vol. 3A 10.4.4): from the INIT state, real mode at
+  // CS = vector << 8 (base vector << 12), IP = 0, with translated code
+  // dropped (the boot CPU wrote the trampoline).
+  void start_at_sipi(uint8_t vector);
+  // True from reset_for_init() until start_at_sipi().
+  bool waiting_for_sipi() const;
+
+  // Delivers an external interrupt (or NMI: vector 2) or an exception through
+  // the guest's IVT (real mode) or IDT (protected and long mode), between
+  // runs, as the CPU would at an instruction boundary: the next run() starts
+  // in the handler, and instructions() does not change (a delivery is not an
+  // instruction). The caller decides whether the event may be delivered now
+  // (interrupt_window_open() for maskable interrupts; exceptions and NMI are
+  // not masked by IF or the shadow).
+  // Supported (SDM Vol. 3A 6.12, 20.1.4):
+  // - real mode: 4-byte IVT entries; pushes FLAGS, CS, IP; clears IF, TF, AC;
+  //   no error code is pushed in real mode.
+  // - 32-bit protected mode: 32-bit interrupt (0xE) and trap (0xF) gates;
+  //   pushes EFLAGS, CS, EIP and the error code; clears TF, NT, RF, VM and,
+  //   for an interrupt gate, IF.
+  // - long mode (64-bit and compatibility code): 16-byte 64-bit interrupt and
+  //   trap gates; aligns RSP down to 16, pushes SS, RSP, RFLAGS, CS, RIP and
+  //   the error code; IST stacks are taken from the TSS at TR.base.
+  // Not supported (delivery fails with a detail): task gates, 16-bit gates,
+  // handlers at a higher privilege than the interrupted code (no ring change,
+  // no TSS stack switch outside IST), and a gate whose code segment
+  // descriptor differs from the current CS descriptor (Unicorn cannot load a
+  // CS descriptor from outside the guest; equal descriptors under another
+  // selector are fine).
+  Injection inject_interrupt(uint8_t vector);
+  Injection inject_exception(uint8_t vector, std::optional<uint32_t> error_code);
+
+  // RFLAGS.IF = 1 and the vCPU is not in an STI / MOV SS / POP SS shadow
+  // (SDM Vol. 3A 6.8.3): if the run stopped right after one of those, the
+  // window stays closed until the next run() has executed at least one more
+  // instruction (a run always executes at least one block). With `sti; hlt`
+  // the machine therefore runs the HLT, sees Halt with the window open and
+  // injects then: the wakeup is not lost and IRET returns after the HLT.
+  bool interrupt_window_open() const;
+
+  // Maps a device window per vCPU (each vCPU sees its own local APIC).
+  // `base` and `size` must be 4 KiB aligned and must not overlap RAM or
+  // another window. Relocation: unmap_mmio, then map_mmio at the new base.
+  void map_mmio(uint64_t base, uint64_t size, MmioHandler& handler);
+  void unmap_mmio(uint64_t base, uint64_t size);
+
   // Runs at most `budget` instructions (counted exactly, at block
   // granularity: a block that would overrun the budget does not start,
   // except the first block of a run).
   VcpuExit run(uint64_t budget);
+  // VcpuExit::rip and VcpuState::rip are RIP, the offset in CS. In real mode
+  // the instruction is at the linear address CS.base + IP; the trace and
+  // the exit details print linear addresses.
 
   // From a VcpuHost callback: stop at the next block boundary (the stop is
   // exact there; see "the stop trap" in UNICORN_NOTES.md), or right after

@@ -36,6 +36,15 @@ constexpr uint64_t kPml4 = 0x10000, kPdpt = 0x11000, kPd = 0x12000, kPt = 0x1300
 constexpr uint64_t kNotPresent = 0x80000;    // in RAM, but not in the page tables
 constexpr uint64_t kUnmapped = 0x1000'0000;  // beyond the 1 MiB of RAM
 
+constexpr uint64_t kGdt32 = 0x3100;
+constexpr uint64_t kGdtr32 = 0x3120;
+constexpr uint64_t kIdtr = 0x3128;
+constexpr uint64_t kIdt = 0x4000;
+constexpr uint8_t kInterruptGate = 0xE;
+constexpr uint8_t kTrapGate = 0xF;
+constexpr uint64_t kIf = 0x200;
+constexpr uint64_t kApicBase = 0xFEE0'0000;
+
 constexpr uint32_t kMsrApicBase = 0x1B;
 constexpr uint32_t kMsrTscAux = 0xC000'0103;
 
@@ -186,6 +195,33 @@ class VcpuTest : public ::testing::Test {
       if (i << 12 != kNotPresent) ram.write<uint64_t>(kPt + 8 * i, (i << 12) | 0x3);
   }
 
+  // A GDT for 32-bit snippets that reload segments (IRETD reloads CS):
+  // flat 32-bit code at 0x08 and data at 0x10, as Multiboot selectors.
+  void write_gdt32() {
+    ram.write<uint64_t>(kGdt32 + 0x08, 0x00CF'9A00'0000'FFFF);
+    ram.write<uint64_t>(kGdt32 + 0x10, 0x00CF'9200'0000'FFFF);
+    ram.write<uint16_t>(kGdtr32, 3 * 8 - 1);
+    ram.write<uint32_t>(kGdtr32 + 2, kGdt32);
+  }
+  // The pseudo-descriptor LIDT reads at kIdtr; the 8-byte base suits both
+  // 32-bit and 64-bit code.
+  void write_idtr(uint16_t limit) {
+    ram.write<uint16_t>(kIdtr, limit);
+    ram.write<uint64_t>(kIdtr + 2, kIdt);
+  }
+  // SDM Vol. 3A figure 6-2 and 6-8: present, DPL 0.
+  void set_gate32(uint8_t vector, uint32_t handler, uint8_t type = kInterruptGate, uint16_t selector = 0x08) {
+    ram.write<uint64_t>(kIdt + 8 * vector, (handler & 0xFFFF) | uint64_t{selector} << 16 | uint64_t{0x80u | type} << 40 |
+                                               uint64_t{handler >> 16} << 48);
+  }
+  void set_gate64(uint8_t vector, uint64_t handler, uint8_t type = kInterruptGate, unsigned ist = 0) {
+    ram.write<uint64_t>(kIdt + 16 * vector, (handler & 0xFFFF) | uint64_t{0x08} << 16 | uint64_t{ist} << 32 |
+                                                uint64_t{0x80u | type} << 40 | ((handler >> 16) & 0xFFFF) << 48);
+    ram.write<uint64_t>(kIdt + 16 * vector + 8, handler >> 32);
+  }
+  uint32_t stack32(uint64_t offset) const { return ram.read<uint32_t>(cpu.state().rsp + offset); }
+  uint64_t stack64(uint64_t offset) const { return ram.read<uint64_t>(cpu.state().rsp + offset); }
+
   VcpuExit run_expecting(VcpuExit::Reason reason, uint64_t budget = kBudget) {
     const VcpuExit exit = cpu.run(budget);
     EXPECT_EQ(exit.reason, reason) << to_string(exit.reason) << ": " << exit.detail;
@@ -207,6 +243,38 @@ const Bytes kLoop = {
 };
 constexpr uint64_t kLoopInstructions = 302;
 constexpr uint64_t kLoopBody = 0x1005;
+
+// --- the engine's own CPU model ------------------------------------------
+
+// RDPKRU after enabling CR4.PKE, with Unicorn's model chosen per vCPU: the
+// engine gates PKU on its internal features whatever CPUID answers, and
+// those features survive the context copy enter_multiboot makes.
+VcpuExit run_rdpkru(EngineCpu engine_cpu) {
+  GuestRam ram(kRamBytes);
+  FakeHost host;
+  Vcpu cpu(0, ram, host, engine_cpu);
+  host.cpu = &cpu;
+  const Bytes code = {
+      0x0f, 0x20, 0xe0,              // 1000: mov eax, cr4
+      0x0d, 0x00, 0x00, 0x40, 0x00,  // 1003: or eax, 0x400000 (PKE)
+      0x0f, 0x22, 0xe0,              // 1008: mov cr4, eax
+      0x31, 0xc9,                    // 100b: xor ecx, ecx
+      0x0f, 0x01, 0xee,              // 100d: rdpkru
+      0xf4,                          // 1010: hlt
+  };
+  std::copy(code.begin(), code.end(), ram.bytes(kEntry, code.size()).begin());
+  cpu.enter_multiboot(kEntry, kMultibootMagic, kMultibootInfo);
+  return cpu.run(kBudget);
+}
+
+TEST(VcpuEngineCpu, Qemu64EngineHasNoPku) {
+  EXPECT_EQ(run_rdpkru(EngineCpu::Qemu64).reason, VcpuExit::Reason::InvalidOpcode);
+}
+
+TEST(VcpuEngineCpu, SkylakeServerEngineRunsPku) {
+  const VcpuExit exit = run_rdpkru(EngineCpu::SkylakeServer);
+  EXPECT_EQ(exit.reason, VcpuExit::Reason::Halt) << exit.detail;
+}
 
 // --- entry state ----------------------------------------------------------
 
@@ -921,6 +989,665 @@ TEST_F(VcpuTest, FlushTranslationsReachesCodeOnAPageTheGuestUnmapped) {
   run_expecting(VcpuExit::Reason::Halt);
   EXPECT_EQ(cpu.state().rax, 2u);
   EXPECT_EQ(cpu.state().cr0 & 0x8000'0000, 0x8000'0000u) << "paging is back on";
+}
+
+// --- interrupt and exception injection ------------------------------------
+
+// The start of every 32-bit injection snippet: its own GDT (IRETD reloads
+// CS), the IDT at kIdt, a stack below 0x8000.
+const Bytes kProtectedModeSetup = {
+    0x0f, 0x01, 0x15, 0x20, 0x31, 0x00, 0x00,  // 1000: lgdt [0x3120]
+    0x0f, 0x01, 0x1d, 0x28, 0x31, 0x00, 0x00,  // 1007: lidt [0x3128]
+    0xbc, 0x00, 0x80, 0x00, 0x00,              // 100e: mov esp, 0x8000
+};
+const Bytes kHandlerIncEcx32 = {
+    0x41,  // inc ecx
+    0xcf,  // iretd
+};
+
+Bytes operator+(Bytes a, const Bytes& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+class InjectionTest : public VcpuTest {
+ protected:
+  // kProtectedModeSetup, then `sti; hlt; inc ebx; hlt`, run to the first HLT.
+  void halt_in_protected_mode_with_interrupts_on() {
+    write_gdt32();
+    write_idtr(0x7FF);
+    boot32(kProtectedModeSetup + Bytes{
+                                     0xfb,  // 1013: sti
+                                     0xf4,  // 1014: hlt
+                                     0x43,  // 1015: inc ebx
+                                     0xf4,  // 1016: hlt
+                                 });
+    const VcpuExit exit = run_expecting(VcpuExit::Reason::Halt);
+    ASSERT_EQ(exit.rip, 0x1015u);
+    ASSERT_EQ(cpu.instructions(), 5u);
+  }
+};
+
+// Also: an interrupt delivered while halted resumes execution at the
+// handler, and IRETD returns to the instruction after the HLT.
+TEST_F(InjectionTest, ProtectedModeInterruptGateClearsIfAndIretdReturnsAfterHlt) {
+  set_gate32(0x20, 0x1100);
+  load(0x1100, kHandlerIncEcx32);
+  halt_in_protected_mode_with_interrupts_on();
+  ASSERT_TRUE(cpu.interrupt_window_open());
+  const uint64_t rflags = cpu.state().rflags;
+
+  const Injection injection = cpu.inject_interrupt(0x20);
+  ASSERT_TRUE(injection) << injection.detail;
+  VcpuState s = cpu.state();
+  EXPECT_EQ(s.rip, 0x1100u);
+  EXPECT_EQ(s.rflags & kIf, 0u) << "interrupt gate clears IF";
+  EXPECT_EQ(s.rsp, 0x8000u - 12);
+  EXPECT_EQ(stack32(0), 0x1015u) << "EIP";
+  EXPECT_EQ(stack32(4), 0x08u) << "CS";
+  EXPECT_EQ(stack32(8), rflags) << "EFLAGS";
+  EXPECT_EQ(cpu.instructions(), 5u) << "a delivery is not an instruction";
+  EXPECT_FALSE(cpu.interrupt_window_open());
+
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(exit.rip, 0x1017u);
+  s = cpu.state();
+  EXPECT_EQ(s.rcx, 1u);
+  EXPECT_EQ(s.rbx, kMultibootInfo + 1);
+  EXPECT_EQ(s.rsp, 0x8000u);
+  EXPECT_EQ(s.rflags, rflags) << "IRETD restores IF";
+  EXPECT_EQ(s.cs, 0x08);
+  EXPECT_EQ(cpu.instructions(), 9u);
+}
+
+TEST_F(InjectionTest, ProtectedModeTrapGateKeepsIf) {
+  set_gate32(0x21, 0x1100, kTrapGate);
+  load(0x1100, kHandlerIncEcx32);
+  halt_in_protected_mode_with_interrupts_on();
+  ASSERT_TRUE(cpu.inject_interrupt(0x21));
+  EXPECT_NE(cpu.state().rflags & kIf, 0u);
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(cpu.state().rcx, 1u);
+  EXPECT_EQ(cpu.state().rbx, kMultibootInfo + 1);
+}
+
+// #GP pushes its error code below EIP; the handler pops it before IRETD.
+// Injected on top of a pending interrupt frame: the #GP handler runs first,
+// returns into the interrupt handler, which returns to the guest.
+TEST_F(InjectionTest, NestedInjectionWithAnErrorCode) {
+  set_gate32(0x21, 0x1100, kTrapGate);
+  load(0x1100, kHandlerIncEcx32);
+  set_gate32(13, 0x1120);
+  load(0x1120, {
+                   0x5a,  // 1120: pop edx
+                   0xcf,  // 1121: iretd
+               });
+  halt_in_protected_mode_with_interrupts_on();
+  ASSERT_TRUE(cpu.inject_interrupt(0x21));
+  const Injection gp = cpu.inject_exception(13, 0x18);
+  ASSERT_TRUE(gp) << gp.detail;
+  EXPECT_EQ(cpu.state().rsp, 0x8000u - 12 - 16);
+  EXPECT_EQ(stack32(0), 0x18u) << "error code";
+  EXPECT_EQ(stack32(4), 0x1100u) << "returns into the first handler";
+  run_expecting(VcpuExit::Reason::Halt);
+  const VcpuState s = cpu.state();
+  EXPECT_EQ(s.rdx, 0x18u);
+  EXPECT_EQ(s.rcx, 1u);
+  EXPECT_EQ(s.rbx, kMultibootInfo + 1);
+  EXPECT_EQ(s.rsp, 0x8000u);
+  EXPECT_EQ(cpu.instructions(), 5u + 2 + 2 + 2);
+}
+
+TEST_F(InjectionTest, UdPushesNoErrorCode) {
+  set_gate32(6, 0x1100);
+  load(0x1100, kHandlerIncEcx32);
+  halt_in_protected_mode_with_interrupts_on();
+  ASSERT_TRUE(cpu.inject_exception(6, std::nullopt));
+  EXPECT_EQ(cpu.state().rsp, 0x8000u - 12);
+  EXPECT_EQ(stack32(0), 0x1015u);
+}
+
+TEST_F(InjectionTest, NoUsableHandlerLeavesTheVcpuUnchanged) {
+  set_gate32(0x22, 0x1100);
+  ram.write<uint64_t>(kIdt + 8 * 0x22, ram.read<uint64_t>(kIdt + 8 * 0x22) & ~(uint64_t{1} << 47));  // P = 0
+  set_gate32(0x23, 0x1100, 0x6);  // 16-bit interrupt gate
+  set_gate32(0x24, 0x1100, 0x5);  // task gate
+  set_gate32(0x25, 0x1100, kInterruptGate, 0x10);  // a data segment
+  halt_in_protected_mode_with_interrupts_on();
+  const VcpuState before = cpu.state();
+  const auto failure = [&](Injection injection) {
+    EXPECT_FALSE(injection);
+    return injection.detail;
+  };
+  EXPECT_EQ(failure(cpu.inject_interrupt(0x22)),
+            "vector 34 (external interrupt) in 32-bit protected mode: IDT gate at 0x4110 is not present");
+  EXPECT_EQ(failure(cpu.inject_interrupt(0x23)),
+            "vector 35 (external interrupt) in 32-bit protected mode: IDT gate at 0x4118 is a 16-bit gate (type "
+            "0x6): not supported");
+  EXPECT_EQ(failure(cpu.inject_interrupt(0x24)),
+            "vector 36 (external interrupt) in 32-bit protected mode: IDT gate at 0x4120 is a task gate (type 0x5): "
+            "not supported");
+  EXPECT_EQ(failure(cpu.inject_interrupt(0x25)),
+            "vector 37 (external interrupt) in 32-bit protected mode: IDT gate at 0x4128: gate selector 0x10 is not "
+            "a present code segment");
+  const VcpuState after = cpu.state();
+  EXPECT_EQ(after.rip, before.rip);
+  EXPECT_EQ(after.rsp, before.rsp);
+  EXPECT_EQ(after.rflags, before.rflags);
+}
+
+TEST_F(VcpuTest, GateBeyondTheIdtLimitIsNoUsableHandler) {
+  write_gdt32();
+  write_idtr(8 * 2 - 1);  // vectors 0 and 1
+  boot32(kProtectedModeSetup + Bytes{0xf4});  // 1013: hlt
+  run_expecting(VcpuExit::Reason::Halt);
+  const Injection nmi = cpu.inject_interrupt(2);
+  EXPECT_FALSE(nmi);
+  EXPECT_EQ(nmi.detail, "vector 2 (NMI) in 32-bit protected mode: IDT gate at 0x4010 is beyond the IDT limit 0xf");
+  EXPECT_EQ(cpu.state().rip, 0x1014u);
+}
+
+// --- the STI / MOV SS shadow ---------------------------------------------
+
+// Unicorn ends a block right after STI: a budget that ends at the STI stops
+// in front of the HLT, and the window stays closed for the HLT. The machine
+// runs once more; the HLT executes; the interrupt then wakes it.
+TEST_F(InjectionTest, StiShadowDefersTheInterruptPastTheHlt) {
+  write_gdt32();
+  write_idtr(0x7FF);
+  set_gate32(0x20, 0x1100);
+  load(0x1100, kHandlerIncEcx32);
+  boot32(kProtectedModeSetup + Bytes{
+                                   0xfb,  // 1013: sti
+                                   0xf4,  // 1014: hlt
+                                   0x43,  // 1015: inc ebx
+                                   0xf4,  // 1016: hlt
+                               });
+  const VcpuExit after_sti = run_expecting(VcpuExit::Reason::QuantumEnd, 4);
+  EXPECT_EQ(after_sti.rip, 0x1014u);
+  EXPECT_EQ(cpu.instructions(), 4u);
+  EXPECT_NE(cpu.state().rflags & kIf, 0u);
+  EXPECT_FALSE(cpu.interrupt_window_open()) << "the HLT is in the STI shadow";
+
+  const VcpuExit halted = run_expecting(VcpuExit::Reason::Halt, 1);
+  EXPECT_EQ(halted.rip, 0x1015u);
+  EXPECT_TRUE(cpu.interrupt_window_open());
+  ASSERT_TRUE(cpu.inject_interrupt(0x20));
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(cpu.state().rcx, 1u);
+  EXPECT_EQ(cpu.state().rbx, kMultibootInfo + 1);
+}
+
+TEST_F(VcpuTest, MovSsEndsItsBlockAndShadowsTheNextInstruction) {
+  write_gdt32();
+  boot32({
+      0x0f, 0x01, 0x15, 0x20, 0x31, 0x00, 0x00,  // 1000: lgdt [0x3120]
+      0xfb,                                      // 1007: sti
+      0x66, 0xb8, 0x10, 0x00,                    // 1008: mov ax, 0x10
+      0x8e, 0xd0,                                // 100c: mov ss, ax
+      0x90,                                      // 100e: nop
+      0xf4,                                      // 100f: hlt
+  });
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::QuantumEnd, 4);
+  EXPECT_EQ(exit.rip, 0x100eu);
+  EXPECT_FALSE(cpu.interrupt_window_open());
+  // Unicorn translates the shadowed instruction as a block of its own, so
+  // the window opens exactly one instruction later.
+  EXPECT_EQ(run_expecting(VcpuExit::Reason::QuantumEnd, 1).rip, 0x100fu);
+  EXPECT_EQ(cpu.instructions(), 5u);
+  EXPECT_TRUE(cpu.interrupt_window_open());
+}
+
+TEST_F(VcpuTest, WindowIsClosedWithIfClear) {
+  boot32({0xf4});  // 1000: hlt
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_FALSE(cpu.interrupt_window_open());
+}
+
+// --- long mode ------------------------------------------------------------
+
+class LongModeInjectionTest : public VcpuTest {
+ protected:
+  void halt_in_long_mode_with_interrupts_on() {
+    write_idtr(0xFFF);
+    load(0x2100, {
+                     0x48, 0xff, 0xc1,  // 2100: inc rcx
+                     0x48, 0xcf,        // 2103: iretq
+                 });
+    load(0x2120, {
+                     0x5a,        // 2120: pop rdx
+                     0x48, 0xcf,  // 2121: iretq
+                 });
+    boot64({
+        0x0f, 0x01, 0x1c, 0x25, 0x28, 0x31, 0x00, 0x00,  // 2001: lidt [0x3128]
+        0x48, 0xc7, 0xc4, 0x08, 0x80, 0x00, 0x00,        // 2009: mov rsp, 0x8008 (not 16-byte aligned)
+        0xfb,                                            // 2010: sti
+        0xf4,                                            // 2011: hlt
+        0x48, 0xff, 0xc3,                                // 2012: inc rbx
+        0xf4,                                            // 2015: hlt
+    });
+    const VcpuExit exit = run_expecting(VcpuExit::Reason::Halt);
+    ASSERT_EQ(exit.rip, 0x2012u);
+    start_ = cpu.instructions();
+    rcx_ = cpu.state().rcx;
+  }
+  uint64_t start_ = 0;
+  uint64_t rcx_ = 0;
+};
+
+TEST_F(LongModeInjectionTest, InterruptGateAlignsTheStackPushesSsRspAndIretqReturns) {
+  set_gate64(0x20, 0x2100);
+  halt_in_long_mode_with_interrupts_on();
+  const uint64_t rflags = cpu.state().rflags;
+  ASSERT_TRUE(cpu.interrupt_window_open());
+  const Injection injection = cpu.inject_interrupt(0x20);
+  ASSERT_TRUE(injection) << injection.detail;
+  VcpuState s = cpu.state();
+  EXPECT_EQ(s.rip, 0x2100u);
+  EXPECT_EQ(s.rflags & kIf, 0u);
+  EXPECT_EQ(s.rsp, 0x8000u - 40) << "aligned down to 16, then five quadwords";
+  EXPECT_EQ(stack64(0), 0x2012u) << "RIP";
+  EXPECT_EQ(stack64(8), 0x08u) << "CS";
+  EXPECT_EQ(stack64(16), rflags) << "RFLAGS";
+  EXPECT_EQ(stack64(24), 0x8008u) << "RSP";
+  EXPECT_EQ(stack64(32), 0x10u) << "SS";
+  EXPECT_EQ(cpu.instructions(), start_);
+
+  run_expecting(VcpuExit::Reason::Halt);
+  s = cpu.state();
+  EXPECT_EQ(s.rcx, rcx_ + 1);
+  EXPECT_EQ(s.rbx, kMultibootInfo + 1);
+  EXPECT_EQ(s.rsp, 0x8008u);
+  EXPECT_NE(s.rflags & kIf, 0u) << "IRETQ restores IF";
+  EXPECT_EQ(cpu.instructions(), start_ + 2 + 2);
+}
+
+TEST_F(LongModeInjectionTest, TrapGateKeepsIfAndGpPushesItsErrorCode) {
+  set_gate64(0x21, 0x2100, kTrapGate);
+  set_gate64(13, 0x2120);
+  halt_in_long_mode_with_interrupts_on();
+  ASSERT_TRUE(cpu.inject_interrupt(0x21));
+  EXPECT_NE(cpu.state().rflags & kIf, 0u);
+  ASSERT_TRUE(cpu.inject_exception(13, 0));
+  EXPECT_EQ(stack64(0), 0u) << "error code";
+  EXPECT_EQ(stack64(8), 0x2100u);
+  run_expecting(VcpuExit::Reason::Halt);
+  const VcpuState s = cpu.state();
+  EXPECT_EQ(s.rdx, 0u);
+  EXPECT_EQ(s.rcx, rcx_ + 1);
+  EXPECT_EQ(s.rbx, kMultibootInfo + 1);
+  EXPECT_EQ(s.rsp, 0x8008u);
+}
+
+TEST_F(LongModeInjectionTest, IstTakesTheStackFromTheTss) {
+  // TR.base is what LTR loaded; a TSS descriptor at GDT 0x18 (SDM Vol. 3A 7.2.3).
+  halt_in_long_mode_with_interrupts_on();
+  set_gate64(0x20, 0x2100, kInterruptGate, 1);
+  EXPECT_FALSE(cpu.inject_interrupt(0x20)) << "TR.base 0: IST1 is read from 0x24";
+  // With TR.base 0 the IST1 slot is at 0x24, in RAM: put a stack there.
+  ram.write<uint64_t>(0x24, 0x7008);
+  const Injection injection = cpu.inject_interrupt(0x20);
+  ASSERT_TRUE(injection) << injection.detail;
+  EXPECT_EQ(cpu.state().rsp, 0x7000u - 40);
+  EXPECT_EQ(stack64(24), 0x8008u) << "the interrupted RSP";
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(cpu.state().rsp, 0x8008u);
+}
+
+TEST_F(LongModeInjectionTest, NotPresentGateNamesVectorGateAndMode) {
+  halt_in_long_mode_with_interrupts_on();
+  const Injection injection = cpu.inject_exception(13, 0);
+  EXPECT_FALSE(injection);
+  EXPECT_EQ(injection.detail, "vector 13 (#GP) in long mode: IDT gate at 0x40d0 is not present");
+}
+
+// --- real mode, INIT and SIPI ---------------------------------------------
+
+TEST_F(VcpuTest, InitStateWaitsForSipiAndRefusesToRun) {
+  boot32({0xf4});  // 1000: hlt
+  cpu.reset_for_init();
+  EXPECT_TRUE(cpu.waiting_for_sipi());
+  const VcpuState s = cpu.state();
+  EXPECT_EQ(s.cs, 0xF000);
+  EXPECT_EQ(s.rip, 0xFFF0u);
+  EXPECT_EQ(s.cr0, 0x6000'0010u);
+  EXPECT_EQ(s.efer, 0u);
+  EXPECT_EQ(s.rflags, 2u);
+  EXPECT_EQ(s.ds, 0);
+  EXPECT_EQ(s.ss, 0);
+  EXPECT_THROW(cpu.run(kBudget), std::logic_error);
+  EXPECT_FALSE(cpu.interrupt_window_open());
+}
+
+// A UC_MODE_64 engine keeps the hidden flags of protected mode when CR0 is
+// written; a real-mode IRET would then be a protected-mode one and #GP.
+TEST_F(VcpuTest, InitStateRunsRealModeIret) {
+  load(0x8000, {
+                   0xbc, 0x00, 0x70,  // 8000: mov sp, 0x7000
+                   0x9c,              // 8003: pushf
+                   0x0e,              // 8004: push cs
+                   0x68, 0x0a, 0x00,  // 8005: push 0xa
+                   0xcf,              // 8008: iret
+                   0x90,              // 8009: nop
+                   0xf4,              // 800a: hlt
+               });
+  boot32({0xf4});  // 1000: hlt (the vCPU was in protected mode before INIT)
+  run_expecting(VcpuExit::Reason::Halt);
+  cpu.reset_for_init();
+  cpu.start_at_sipi(0x08);
+  EXPECT_EQ(run_expecting(VcpuExit::Reason::Halt).rip, 0xbu);
+  EXPECT_EQ(cpu.instructions(), 1u + 6);
+}
+
+// RDMSR at CS.base 0x8000: the code hook reports RIP as the linear address.
+TEST_F(VcpuTest, TrapSiteInRealModeResumesAtTheRightOffset) {
+  host.msrs = {{kMsrApicBase, 0xFEE0'0900}};
+  load(0x8000, {
+                   0x66, 0xb9, 0x1b, 0x00, 0x00, 0x00,  // 8000: mov ecx, 0x1b
+                   0x0f, 0x32,                          // 8006: rdmsr
+                   0x43,                                // 8008: inc bx
+                   0xf4,                                // 8009: hlt
+               });
+  cpu.reset_for_init();
+  cpu.start_at_sipi(0x08);
+  EXPECT_EQ(run_expecting(VcpuExit::Reason::Halt).rip, 0xau);
+  EXPECT_EQ(cpu.state().rax, 0xFEE0'0900u);
+  EXPECT_EQ(cpu.state().rbx, 1u);
+  EXPECT_EQ(cpu.instructions(), 4u);
+}
+
+TEST_F(VcpuTest, SipiWithoutInitIsRefused) { EXPECT_THROW(cpu.start_at_sipi(8), std::logic_error); }
+
+// Hooks and the trace see linear addresses (CS.base + IP) in real mode, while
+// RIP and the exit are offsets in CS.
+TEST_F(VcpuTest, StartAtSipiRunsRealModeCodeAtVectorTimes4K) {
+  load(0x8000, {
+                   0x8c, 0xc8,  // 8000: mov ax, cs
+                   0x89, 0xc3,  // 8002: mov bx, ax
+                   0xe6, 0x80,  // 8004: out 0x80, al
+                   0xf4,        // 8006: hlt
+               });
+  MemoryStream trace;
+  cpu.set_trace(trace.file());
+  cpu.reset_for_init();
+  cpu.start_at_sipi(0x08);
+  EXPECT_FALSE(cpu.waiting_for_sipi());
+  VcpuState s = cpu.state();
+  EXPECT_EQ(s.cs, 0x0800);
+  EXPECT_EQ(s.rip, 0u);
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(exit.rip, 7u);
+  EXPECT_EQ(cpu.state().rbx, 0x0800u);
+  EXPECT_EQ(host.port_writes, (std::vector<PortAccess>{{0x80, 1, 0x00, 2}}));
+  EXPECT_EQ(cpu.instructions(), 4u);
+  EXPECT_EQ(trace.text(),
+            "cpu0 0000000000008000: 8c c8  mov ax, cs\n"
+            "cpu0 0000000000008002: 89 c3  mov bx, ax\n"
+            "cpu0 0000000000008004: e6 80  out 0x80, al\n"
+            "cpu0 0000000000008006: f4  hlt\n");
+}
+
+// The boot CPU wrote the trampoline after this engine had run code there.
+TEST_F(VcpuTest, StartAtSipiDropsStaleTranslations) {
+  load(0x8000, {
+                   0xb3, 0x01,  // 8000: mov bl, 1
+                   0xf4,        // 8002: hlt
+               });
+  cpu.reset_for_init();
+  cpu.start_at_sipi(0x08);
+  run_expecting(VcpuExit::Reason::Halt);
+  ram.write<uint8_t>(0x8001, 2);  // 8000: mov bl, 2
+  cpu.reset_for_init();
+  cpu.start_at_sipi(0x08);
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(cpu.state().rbx, 2u);
+}
+
+TEST_F(VcpuTest, RealModeInterruptGoesThroughTheIvtAndIretReturns) {
+  ram.write<uint16_t>(0x20 * 4, 0x0100);      // IVT[0x20]: IP
+  ram.write<uint16_t>(0x20 * 4 + 2, 0x0900);  //            CS (handler at 0x9100)
+  load(0x9100, {
+                   0x41,  // 9100: inc cx
+                   0xcf,  // 9101: iret
+               });
+  load(0x8000, {
+                   0xbc, 0x00, 0x70,  // 8000: mov sp, 0x7000
+                   0xfb,              // 8003: sti
+                   0xf4,              // 8004: hlt
+                   0x43,              // 8005: inc bx
+                   0xf4,              // 8006: hlt
+               });
+  cpu.reset_for_init();
+  cpu.start_at_sipi(0x08);
+  EXPECT_EQ(run_expecting(VcpuExit::Reason::Halt).rip, 5u);
+  ASSERT_TRUE(cpu.interrupt_window_open());
+  const uint64_t flags = cpu.state().rflags;
+  const Injection injection = cpu.inject_interrupt(0x20);
+  ASSERT_TRUE(injection) << injection.detail;
+  VcpuState s = cpu.state();
+  EXPECT_EQ(s.cs, 0x0900);
+  EXPECT_EQ(s.rip, 0x100u);
+  EXPECT_EQ(s.rflags & kIf, 0u);
+  EXPECT_EQ(s.rsp, 0x7000u - 6);
+  EXPECT_EQ(ram.read<uint16_t>(0x6FFA), 0x0005) << "IP";
+  EXPECT_EQ(ram.read<uint16_t>(0x6FFC), 0x0800) << "CS";
+  EXPECT_EQ(ram.read<uint16_t>(0x6FFE), flags) << "FLAGS";
+  EXPECT_EQ(run_expecting(VcpuExit::Reason::Halt).rip, 7u);
+  s = cpu.state();
+  EXPECT_EQ(s.cs, 0x0800);
+  EXPECT_EQ(s.rcx, 1u);
+  EXPECT_EQ(s.rbx, 1u);
+  EXPECT_EQ(s.rsp, 0x7000u);
+  EXPECT_EQ(s.rflags, flags);
+  EXPECT_EQ(cpu.instructions(), 3u + 2 + 2);
+}
+
+TEST_F(VcpuTest, RealModeIvtEntryBeyondTheLimitIsNoUsableHandler) {
+  load(0x8000, {0xf4});  // 8000: hlt
+  cpu.reset_for_init();
+  cpu.start_at_sipi(0x08);
+  run_expecting(VcpuExit::Reason::Halt);
+  const Injection injection = cpu.inject_exception(13, 0);  // IVT limit 0xFFFF covers all 256; #GP is fine
+  EXPECT_TRUE(injection) << injection.detail;
+}
+
+// An AP trampoline as a guest writes it: real mode at 0x8000 (SIPI vector
+// 8), LGDT, EFER.LME by RDMSR/WRMSR (trapped at a site with CS.base 0x8000),
+// CR0.PE, a far jump to 32-bit code, PAE, CR3, CR0.PG, a far jump to 64-bit
+// code, a marker. 10 + 12 + 2 = 24 instructions.
+class TrampolineTest : public VcpuTest {
+ protected:
+  void SetUp() override {
+    VcpuTest::SetUp();
+    write_long_mode_tables();
+    ram.write<uint64_t>(0x8108, 0x00CF'9A00'0000'FFFF);  // 0x08: 32-bit code
+    ram.write<uint64_t>(0x8110, 0x00CF'9200'0000'FFFF);  // 0x10: data
+    ram.write<uint64_t>(0x8118, 0x00AF'9A00'0000'FFFF);  // 0x18: 64-bit code
+    ram.write<uint16_t>(0x8120, 4 * 8 - 1);
+    ram.write<uint32_t>(0x8122, 0x8100);
+    load(0x8000, {
+                     0xfa,                                      // 8000: cli
+                     0x0f, 0x01, 0x16, 0x20, 0x81,              // 8001: lgdt [0x8120]
+                     0x66, 0xb9, 0x80, 0x00, 0x00, 0xc0,        // 8006: mov ecx, 0xc0000080 (EFER)
+                     0x0f, 0x32,                                // 800c: rdmsr
+                     0x66, 0x0d, 0x00, 0x01, 0x00, 0x00,        // 800e: or eax, 0x100 (LME)
+                     0x0f, 0x30,                                // 8014: wrmsr
+                     0x0f, 0x20, 0xc0,                          // 8016: mov eax, cr0
+                     0x66, 0x83, 0xc8, 0x01,                    // 8019: or eax, 1 (PE)
+                     0x0f, 0x22, 0xc0,                          // 801d: mov cr0, eax
+                     0x66, 0xea, 0x28, 0x80, 0x00, 0x00, 0x08, 0x00,  // 8020: jmp 0x08:0x8028
+                     // 32-bit
+                     0xb8, 0x10, 0x00, 0x00, 0x00,              // 8028: mov eax, 0x10
+                     0x8e, 0xd8,                                // 802d: mov ds, eax
+                     0x8e, 0xd0,                                // 802f: mov ss, eax
+                     0x0f, 0x20, 0xe0,                          // 8031: mov eax, cr4
+                     0x83, 0xc8, 0x20,                          // 8034: or eax, 0x20 (PAE)
+                     0x0f, 0x22, 0xe0,                          // 8037: mov cr4, eax
+                     0xb8, 0x00, 0x00, 0x01, 0x00,              // 803a: mov eax, 0x10000
+                     0x0f, 0x22, 0xd8,                          // 803f: mov cr3, eax
+                     0x0f, 0x20, 0xc0,                          // 8042: mov eax, cr0
+                     0x0d, 0x00, 0x00, 0x00, 0x80,              // 8045: or eax, 0x80000000 (PG)
+                     0x0f, 0x22, 0xc0,                          // 804a: mov cr0, eax
+                     0xea, 0x54, 0x80, 0x00, 0x00, 0x18, 0x00,  // 804d: jmp 0x18:0x8054
+                     // 64-bit
+                     0xc7, 0x04, 0x25, 0x00, 0x90, 0x00, 0x00, 0xef, 0xbe, 0xad, 0xde,  // 8054: mov dword [0x9000], 0xdeadbeef
+                     0xf4,                                      // 805f: hlt
+                 });
+    cpu.reset_for_init();
+    cpu.start_at_sipi(0x08);
+  }
+  static constexpr uint64_t kInstructions = 24;
+};
+
+TEST_F(TrampolineTest, RunsFromRealModeIntoLongMode) {
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(exit.rip, 0x8060u);
+  EXPECT_EQ(ram.read<uint32_t>(0x9000), 0xdeadbeefu);
+  EXPECT_EQ(cpu.instructions(), kInstructions);
+  const VcpuState s = cpu.state();
+  EXPECT_EQ(s.cs, 0x18);
+  EXPECT_EQ(s.efer & 0x500, 0x500u);
+  EXPECT_TRUE(host.msr_reads.empty()) << "EFER stays inside the vCPU";
+}
+
+// Quanta of 1 stop before every block, including the far jump right after
+// CR0.PE is set, where CS still holds its real-mode base.
+TEST_F(TrampolineTest, QuantaOfOneStopExactlyEverywhere) {
+  std::vector<uint64_t> counts;
+  for (VcpuExit exit; exit.reason != VcpuExit::Reason::Halt;) {
+    exit = cpu.run(1);
+    ASSERT_TRUE(exit.reason == VcpuExit::Reason::QuantumEnd || exit.reason == VcpuExit::Reason::Halt)
+        << to_string(exit.reason) << ": " << exit.detail;
+    counts.push_back(cpu.instructions());
+  }
+  EXPECT_EQ(ram.read<uint32_t>(0x9000), 0xdeadbeefu);
+  EXPECT_EQ(cpu.instructions(), kInstructions);
+  EXPECT_GT(counts.size(), 5u);
+}
+
+TEST_F(TrampolineTest, TraceDisassemblesSixteenThirtyTwoAndSixtyFourBitCode) {
+  MemoryStream trace;
+  cpu.set_trace(trace.file());
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(trace.text(),
+            "cpu0 0000000000008000: fa  cli\n"
+            "cpu0 0000000000008001: 0f 01 16 20 81  lgdt [0x8120]\n"
+            "cpu0 0000000000008006: 66 b9 80 00 00 c0  mov ecx, 0xc0000080\n"
+            "cpu0 000000000000800c: 0f 32  rdmsr\n"
+            "cpu0 000000000000800e: 66 0d 00 01 00 00  or eax, 0x100\n"
+            "cpu0 0000000000008014: 0f 30  wrmsr\n"
+            "cpu0 0000000000008016: 0f 20 c0  mov eax, cr0\n"
+            "cpu0 0000000000008019: 66 83 c8 01  or eax, 1\n"
+            "cpu0 000000000000801d: 0f 22 c0  mov cr0, eax\n"
+            "cpu0 0000000000008020: 66 ea 28 80 00 00 08 00  ljmp 8:0x8028\n"
+            "cpu0 0000000000008028: b8 10 00 00 00  mov eax, 0x10\n"
+            "cpu0 000000000000802d: 8e d8  mov ds, eax\n"
+            "cpu0 000000000000802f: 8e d0  mov ss, eax\n"
+            "cpu0 0000000000008031: 0f 20 e0  mov eax, cr4\n"
+            "cpu0 0000000000008034: 83 c8 20  or eax, 0x20\n"
+            "cpu0 0000000000008037: 0f 22 e0  mov cr4, eax\n"
+            "cpu0 000000000000803a: b8 00 00 01 00  mov eax, 0x10000\n"
+            "cpu0 000000000000803f: 0f 22 d8  mov cr3, eax\n"
+            "cpu0 0000000000008042: 0f 20 c0  mov eax, cr0\n"
+            "cpu0 0000000000008045: 0d 00 00 00 80  or eax, 0x80000000\n"
+            "cpu0 000000000000804a: 0f 22 c0  mov cr0, eax\n"
+            "cpu0 000000000000804d: ea 54 80 00 00 18 00  ljmp 0x18:0x8054\n"
+            "cpu0 0000000000008054: c7 04 25 00 90 00 00 ef be ad de  mov dword ptr [0x9000], 0xdeadbeef\n"
+            "cpu0 000000000000805f: f4  hlt\n");
+}
+
+// --- MMIO -----------------------------------------------------------------
+
+class FakeMmio final : public MmioHandler {
+ public:
+  struct Access {
+    uint64_t offset;
+    unsigned size;
+    uint64_t value;
+    bool operator==(const Access&) const = default;
+  };
+  uint64_t read(uint64_t offset, unsigned size) override {
+    reads.push_back({offset, size, value});
+    return value;
+  }
+  void write(uint64_t offset, unsigned size, uint64_t v) override {
+    writes.push_back({offset, size, v});
+    if (on_write) on_write();
+  }
+  uint64_t value = 0;
+  std::vector<Access> reads, writes;
+  std::function<void()> on_write;
+};
+
+TEST_F(VcpuTest, MmioAccessesOfOneTwoAndFourBytesReachTheHandler) {
+  FakeMmio apic;
+  apic.value = 0x1234'5678;
+  cpu.map_mmio(kApicBase, 4096, apic);
+  boot32({
+      0xa1, 0x20, 0x00, 0xe0, 0xfe,                    // 1000: mov eax, [0xfee00020]
+      0x89, 0x1d, 0x00, 0x03, 0xe0, 0xfe,              // 1005: mov [0xfee00300], ebx
+      0x66, 0x8b, 0x0d, 0x30, 0x00, 0xe0, 0xfe,        // 100b: mov cx, [0xfee00030]
+      0xc6, 0x05, 0x80, 0x00, 0xe0, 0xfe, 0x05,        // 1012: mov byte [0xfee00080], 5
+      0xf4,                                            // 1019: hlt
+  });
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(apic.reads, (std::vector<FakeMmio::Access>{{0x20, 4, 0x1234'5678}, {0x30, 2, 0x1234'5678}}));
+  EXPECT_EQ(apic.writes, (std::vector<FakeMmio::Access>{{0x300, 4, kMultibootInfo}, {0x80, 1, 5}}));
+  EXPECT_EQ(cpu.state().rax, 0x1234'5678u);
+  EXPECT_EQ(cpu.state().rcx & 0xFFFF, 0x5678u);
+}
+
+// An ICR write requests a stop. The stop is taken at the next block, so
+// the write and the instructions after it in its block run exactly once.
+TEST_F(VcpuTest, RequestStopFromAnMmioWriteDoesNotReplayTheWrite) {
+  FakeMmio apic;
+  apic.on_write = [&] { cpu.request_stop(); };
+  cpu.map_mmio(kApicBase, 4096, apic);
+  boot32({
+      0x43,                                // 1000: inc ebx
+      0x89, 0x1d, 0x00, 0x03, 0xe0, 0xfe,  // 1001: mov [0xfee00300], ebx
+      0x43,                                // 1007: inc ebx
+      0x41,                                // 1008: inc ecx
+      0xeb, 0x00,                          // 1009: jmp 0x100b
+      0x43,                                // 100b: inc ebx
+      0xf4,                                // 100c: hlt
+  });
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::StopRequested);
+  EXPECT_EQ(exit.rip, 0x100bu);
+  EXPECT_EQ(apic.writes, (std::vector<FakeMmio::Access>{{0x300, 4, kMultibootInfo + 1}}));
+  EXPECT_EQ(cpu.state().rbx, kMultibootInfo + 2);
+  EXPECT_EQ(cpu.state().rcx, 1u);
+  EXPECT_EQ(cpu.instructions(), 5u);
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(apic.writes.size(), 1u);
+  EXPECT_EQ(cpu.state().rbx, kMultibootInfo + 3);
+  EXPECT_EQ(cpu.instructions(), 7u);
+}
+
+TEST_F(VcpuTest, MmioWindowRelocates) {
+  FakeMmio apic;
+  apic.value = 7;
+  cpu.map_mmio(kApicBase, 4096, apic);
+  cpu.unmap_mmio(kApicBase, 4096);
+  cpu.map_mmio(0xFED0'0000, 4096, apic);
+  boot32({
+      0xa1, 0x20, 0x00, 0xd0, 0xfe,  // 1000: mov eax, [0xfed00020]
+      0xf4,                          // 1005: hlt
+      0xa1, 0x20, 0x00, 0xe0, 0xfe,  // 1006: mov eax, [0xfee00020]
+  });
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(apic.reads, (std::vector<FakeMmio::Access>{{0x20, 4, 7}}));
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::UnmappedMemory);
+  EXPECT_EQ(exit.address, kApicBase + 0x20);
+}
+
+TEST_F(VcpuTest, MmioWindowMustBeWholePagesOutsideRam) {
+  FakeMmio apic;
+  EXPECT_THROW(cpu.map_mmio(kApicBase + 1, 4096, apic), std::invalid_argument);
+  EXPECT_THROW(cpu.map_mmio(0x1000, 4096, apic), std::invalid_argument);
+  EXPECT_THROW(cpu.unmap_mmio(kApicBase, 4096), std::invalid_argument);
+  cpu.map_mmio(kApicBase, 4096, apic);
+  EXPECT_THROW(cpu.map_mmio(kApicBase, 4096, apic), std::invalid_argument);
 }
 
 }  // namespace
