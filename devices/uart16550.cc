@@ -22,7 +22,12 @@ uint32_t Uart16550::read(uint16_t offset, unsigned) {
     case kLcr: return lcr_;
     case kMcr: return mcr_;
     case kLsr: return kLsrThre | kLsrTemt;
-    case kMsr: return (mcr_ & kMcrLoop) ? 0 : kMsrConnected;
+    case kMsr:
+      // Loopback wires the modem outputs back to the inputs (the classic
+      // 8250 probe checks it): DTR->DSR, RTS->CTS, OUT1->RI, OUT2->DCD.
+      if (mcr_ & kMcrLoop)
+        return ((mcr_ & 0x1) << 5) | ((mcr_ & 0x2) << 3) | ((mcr_ & 0x4) << 4) | ((mcr_ & 0x8) << 4);
+      return kMsrConnected;
     case kScr: return scratch_;
   }
   return 0xff;

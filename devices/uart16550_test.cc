@@ -36,6 +36,9 @@ TEST(Uart16550, LoopbackKeepsBytesAndScratchRemembers) {
   uart.write(4, 1, 0x10);  // MCR.LOOP, as probing guests do
   uart.write(0, 1, 'x');
   EXPECT_EQ(out, "");
+  EXPECT_EQ(uart.read(6, 1) & 0xf0, 0u);  // no modem outputs raised
+  uart.write(4, 1, 0x1a);  // LOOP | OUT2 | RTS: Linux's 8250 probe
+  EXPECT_EQ(uart.read(6, 1) & 0xf0, 0x90u);  // DCD | CTS
   uart.write(7, 1, 0x5a);
   EXPECT_EQ(uart.read(7, 1), 0x5au);
   EXPECT_EQ(uart.read(2, 1) & 1, 1u);  // IIR: no interrupt pending

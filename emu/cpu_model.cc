@@ -29,16 +29,21 @@ constexpr CacheInfo kEpycL1i{CacheType::Instruction, 1, 64 * 1024, 64, 4, 1, 256
 constexpr CacheInfo kEpycL2{CacheType::Unified, 2, 512 * 1024, 64, 8, 1, 1024, 1, false, false, false, false, CacheScope::Core};
 constexpr CacheInfo kEpycL3{CacheType::Unified, 3, 8 * 1024 * 1024, 64, 16, 1, 8192, 1, true, false, true, true, CacheScope::Die};
 
-// Leaf 2 descriptors (SDM table 3-12) of the legacy geometry: 0x2C 32 KiB
-// 8-way L1d, 0x30 32 KiB 8-way L1i, 0x7D 2 MiB 8-way L2, 0x4D 16 MiB 16-way L3.
+// Leaf 2 descriptors (SDM table 3-12): 0x2C 32 KiB 8-way L1d, 0x30 32 KiB
+// 8-way L1i, 0x7D 2 MiB 8-way L2, 0x4D 16 MiB 16-way L3. The L2 descriptor
+// disagrees with leaf 4's 4 MiB 16-way L2; QEMU has the same mismatch (its
+// legacy_l2_cache_cpuid2 carries a FIXME) and guests prefer leaf 4.
 constexpr uint8_t kDesc_L1d32K = 0x2c, kDesc_L1i32K = 0x30, kDesc_L2_2M = 0x7d, kDesc_L3_16M = 0x4d;
 
 // Feature words are what QEMU 7.2's TCG shows a guest for the same model
 // (the model's features filtered by what TCG implements), less what the CPU
-// underneath topolab cannot execute: Unicorn 2.0.1 is QEMU 5.0's TCG, which
-// has no AVX, AVX2, FMA or F16C, and so no AVX state for XSAVE. EPYC keeps
-// TOPOEXT, which QEMU 7.2's TCG drops although it only describes topology:
-// without it no guest would read 0x8000001D/1E. docs/deviations.md lists both.
+// underneath topolab cannot execute. Unicorn 2.0.1 is QEMU 5.0's TCG with
+// its own feature filter: it raises #UD for AVX, AVX2, FMA, F16C, POPCNT,
+// MOVBE, PCLMULQDQ, RDRAND, XSAVE/XGETBV, CLFLUSHOPT, CLWB, RDFSBASE and
+// MONITOR whatever CPU model it is given (the cpu_features testcase runs one
+// instruction per advertised bit). EPYC keeps TOPOEXT, which QEMU 7.2's TCG
+// drops although it only describes topology: without it no guest would read
+// 0x8000001D/1E. docs/deviations.md lists all of this.
 std::vector<CpuModelDef> make_models() {
   constexpr CacheSet kLegacy{kLegacyL1d, kLegacyL1i, kLegacyL2, kLegacyL3};
   constexpr CacheSet kLegacyAmd{kLegacyAmdL1d, kLegacyAmdL1i, kLegacyAmdL2, kLegacyL3};
@@ -71,14 +76,11 @@ std::vector<CpuModelDef> make_models() {
           .brand = "Intel Xeon Processor (Skylake)",
           .features = {
               {FW::Leaf1Edx, 0x078bfbfd},
-              // SSE3 PCLMULQDQ SSSE3 CX16 SSE4.1 SSE4.2 MOVBE POPCNT AES XSAVE RDRAND HYPERVISOR
-              {FW::Leaf1Ecx, 0xc6d82203},
-              {FW::Leaf6Eax, 0x00000004},   // ARAT
-              {FW::Leaf7Ebx, 0x01980389},   // FSGSBASE BMI1 SMEP BMI2 ERMS ADX SMAP CLFLUSHOPT CLWB
-              {FW::Leaf7Ecx, 0x00000008},   // PKU
-              {FW::LeafDEax, 0x00000203},   // x87 SSE PKRU
-              {FW::LeafD1Eax, 0x00000005},  // XSAVEOPT XGETBV1
-              {FW::Ext1Edx, 0x2c100800},    // SYSCALL NX PDPE1GB RDTSCP LM
+              {FW::Leaf1Ecx, 0x82182201},  // SSE3 SSSE3 CX16 SSE4.1 SSE4.2 AES HYPERVISOR
+              {FW::Leaf6Eax, 0x00000004},  // ARAT
+              {FW::Leaf7Ebx, 0x00180388},  // BMI1 SMEP BMI2 ERMS ADX SMAP
+              {FW::Leaf7Ecx, 0x00000008},  // PKU
+              {FW::Ext1Edx, 0x2c100800},   // SYSCALL NX PDPE1GB RDTSCP LM
               {FW::Ext1Ecx, 0x00000021},    // LAHF_LM ABM
           },
           .caches = kLegacy, .amd_caches = kLegacyAmd, .leaf2 = kLegacyLeaf2,
@@ -93,14 +95,12 @@ std::vector<CpuModelDef> make_models() {
           .brand = "AMD EPYC Processor",
           .features = {
               {FW::Leaf1Edx, 0x078bfbfd},
-              {FW::Leaf1Ecx, 0xc6d8220b},   // as Skylake-Server + MONITOR
-              {FW::Leaf6Eax, 0x00000004},   // ARAT
-              {FW::Leaf7Ebx, 0x00980189},   // FSGSBASE BMI1 SMEP BMI2 ADX SMAP CLFLUSHOPT
-              {FW::LeafDEax, 0x00000003},   // x87 SSE
-              {FW::LeafD1Eax, 0x00000005},  // XSAVEOPT XGETBV1
-              {FW::Ext1Edx, 0x2dd3fbfd},    // SYSCALL NX MMXEXT PDPE1GB RDTSCP LM + AMD aliases
-              {FW::Ext1Ecx, 0x00400075},    // LAHF_LM SVM CR8LEG ABM SSE4A TOPOEXT
-              {FW::SvmEdx, 0x00000001},     // NPT
+              {FW::Leaf1Ecx, 0x82182201},  // SSE3 SSSE3 CX16 SSE4.1 SSE4.2 AES HYPERVISOR
+              {FW::Leaf6Eax, 0x00000004},  // ARAT
+              {FW::Leaf7Ebx, 0x00180188},  // BMI1 SMEP BMI2 ADX SMAP
+              {FW::Ext1Edx, 0x2dd3fbfd},   // SYSCALL NX MMXEXT PDPE1GB RDTSCP LM + AMD aliases
+              {FW::Ext1Ecx, 0x00400075},   // LAHF_LM SVM CR8LEG ABM SSE4A TOPOEXT
+              {FW::SvmEdx, 0x00000001},    // NPT
           },
           // EPYC's own geometry serves every cache leaf; it has no leaf 2.
           .caches = kEpyc, .amd_caches = kEpyc, .leaf2 = {},
@@ -112,7 +112,7 @@ std::vector<CpuModelDef> make_models() {
 const std::vector<FeatureFlag> kFlags = {
     {"monitor", FW::Leaf1Ecx, 3},      {"x2apic", FW::Leaf1Ecx, 21},
     {"tsc-deadline", FW::Leaf1Ecx, 24}, {"hypervisor", FW::Leaf1Ecx, 31},
-    {"xsave", FW::Leaf1Ecx, 26},        {"ht", FW::Leaf1Edx, 28},
+    {"ht", FW::Leaf1Edx, 28},
     {"arat", FW::Leaf6Eax, 2},          {"invtsc", FW::Ext7Edx, 8},
     {"topoext", FW::Ext1Ecx, 22},       {"svm", FW::Ext1Ecx, 2},
     {"pdpe1gb", FW::Ext1Edx, 26},       {"rdtscp", FW::Ext1Edx, 27},
@@ -175,9 +175,11 @@ void apply_property(CpuConfig& cfg, std::string_view prop) {
     m.vendor = value == "AuthenticAMD" || value == "HygonGenuine" ? Vendor::Amd : Vendor::Intel;
   } else if (key == "level") {
     m.level = parse_leaf(key, value);
+    cfg.level_explicit = true;
     if (m.level > 0xff) throw ConfigError(fmt::format("-cpu: level {:#x} is past the last basic leaf topolab models (0xff)", m.level));
   } else if (key == "xlevel") {
     m.xlevel = parse_leaf(key, value);
+    cfg.xlevel_explicit = true;
     if (m.xlevel < 0x80000000 || m.xlevel > 0x800000ff)
       throw ConfigError(fmt::format("-cpu: xlevel must be in 0x80000000..0x800000ff, got {:#x}", m.xlevel));
   } else if (key == "model-id") {
@@ -218,7 +220,7 @@ CpuConfig parse_cpu(std::string_view arg) {
     for (const auto& m : models) known += fmt::format("{}{}", known.empty() ? "" : ", ", m.name);
     throw ConfigError(fmt::format("-cpu: unknown CPU model '{}' (known: {})", name, known));
   }
-  CpuConfig cfg{*it, true, std::string(arg)};
+  CpuConfig cfg{.model = *it, .arg = std::string(arg)};
   while (comma != std::string_view::npos) {
     rest.remove_prefix(comma + 1);
     comma = rest.find(',');

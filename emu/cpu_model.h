@@ -50,8 +50,6 @@ enum class FeatureWord {
   Leaf7Ebx,
   Leaf7Ecx,
   Leaf7Edx,
-  LeafDEax,  // XSAVE: supported XCR0 bits (low word)
-  LeafD1Eax,  // XSAVE sub-features: XSAVEOPT, XSAVEC, XGETBV1, XSAVES
   Ext1Edx,    // 0x80000001
   Ext1Ecx,
   Ext7Edx,    // 0x80000007
@@ -90,6 +88,9 @@ struct FeatureFlag {
 struct CpuConfig {
   CpuModelDef model;
   bool l3_cache = true;  // QEMU's l3-cache, on by default since 2.8
+  // level= / xlevel= given: QEMU then applies no automatic minimum level.
+  bool level_explicit = false;
+  bool xlevel_explicit = false;
   std::string arg;       // the -cpu text this came from, for reports
 
   Vendor vendor() const { return model.vendor; }

@@ -56,7 +56,6 @@ enum TopologyLevelType : uint32_t { kLevelInvalid = 0, kLevelSmt = 1, kLevelCore
 
 // Leaf 1 EDX[28]: more than one logical processor ID in the package.
 constexpr uint32_t kLeaf1EdxHtt = 1u << 28;
-constexpr uint32_t kLeaf1EcxXsave = 1u << 26;
 constexpr uint32_t kLeaf1EcxHypervisor = 1u << 31;
 // The hypervisor range 0x40000000.. (Intel SDM: "reserved for software").
 constexpr uint32_t kHypervisorBase = 0x40000000;
@@ -136,18 +135,21 @@ CpuidModel::CpuidModel(Topology topology, CpuConfig cpu) : topology_(std::move(t
         topology_.max_apic_id(), Topology::kMaxXApicId));
   level_ = cpu_.model.level;
   xlevel_ = cpu_.model.xlevel;
-  // Leaf 0x1F describes modules and dies; raise the basic level to reach it,
-  // as QEMU does with its automatic minimum level.
-  if (reports_leaf_1f()) level_ = std::max<uint32_t>(level_, 0x1F);
-  // TOPOEXT's leaves 0x8000001D/1E must be reachable when the flag is set.
-  if (feature(FeatureWord::Ext1Ecx) & kExt1EcxTopoext) xlevel_ = std::max<uint32_t>(xlevel_, 0x8000001E);
+  has_topoext_ = feature(FeatureWord::Ext1Ecx) & kExt1EcxTopoext;
+  // Leaf 0x1F describes modules and dies, and TOPOEXT's leaves must be
+  // reachable: raise the levels to reach them, as QEMU does with its
+  // automatic minimum levels. A level set explicitly with level=/xlevel= is
+  // kept, as in QEMU; the guest then falls back to leaf 0xB.
+  if (reports_leaf_1f() && !cpu_.level_explicit) level_ = std::max<uint32_t>(level_, 0x1F);
+  if (has_topoext_ && !cpu_.xlevel_explicit) xlevel_ = std::max<uint32_t>(xlevel_, 0x8000001E);
   enumeration_ = build_enumeration();
 }
 
 bool CpuidModel::reports_leaf_1f() const {
   // AMD CPUs of these generations have no leaf 0x1F; they give the node
   // count in 0x8000001E instead (QEMU raises the level for Intel only, too).
-  return cpu_.vendor() == Vendor::Intel && (topology_.counts().dies > 1 || topology_.counts().modules > 1);
+  return cpu_.vendor() == Vendor::Intel && (topology_.counts().dies > 1 || topology_.counts().modules > 1) &&
+         (level_ >= 0x1F || !cpu_.level_explicit);
 }
 
 bool CpuidModel::has_subleaves(uint32_t leaf) {
@@ -183,7 +185,6 @@ CpuidRegs CpuidModel::base_leaf(uint32_t leaf, uint32_t subleaf) const {
     case 0x6: return leaf6();
     case 0x7: return leaf7(subleaf);
     case 0xB: return leafB(subleaf);
-    case 0xD: return leafD(subleaf);
     case 0x1F: return leaf1F(subleaf);
     case 0x80000000: return ext0();
     case 0x80000001: return ext1();
@@ -213,7 +214,7 @@ void CpuidModel::patch_for_cpu(unsigned cpu_index, uint32_t leaf, CpuidRegs& r) 
       r.edx = apic_id;  // every subleaf, the terminator included
       break;
     case 0x8000001E:
-      if (feature(FeatureWord::Ext1Ecx) & kExt1EcxTopoext) {
+      if (has_topoext_) {
         // The core's bits of the APIC ID, unique in the package as on real
         // EPYCs (QEMU 7.2 numbers cores within a die, which makes hwloc and
         // Linux merge the cores of different dies).
@@ -375,40 +376,6 @@ CpuidRegs CpuidModel::leaf1F(uint32_t subleaf) const {
   return r;
 }
 
-namespace {
-
-// XSAVE state components past x87/SSE (SDM vol. 1 13.4, standard format).
-struct XsaveComponent {
-  unsigned bit;
-  uint32_t size, offset;
-};
-constexpr XsaveComponent kXsaveComponents[] = {{2, 0x100, 0x240}, {9, 0x8, 0xa80}};  // AVX, PKRU
-// The legacy region (512 bytes) plus the XSAVE header (64).
-constexpr uint32_t kXsaveLegacyAndHeader = 0x240;
-
-uint32_t xsave_area_size(uint32_t xcr0, bool compacted) {
-  uint32_t size = kXsaveLegacyAndHeader;
-  for (const auto& c : kXsaveComponents)
-    if (xcr0 & (1u << c.bit)) size = std::max(size, (compacted ? size : c.offset) + c.size);
-  return size;
-}
-
-}  // namespace
-
-CpuidRegs CpuidModel::leafD(uint32_t subleaf) const {
-  if (!(feature(FeatureWord::Leaf1Ecx) & kLeaf1EcxXsave)) return {};
-  uint32_t xcr0 = feature(FeatureWord::LeafDEax);
-  switch (subleaf) {
-    // EBX is the size for the XCR0 in force; the model is static, so it is
-    // the size at reset, XCR0 = x87 only.
-    case 0: return {xcr0, kXsaveLegacyAndHeader, xsave_area_size(xcr0, false), 0};
-    case 1: return {feature(FeatureWord::LeafD1Eax), xsave_area_size(xcr0, true), 0, 0};
-  }
-  for (const auto& c : kXsaveComponents)
-    if (c.bit == subleaf && (xcr0 & (1u << c.bit))) return {c.size, c.offset, 0, 0};
-  return {};
-}
-
 CpuidRegs CpuidModel::ext0() const {
   // QEMU repeats the vendor here for every vendor; Intel CPUs return zeros.
   const std::string& v = cpu_.model.vendor_id;
@@ -487,7 +454,7 @@ CpuidRegs CpuidModel::hypervisor(uint32_t leaf) const {
 }
 
 CpuidRegs CpuidModel::ext1D(uint32_t subleaf) const {
-  if (!(feature(FeatureWord::Ext1Ecx) & kExt1EcxTopoext)) return {};
+  if (!has_topoext_) return {};
   auto caches = deterministic_caches();
   if (subleaf >= caches.size()) return {};
   const CacheInfo& c = *caches[subleaf];
@@ -496,7 +463,7 @@ CpuidRegs CpuidModel::ext1D(uint32_t subleaf) const {
 }
 
 CpuidRegs CpuidModel::ext1E() const {
-  if (!(feature(FeatureWord::Ext1Ecx) & kExt1EcxTopoext)) return {};
+  if (!has_topoext_) return {};
   CpuidRegs r;
   put_field(r.ebx, kAmdThreadsPerCore, topology_.threads_per_core() - 1);
   put_field_saturated(r.ecx, kAmdNodesPerPackage, topology_.counts().dies - 1);
@@ -520,16 +487,12 @@ std::vector<CpuidModel::Entry> CpuidModel::build_enumeration() const {
         case 0x4: case 0x8000001D: last = (r.eax & 0x1f) == 0; break;
         case 0xB: case 0x1F: last = ((r.ecx >> 8) & 0xff) == kLevelInvalid; break;
         case 0x7: last = sub >= base_leaf(0x7, 0).eax; break;
+        case 0xD: last = sub >= 1; break;  // no XSAVE: the main leaf and its sub-feature leaf
       }
       if (last) break;
     }
   };
-  auto add_xsave_leaf = [&] {
-    uint32_t xcr0 = base_leaf(0xD, 0).eax;
-    for (uint32_t sub = 0; sub < 32; ++sub)
-      if (sub < 2 || (xcr0 >> sub) & 1) out.push_back({0xD, sub, base_leaf(0xD, sub)});
-  };
-  for (uint32_t leaf = 0; leaf <= level_; ++leaf) leaf == 0xD ? add_xsave_leaf() : add_leaf(leaf);
+  for (uint32_t leaf = 0; leaf <= level_; ++leaf) add_leaf(leaf);
   if (feature(FeatureWord::Leaf1Ecx) & kLeaf1EcxHypervisor)
     for (uint32_t leaf = kHypervisorBase; leaf <= kHypervisorMax; ++leaf) add_leaf(leaf);
   for (uint32_t leaf = 0x80000000; leaf <= xlevel_; ++leaf) add_leaf(leaf);

@@ -74,6 +74,8 @@ class CpuidModel {
   uint32_t max_extended_leaf() const { return xlevel_; }
   // Whether leaf 0x1F is reported: Intel, with dies or modules.
   bool reports_leaf_1f() const;
+  // AMD's TOPOEXT (0x80000001:ECX[22]): leaves 0x8000001D/1E exist.
+  bool has_topoext() const { return has_topoext_; }
 
  private:
   CpuidRegs base_leaf(uint32_t leaf, uint32_t subleaf) const;
@@ -88,7 +90,6 @@ class CpuidModel {
   CpuidRegs leaf6() const;
   CpuidRegs leaf7(uint32_t subleaf) const;
   CpuidRegs leafB(uint32_t subleaf) const;
-  CpuidRegs leafD(uint32_t subleaf) const;
   CpuidRegs leaf1F(uint32_t subleaf) const;
   CpuidRegs ext0() const;
   CpuidRegs ext1() const;
@@ -111,6 +112,7 @@ class CpuidModel {
   Topology topology_;
   CpuConfig cpu_;
   uint32_t level_, xlevel_;
+  bool has_topoext_;
   std::vector<Entry> enumeration_;  // every vCPU's, before its APIC-ID fields
 };
 

@@ -56,12 +56,18 @@ std::string format_cpuid_raw(const CpuidModel& model) {
 void write_hwloc_cpuid_dir(const CpuidModel& model, const std::filesystem::path& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) throw std::runtime_error(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
+  if (ec) throw ConfigError(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
   auto write = [](const std::filesystem::path& path, const std::string& text) {
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
     f << text;
-    if (!f) throw std::runtime_error(fmt::format("cannot write {}", path.string()));
+    if (!f) throw ConfigError(fmt::format("cannot write {}", path.string()));
   };
+  // pu files of an earlier, larger dump would add CPUs that are not there.
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.size() > 2 && name.starts_with("pu") && name.find_first_not_of("0123456789", 2) == std::string::npos)
+      std::filesystem::remove(entry.path(), ec);
+  }
   write(dir / "hwloc-cpuid-info", "Architecture: x86\n");
   for (unsigned cpu = 0; cpu < model.topology().cpus(); ++cpu) {
     fmt::memory_buffer out;
@@ -108,9 +114,13 @@ std::vector<DecodedCache> decode_amd_legacy_caches(const CpuidModel& m) {
 
 std::vector<DecodedCache> decode_caches_as_linux(const CpuidModel& m) {
   bool amd = m.cpu().vendor() == Vendor::Amd;
-  bool topoext = m.query(0, 0x80000001, 0).ecx & (1u << 22);
-  if (amd && !topoext) return decode_amd_legacy_caches(m);
+  if (amd && !m.has_topoext()) {
+    if (m.max_extended_leaf() < 0x80000006) return {};
+    return decode_amd_legacy_caches(m);
+  }
   uint32_t leaf = amd ? 0x8000001D : 0x4;
+  // A leaf past the maximum answers with other data: there is none to read.
+  if (amd ? m.max_extended_leaf() < leaf : m.max_basic_leaf() < leaf) return {};
   std::vector<DecodedCache> caches;
   for (uint32_t sub = 0; sub < 16; ++sub) {
     CpuidRegs r = m.query(0, leaf, sub);
@@ -134,15 +144,24 @@ LlcView linux_llc(const CpuidModel& m, const std::vector<DecodedCache>& caches) 
       if (c.level == level && c.kind != "i") return &c;
     return nullptr;
   };
-  bool topoext = m.query(0, 0x80000001, 0).ecx & (1u << 22);
+  // Without an LLC ID, Linux's match_llc() falls back to the die.
+  LlcView fallback{group_by(m, m.topology().package_offset() > m.topology().die_offset() ? m.topology().die_offset()
+                                                                                          : m.topology().package_offset()),
+                   "the die: no LLC reported"};
+  const CpuModelDef& model = m.cpu().model;
   if (m.cpu().vendor() == Vendor::Amd) {
-    if (m.cpu().model.family >= 0x17 && topoext && find(3)) return {find(3)->groups, "the L3 of leaf 0x8000001D"};
-    return {group_by(m, m.topology().package_offset()),
-            m.cpu().model.family < 0x17 ? "the node (package): AMD before family 0x17" : "the package: no L3 reported"};
+    // cacheinfo_amd_init_llc_id(): nothing without an L3 in 0x80000006; the
+    // node before family 0x17; Zen 1 hard-codes the 8-thread core complex
+    // (APIC ID bit 3 up); later families read the L3 of 0x8000001D.
+    if (m.max_extended_leaf() < 0x80000006 || m.query(0, 0x80000006, 0).edx == 0) return fallback;
+    if (model.family < 0x17) return {fallback.groups, "the node (die): AMD before family 0x17"};
+    if (model.family == 0x17 && model.model <= 0x1f) return {group_by(m, 3), "the core complex (APIC ID >> 3): Zen 1"};
+    if (const DecodedCache* l3 = find(3)) return {l3->groups, "the L3 of leaf 0x8000001D"};
+    return fallback;
   }
   if (const DecodedCache* l3 = find(3)) return {l3->groups, "the L3 of leaf 4"};
   if (const DecodedCache* l2 = find(2)) return {l2->groups, "the L2 of leaf 4 (no L3 reported)"};
-  return {group_by(m, 0), "no cache leaves: every CPU alone"};
+  return fallback;
 }
 
 std::string format_cpu_list(const std::vector<unsigned>& cpus) {
@@ -225,9 +244,8 @@ std::string format_topology_table(const CpuidModel& m) {
   auto caches = decode_caches_as_linux(m);
   bool amd = cpu.vendor() == Vendor::Amd;
   appendf(out, "\ncaches as Linux decodes {}:\n",
-      !amd ? "leaf 4" : caches.empty() || !(m.query(0, 0x80000001, 0).ecx & (1u << 22))
-                         ? "AMD 0x80000005/6 (no TOPOEXT: LLC per package)"
-                         : "leaf 0x8000001D");
+          !amd ? "leaf 4" : m.has_topoext() ? "leaf 0x8000001D" : "AMD 0x80000005/6 (no TOPOEXT)");
+  if (caches.empty()) appendf(out, "  none: the leaf is beyond the maximum CPUID leaf\n");
   for (const auto& c : caches) {
     std::string name = fmt::format("L{}{}", c.level, c.kind);
     appendf(out, "  {:<4}{:>7}", name, human_size(c.size));

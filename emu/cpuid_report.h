@@ -17,7 +17,7 @@ namespace topolab {
 std::string format_cpuid_raw(const CpuidModel& model);
 
 // A HWLOC_CPUID_PATH directory: hwloc-cpuid-info and one pu<N> file per
-// vCPU. Throws std::runtime_error naming the path on I/O errors.
+// vCPU. Throws ConfigError naming the path on I/O errors.
 void write_hwloc_cpuid_dir(const CpuidModel& model, const std::filesystem::path& dir);
 
 // One cache as the guest decodes it from leaf 4 (or 0x8000001D on AMD):
@@ -37,9 +37,11 @@ std::vector<DecodedCache> decode_caches_as_linux(const CpuidModel& model);
 // The groups of CPUs Linux's scheduler treats as sharing a last-level cache
 // (cpus_share_cache), with the rule that chose them:
 // - Intel: the L3 from leaf 4 if there is one, else the L2;
-// - AMD before family 0x17, or without TOPOEXT: the node, here the package
-//   (cacheinfo_amd_init_llc_id), whatever 0x80000006 says;
-// - AMD family 0x17 and later: the L3 from 0x8000001D, else the package.
+// - AMD (cacheinfo_amd_init_llc_id): before family 0x17 the node (die);
+//   Zen 1 (family 0x17, model <= 0x1F) the 8-thread core complex, APIC ID
+//   >> 3; later families the L3 from 0x8000001D;
+// - no LLC ID at all (AMD without an L3 in 0x80000006): match_llc() falls
+//   back to the die.
 struct LlcView {
   std::vector<std::vector<unsigned>> groups;
   std::string rule;

@@ -3,6 +3,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 namespace topolab {
@@ -30,8 +32,9 @@ TEST(RawDump, IsCpuidDashRFormat) {
 }
 
 TEST(HwlocDir, OneFilePerPuWithMaskedEntries) {
-  auto dir = std::filesystem::temp_directory_path() / "topolab-hwloc-test";
+  auto dir = std::filesystem::temp_directory_path() / ("topolab-hwloc-test-" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
+  write_hwloc_cpuid_dir(make("16", "Skylake-Server"), dir);  // an earlier, larger dump
   write_hwloc_cpuid_dir(make("4,sockets=2,cores=2", "Skylake-Server"), dir);
   std::ifstream info(dir / "hwloc-cpuid-info");
   std::string line;
@@ -84,9 +87,22 @@ TEST(Llc, OldAmdFamiliesIgnoreL3Cache) {
   }
 }
 
-TEST(Llc, EpycUsesLeaf8000001D) {
+TEST(Llc, Zen1IsTheEightThreadCoreComplex) {
+  // EPYC is family 0x17 model 1: Linux takes APIC ID >> 3, whatever 0x8000001D says.
   auto m = make("16,sockets=1,cores=8,threads=2", "EPYC");
-  EXPECT_EQ(linux_llc(m, decode_caches_as_linux(m)).groups.size(), 1u);
+  auto llc = linux_llc(m, decode_caches_as_linux(m));
+  ASSERT_EQ(llc.groups.size(), 2u);
+  EXPECT_EQ(llc.groups[1], (std::vector<unsigned>{8, 9, 10, 11, 12, 13, 14, 15}));
+}
+
+TEST(Llc, AmdWithoutL3FallsBackToTheDie) {
+  auto m = make("32,sockets=2,dies=2,cores=4,threads=2", "EPYC,l3-cache=off");
+  EXPECT_EQ(linux_llc(m, decode_caches_as_linux(m)).groups.size(), 4u);
+}
+
+TEST(DecodedCaches, NoneWhenTheLeafIsOutOfRange) {
+  EXPECT_TRUE(decode_caches_as_linux(make("4", "Skylake-Server,level=1")).empty());
+  EXPECT_NE(format_topology_table(make("4", "Skylake-Server,level=1")).find("beyond the maximum"), std::string::npos);
 }
 
 TEST(Table, ShowsTreeCachesAndTheLlcVerdict) {

@@ -257,9 +257,18 @@ TEST(Leaf1F, ModulesSitBetweenCoreAndDie) {
 }
 
 TEST(OutOfRange, AnswersTheHighestBasicLeaf) {
-  CpuidModel m = make("4", "Skylake-Server");
-  EXPECT_EQ(m.query(0, 0x20, 0), m.query(0, 0xd, 0));
-  EXPECT_EQ(m.query(0, 0x80000009, 0), m.query(0, 0xd, 0));
+  CpuidModel m = make("4", "Skylake-Server,level=0xb");
+  EXPECT_NE(m.query(0, 0xb, 1), CpuidRegs{});
+  EXPECT_EQ(m.query(0, 0x20, 1), m.query(0, 0xb, 1));
+  EXPECT_EQ(m.query(0, 0x80000009, 1), m.query(0, 0xb, 1));
+}
+
+TEST(OutOfRange, ExplicitLevelsAreKeptAsQemuKeepsThem) {
+  CpuidModel m = make("32,sockets=2,dies=2,cores=4,threads=2", "Skylake-Server,level=0xd");
+  EXPECT_EQ(m.max_basic_leaf(), 0xdu);
+  EXPECT_FALSE(m.reports_leaf_1f());
+  CpuidModel epyc = make("4", "EPYC,xlevel=0x80000008");
+  EXPECT_EQ(epyc.max_extended_leaf(), 0x80000008u);
 }
 
 TEST(Vendor, LeafZeroSpellsIt) {

@@ -1,5 +1,8 @@
 #include "emu/machine.h"
 
+#include <cmath>
+#include <filesystem>
+
 #include <fmt/format.h>
 
 namespace topolab {
@@ -9,6 +12,7 @@ namespace {
 constexpr uint32_t kMsrTsc = 0x10;
 constexpr uint32_t kMsrApicBase = 0x1b;
 constexpr uint32_t kMsrMiscEnable = 0x1a0;
+constexpr uint32_t kMsrTscAux = 0xc0000103;  // what RDTSCP returns in ECX
 constexpr uint64_t kApicBaseDefault = 0xfee00000;
 constexpr uint64_t kApicBaseBsp = 1u << 8;
 constexpr uint64_t kApicBaseEnable = 1u << 11;
@@ -26,14 +30,21 @@ uint64_t checked_ram_bytes(uint64_t mib) {
   return mib << 20;
 }
 
-std::vector<MultibootModule> read_modules(const std::vector<std::string>& specs) {
+std::vector<MultibootModule> read_modules(const std::vector<std::string>& specs, uint64_t ram_bytes) {
   std::vector<MultibootModule> modules;
   for (const std::string& spec : specs) {
     // QEMU's -initrd "FILE ARGS": the file name ends at the first space.
     std::string path = spec.substr(0, spec.find(' '));
-    modules.push_back({spec, read_image_file(path)});
+    modules.push_back({spec, read_image_file(path, ram_bytes)});
   }
   return modules;
+}
+
+// The engine's own model whose instruction set matches the CPUID model best.
+EngineCpu engine_cpu_for(const CpuConfig& cpu) {
+  if (cpu.model.name == "Skylake-Server") return EngineCpu::SkylakeServer;
+  if (cpu.model.name == "EPYC") return EngineCpu::Epyc;
+  return EngineCpu::Qemu64;
 }
 
 }  // namespace
@@ -56,13 +67,18 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
       debug_exit_([this] { boot_cpu_->request_stop(); }),
       apic_base_(kApicBaseDefault | kApicBaseEnable | kApicBaseBsp) {
   if (config.quantum == 0) throw ConfigError("--quantum must be at least 1 instruction");
-  if (!(config.time_limit_seconds > 0)) throw ConfigError("--time-limit must be a positive number of seconds");
+  if (!std::isfinite(config.time_limit_seconds) || config.time_limit_seconds <= 0 ||
+      config.time_limit_seconds > MachineConfig::kMaxTimeLimitSeconds)
+    throw ConfigError(fmt::format("--time-limit must be between 0 and {} seconds of virtual time",
+                                  MachineConfig::kMaxTimeLimitSeconds));
   ports_.attach(Uart16550::kCom1Base, Uart16550::kPortCount, uart_);
   ports_.attach(DebugExit::kBase, DebugExit::kPortCount, debug_exit_);
-  std::vector<uint8_t> image = read_image_file(config.image);
-  std::vector<MultibootModule> modules = read_modules(config.initrd);
-  boot_ = load_multiboot(ram_, image, config.image, config.append, modules);
-  boot_cpu_ = std::make_unique<Vcpu>(0, ram_, static_cast<VcpuHost&>(*this));
+  std::vector<uint8_t> image = read_image_file(config.image, ram_.size());
+  std::vector<MultibootModule> modules = read_modules(config.initrd, ram_.size());
+  // The guest sees the file name without its directories (QEMU passes the
+  // path as typed), so where the image sits cannot change what it does.
+  boot_ = load_multiboot(ram_, image, std::filesystem::path(config.image).filename().string(), config.append, modules);
+  boot_cpu_ = std::make_unique<Vcpu>(0, ram_, static_cast<VcpuHost&>(*this), engine_cpu_for(cpuid_.cpu()));
   boot_cpu_->enter_multiboot(boot_.entry, MultibootBoot::kBootloaderMagic, boot_.info_address);
 }
 
@@ -77,8 +93,6 @@ RunResult Machine::run() {
     result.diagnosis = std::move(diagnosis);
     result.instructions = boot_cpu_->instructions();
     result.virtual_ns = VirtualClock::ns_for_cycles(VirtualClock::cycles_for(result.instructions));
-    result.hlt_count = hlt_count_;
-    result.serial_bytes = uart_.bytes_sent();
     return result;
   };
 
@@ -99,7 +113,6 @@ RunResult Machine::run() {
       case VcpuExit::Reason::StopRequested:
         continue;
       case VcpuExit::Reason::Halt: {
-        ++hlt_count_;
         // One CPU and no interrupt source yet: nothing can ever wake it.
         bool interrupts_on = boot_cpu_->state().rflags & kRflagsIf;
         return finish(RunResult::Outcome::Hung,
@@ -131,6 +144,7 @@ std::optional<uint64_t> Machine::read_msr(uint32_t msr) {
     case kMsrTsc: return read_tsc();
     case kMsrApicBase: return apic_base_;
     case kMsrMiscEnable: return kMiscFastStrings | (cpuid_.cpu().has("monitor") ? kMiscMonitorEnable : 0);
+    case kMsrTscAux: return tsc_aux_;
     default: return std::nullopt;
   }
 }
@@ -150,6 +164,11 @@ bool Machine::write_msr(uint32_t msr, uint64_t value) {
       return true;
     }
     case kMsrMiscEnable: return true;
+    case kMsrTscAux:
+      // Only the low 32 bits exist (SDM: IA32_TSC_AUX[63:32] reserved).
+      if (value >> 32) return false;
+      tsc_aux_ = value;
+      return true;
     default: return false;
   }
 }

@@ -31,7 +31,8 @@ struct MachineConfig {
   std::string append;
   std::vector<std::string> initrd;  // "PATH[ ARGS]" each, as QEMU's -initrd
   // The run ends, as an error, once the boot CPU's virtual time reaches this.
-  double time_limit_seconds = 10.0;
+  static constexpr double kMaxTimeLimitSeconds = 1e6;
+  double time_limit_seconds = 5.0;
   uint64_t quantum = 100'000;  // instructions per scheduling slice
 };
 
@@ -47,8 +48,6 @@ struct RunResult {
   std::string diagnosis;                // one line, for everything but GuestExit
   uint64_t instructions = 0;
   uint64_t virtual_ns = 0;
-  uint64_t hlt_count = 0;
-  uint64_t serial_bytes = 0;
 };
 
 const char* to_string(RunResult::Outcome outcome);
@@ -87,7 +86,7 @@ class Machine : private VcpuHost {
   MultibootBoot boot_;
   uint64_t apic_base_;
   int64_t tsc_offset_ = 0;
-  uint64_t hlt_count_ = 0;
+  uint64_t tsc_aux_ = 0;
 };
 
 }  // namespace topolab

@@ -73,8 +73,11 @@ Topology Topology::parse(std::string_view smp) {
 
   // Fill in what is missing exactly as QEMU 7.2's machine_parse_smp_config
   // does for machine types since 6.2, which prefer cores over sockets.
+  // Products are 64-bit: each count may be up to 4,096, and four of them
+  // overflow 32 bits (and would divide by zero).
   dies = dies ? dies : 1;
   modules = modules ? modules : 1;
+  auto quotient = [](uint64_t total, uint64_t divisor) { return static_cast<unsigned>(total / divisor); };
   if (cpus == 0 && maxcpus == 0) {
     sockets = sockets ? sockets : 1;
     cores = cores ? cores : 1;
@@ -84,15 +87,20 @@ Topology Topology::parse(std::string_view smp) {
     if (cores == 0) {
       sockets = sockets ? sockets : 1;
       threads = threads ? threads : 1;
-      cores = maxcpus / (sockets * dies * modules * threads);
+      cores = quotient(maxcpus, uint64_t{sockets} * dies * modules * threads);
     } else if (sockets == 0) {
       threads = threads ? threads : 1;
-      sockets = maxcpus / (dies * modules * cores * threads);
+      sockets = quotient(maxcpus, uint64_t{dies} * modules * cores * threads);
     }
-    if (threads == 0) threads = maxcpus / (sockets * dies * modules * cores);
+    if (threads == 0) threads = quotient(maxcpus, uint64_t{sockets} * dies * modules * cores);
   }
   uint64_t product = uint64_t{sockets} * dies * modules * cores * threads;
-  maxcpus = maxcpus ? maxcpus : static_cast<unsigned>(std::min<uint64_t>(product, kMaxCpus + 1));
+  if (maxcpus == 0 && product > kMaxCpus)
+    throw ConfigError(fmt::format(
+        "-smp: sockets ({}) * dies ({}) * modules ({}) * cores ({}) * threads ({}) = {} CPUs, more than the {} topolab "
+        "supports",
+        sockets, dies, modules, cores, threads, product, kMaxCpus));
+  maxcpus = maxcpus ? maxcpus : static_cast<unsigned>(product);
   cpus = cpus ? cpus : maxcpus;
 
   if (product != maxcpus)

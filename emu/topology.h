@@ -73,7 +73,8 @@ class Topology {
   std::optional<unsigned> index_of_apic_id(uint32_t apic_id) const;
   // Highest APIC ID of a present CPU.
   uint32_t max_apic_id() const { return apic_id(cpus_ - 1); }
-  bool needs_x2apic() const { return max_apic_id() > kMaxXApicId; }
+  // Hot-pluggable CPUs count too: QEMU sizes the APIC-ID space by maxcpus.
+  bool needs_x2apic() const { return apic_id(max_cpus_ - 1) > kMaxXApicId; }
 
   // "2 sockets x 3 cores x 2 threads" (levels of count 1 below the socket
   // are left out).

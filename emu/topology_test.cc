@@ -83,7 +83,10 @@ INSTANTIATE_TEST_SUITE_P(
                     std::pair{"8,maxcpus=4", "must be at least"},
                     std::pair{"4097", "4096"}, std::pair{"4,clusters=2", "modules"},
                     std::pair{"sockets=2,4", "key=value"}, std::pair{"-1", "whole number"},
-                    std::pair{"99999999999", "whole number"}),
+                    std::pair{"99999999999", "whole number"},
+                    std::pair{"4,sockets=4096,dies=4096,threads=4096", "must equal maxcpus (4)"},
+                    std::pair{"sockets=4096,cores=4096", "16777216 CPUs, more than the 4096"},
+                    std::pair{"sockets=4096,dies=4096,modules=4096,cores=4096,threads=4096", "more than the 4096"}),
     [](const auto& info) { return "case" + std::to_string(info.index); });
 
 // APIC IDs in QEMU's layout, as cloud-hypervisor tests get_x2apic_id.
@@ -158,6 +161,7 @@ TEST(X2Apic, NeededOnlyPastApicId254) {
   EXPECT_FALSE(Topology::parse("96,sockets=2,cores=48").needs_x2apic());
   // 3 threads widen the IDs: 3 sockets x 32 cores x 3 threads reaches 0x17F.
   EXPECT_TRUE(Topology::parse("288,sockets=3,cores=32,threads=3").needs_x2apic());
+  EXPECT_TRUE(Topology::parse("8,maxcpus=4096").needs_x2apic());  // hot-pluggable CPUs count
 }
 
 TEST(Describe, NamesOnlyTheLevelsThatExist) {

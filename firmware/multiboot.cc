@@ -236,9 +236,18 @@ MultibootBoot load_multiboot(GuestRam& ram, std::span<const uint8_t> image, cons
   return {loaded.entry, info_at, loaded.start, loaded.end, out.cursor()};
 }
 
-std::vector<uint8_t> read_image_file(const std::string& path) {
+std::vector<uint8_t> read_image_file(const std::string& path, uint64_t max_bytes) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw ImageError(fmt::format("cannot read {}: it is a directory", path));
+  auto status = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(status)) throw ImageError(fmt::format("cannot read {}: it is a directory", path));
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+    throw ImageError(fmt::format("cannot read {}: not a regular file", path));
+  if (std::filesystem::exists(status)) {
+    uint64_t size = std::filesystem::file_size(path, ec);
+    if (!ec && size > max_bytes)
+      throw ImageError(fmt::format("cannot read {}: {} bytes do not fit in {} MiB of guest RAM (see -m)", path, size,
+                                   max_bytes >> 20));
+  }
   std::ifstream f(path, std::ios::binary);
   if (!f) throw ImageError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());

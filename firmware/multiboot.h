@@ -42,7 +42,9 @@ struct MultibootBoot {
 MultibootBoot load_multiboot(GuestRam& ram, std::span<const uint8_t> image, const std::string& image_name,
                              const std::string& cmdline, const std::vector<MultibootModule>& modules);
 
-// Reads a whole file; throws ImageError("cannot read PATH: reason").
-std::vector<uint8_t> read_image_file(const std::string& path);
+// Reads a whole regular file of at most `max_bytes` (a file larger than
+// guest RAM cannot fit anyway, and a FIFO or device would never end);
+// throws ImageError("cannot read PATH: reason").
+std::vector<uint8_t> read_image_file(const std::string& path, uint64_t max_bytes);
 
 }  // namespace topolab

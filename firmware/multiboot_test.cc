@@ -174,12 +174,19 @@ TEST(Multiboot, ModulesThatDoNotFitAreAnError) {
 
 TEST(ReadImage, NamesTheFileAndTheReason) {
   try {
-    read_image_file("/nonexistent/image.elf");
+    read_image_file("/nonexistent/image.elf", 1 << 20);
     FAIL();
   } catch (const ImageError& e) {
     EXPECT_STREQ(e.what(), "cannot read /nonexistent/image.elf: No such file or directory");
   }
-  EXPECT_THROW(read_image_file("/tmp"), ImageError);
+  EXPECT_THROW(read_image_file("/tmp", 1 << 20), ImageError);
+  EXPECT_THROW(read_image_file("/dev/zero", 1 << 20), ImageError);  // not a regular file
+  try {
+    read_image_file("/proc/self/exe", 1024);
+    FAIL();
+  } catch (const ImageError& e) {
+    EXPECT_NE(std::string(e.what()).find("do not fit"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -3,15 +3,17 @@
  * tested: the run must end with a clear one-line error and a non-zero
  * status, never a crash of the emulator or a hang.
  *
- * cmdline: mode=halt | spin | ud | divide | unmapped | msr
+ * cmdline: mode=halt | spin | ud | divide | unmapped | msr | exit256
  *   halt      cli; hlt: nothing can ever wake the CPU
  *   spin      an endless loop: only the time limit ends it
  *   ud        ud2, with no IDT to handle #UD
  *   divide    a division by zero, with no IDT to handle #DE
  *   unmapped  a read far beyond RAM
  *   msr       rdmsr of an MSR that does not exist
+ *   exit256   writes 256 to isa-debug-exit: a value no exit status carries
  */
 #include "lib/cmdline.h"
+#include "lib/io.h"
 #include "lib/printf.h"
 #include "lib/report.h"
 #include "lib/start.h"
@@ -23,7 +25,7 @@ int main(const struct multiboot_info *mbi)
 
 	(void)mbi;
 	if (!cmdline_str("mode", mode, sizeof(mode))) {
-		printf("misbehave: give mode=halt|spin|ud|divide|unmapped|msr\n");
+		printf("misbehave: give mode=halt|spin|ud|divide|unmapped|msr|exit256\n");
 		return EXIT_FAIL;
 	}
 	printf("misbehave: mode=%s\n", mode);
@@ -40,6 +42,8 @@ int main(const struct multiboot_info *mbi)
 		__asm__ volatile("xor %%ecx, %%ecx; div %%ecx" : : "a"(1), "d"(0) : "ecx");
 	} else if (!strcmp(mode, "unmapped")) {
 		printf("%x\n", *(volatile uint32_t *)0xf0000000u);
+	} else if (!strcmp(mode, "exit256")) {
+		outl(0xf4, 256);
 	} else if (!strcmp(mode, "msr")) {
 		uint32_t lo, hi;
 

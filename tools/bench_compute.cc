@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -84,7 +85,8 @@ void check(uc_err err, const char* what) {
 
 double run_raw_unicorn(const std::string& image, uint32_t iterations) {
   GuestRam ram(128 << 20);
-  MultibootBoot boot = load_multiboot(ram, read_image_file(image), image, append_for(iterations), {});
+  MultibootBoot boot = load_multiboot(ram, read_image_file(image, ram.size()),
+                                      std::filesystem::path(image).filename().string(), append_for(iterations), {});
   uc_engine* uc = nullptr;
   check(uc_open(UC_ARCH_X86, UC_MODE_32, &uc), "uc_open");
   check(uc_mem_map_ptr(uc, 0, ram.size(), UC_PROT_ALL, ram.data()), "uc_mem_map_ptr");

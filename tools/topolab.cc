@@ -25,24 +25,33 @@ constexpr const char* kDemoSmp = "16,sockets=1,cores=8,threads=2";
 constexpr const char* kDemoCpu = "Skylake-Server,l3-cache=on";
 
 // QEMU spells long options with one dash (-smp, -cpu, -append); CLI11 would
-// read "-smp" as "-s -m -p". Rewrite the QEMU spellings we accept to "--".
+// read "-smp" as "-s -m -p". Rewrite the QEMU spellings we accept to "--",
+// but never the value that follows one (-append "-smp" stays a value).
 std::vector<std::string> qemu_style_to_cli11(int argc, char** argv) {
-  static const char* kQemuLong[] = {"-smp", "-cpu", "-append", "-initrd", "-serial"};
+  static const std::string kQemuLong[] = {"-smp", "-cpu", "-append", "-initrd", "-serial"};
   std::vector<std::string> args;
-  for (int i = argc - 1; i >= 1; --i) {
+  bool value_next = false;
+  for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    for (const char* q : kQemuLong)
-      if (a == q || a.starts_with(std::string(q) + "=")) a = "-" + a;
+    bool option = false;
+    if (!value_next)
+      for (const std::string& q : kQemuLong)
+        if (a == q || a.starts_with(q + "=")) {
+          option = a == q;  // "-smp=4" carries its value
+          a = "-" + a;
+        }
+    value_next = option;
     args.push_back(a);
   }
-  return args;  // CLI11 takes them reversed
+  return {args.rbegin(), args.rend()};  // CLI11 takes them reversed
 }
 
-// Exit statuses of `topolab run` that are topolab's own; a guest's
-// isa-debug-exit value is the status otherwise (docs/exit-status.md).
+// Exit statuses that are topolab's own; a guest's isa-debug-exit value below
+// kExitTimeLimit is the status otherwise (README, "Exit status").
 constexpr int kExitTimeLimit = 124;
 constexpr int kExitBadInput = 125;
 constexpr int kExitGuestFailed = 126;
+constexpr int kExitInternalError = 70;  // sysexits' EX_SOFTWARE: a topolab bug
 
 struct RunOptions {
   MachineConfig machine;
@@ -82,11 +91,24 @@ int run_machine(const RunOptions& o) {
   if (o.trace) machine.set_trace(stderr);
   RunResult r = machine.run();
   std::fflush(stdout);
-  std::string after = fmt::format("after {} instructions, {:.6f} s of virtual time", r.instructions, r.virtual_ns / 1e9);
+  std::string after = fmt::format("after {} instructions, {:.6f} s of virtual time (quantum {})", r.instructions,
+                                  r.virtual_ns / 1e9, o.machine.quantum);
   switch (r.outcome) {
-    case RunResult::Outcome::GuestExit:
-      fmt::print(stderr, "topolab: guest exit {} {}\n", *r.guest_value, after);
-      return o.exit_status == "qemu" ? static_cast<int>((*r.guest_value << 1) | 1) : static_cast<int>(*r.guest_value);
+    case RunResult::Outcome::GuestExit: {
+      uint32_t v = *r.guest_value;
+      if (o.exit_status == "qemu") {
+        fmt::print(stderr, "topolab: guest exit {} {}\n", v, after);
+        return static_cast<int>(((v << 1) | 1) & 0xff);
+      }
+      // A value the status cannot carry (or one of topolab's own) must not
+      // turn into a pass by wrapping: 256 would exit 0.
+      if (v >= kExitTimeLimit) {
+        fmt::print(stderr, "topolab: guest exit {} does not fit the exit status (0-123), {}\n", v, after);
+        return kExitGuestFailed;
+      }
+      fmt::print(stderr, "topolab: guest exit {} {}\n", v, after);
+      return static_cast<int>(v);
+    }
     case RunResult::Outcome::BudgetExhausted:
       fmt::print(stderr, "topolab: {}\n", r.diagnosis);
       return kExitTimeLimit;
@@ -119,8 +141,8 @@ int run_demo(const std::filesystem::path& self) {
 }
 
 struct CpuidOptions {
-  std::string smp = kDemoSmp;
-  std::string cpu = kDemoCpu;
+  std::string smp = "1";       // QEMU's defaults
+  std::string cpu = "qemu64";
   std::string format = "table";
   std::string output;
 };
@@ -141,7 +163,7 @@ int run_cpuid(const CpuidOptions& o) {
   }
   std::FILE* f = std::fopen(o.output.c_str(), "w");
   if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0)
-    throw std::runtime_error(fmt::format("cannot write {}", o.output));
+    throw ConfigError(fmt::format("cannot write {}", o.output));
   return 0;
 }
 
@@ -173,13 +195,17 @@ int main(int argc, char** argv) {
   CLI::App* run_cmd = app.add_subcommand("run", "boot a Multiboot image (as qemu-system-x86_64 -kernel would)");
   run_cmd->add_option("image", run.machine.image, "the Multiboot image (ELF32)")->required();
   add_topology_options(run_cmd, run.machine.smp, run.machine.cpu);
-  run_cmd->add_option("-m", run.machine.ram_mib, "guest RAM in MiB")->capture_default_str();
+  run_cmd->add_option("-m", run.machine.ram_mib, "guest RAM in MiB")
+      ->check(CLI::Range(uint64_t{2}, uint64_t{3072}))
+      ->capture_default_str();
   run_cmd->add_option("--append", run.machine.append, "the kernel command line the guest reads");
   run_cmd->add_option("--initrd", run.machine.initrd, "Multiboot modules: FILE[ ARGS][,FILE[ ARGS]...]")->delimiter(',');
   run_cmd->add_option("--serial", run.serial, "where COM1 goes: stdio or file:PATH")->capture_default_str();
   run_cmd->add_option("--time-limit", run.machine.time_limit_seconds, "stop the guest after this much virtual time (s)")
       ->capture_default_str();
-  run_cmd->add_option("--quantum", run.machine.quantum, "instructions per scheduling slice")->capture_default_str();
+  run_cmd->add_option("--quantum", run.machine.quantum, "instructions per scheduling slice")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1'000'000'000}))
+      ->capture_default_str();
   run_cmd->add_option("--exit-status", run.exit_status,
                       "plain: exit with the guest's debug-exit value; qemu: with (value << 1) | 1 as QEMU does")
       ->check(CLI::IsMember({"plain", "qemu"}))
@@ -206,8 +232,14 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     fmt::print(stderr, "topolab: {} (see topolab --help)\n", e.what());
     return kExitBadInput;
-  } catch (const std::exception& e) {
+  } catch (const ConfigError& e) {
     fmt::print(stderr, "topolab: {}\n", e.what());
     return kExitBadInput;
+  } catch (const ImageError& e) {
+    fmt::print(stderr, "topolab: {}\n", e.what());
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "topolab: internal error: {}\n", e.what());
+    return kExitInternalError;
   }
 }

@@ -44,7 +44,11 @@ expect 125 "no Multiboot header" -- run "$tmp/truncated.elf"
 expect 125 "program headers run past the end" -- run "$tmp/corrupt.elf"
 expect 125 "no Multiboot header" -- run /bin/true
 expect 125 "outside the 2 MiB of guest RAM" -- run "$good" -m 2
-expect 125 "-m 0" -- run "$good" -m 0
+expect 125 "-m: Value 0 not in range 2 to 3072" -- run "$good" -m 0
+expect 125 "-m: Value 99999 not in range" -- run "$good" -m 99999
+expect 125 "not a regular file" -- run /dev/zero
+mkfifo "$tmp/fifo.elf"
+expect 125 "not a regular file" -- run "$tmp/fifo.elf"
 expect 125 "cannot read $tmp/nomodule" -- run "$good" -initrd "$tmp/nomodule"
 expect 125 "-serial bogus" -- run "$good" -serial bogus
 
@@ -58,6 +62,12 @@ expect 125 "unknown CPU model 'Pentium9'" -- run "$good" -cpu Pentium9
 expect 125 "unknown feature 'avx9'" -- cpuid -cpu qemu64,+avx9
 expect 125 "unknown property 'l4-cache'" -- cpuid -cpu qemu64,l4-cache=on
 expect 125 "--time-limit" -- run "$good" --time-limit -1
+expect 125 "--time-limit" -- run "$good" --time-limit inf
+expect 125 "--time-limit" -- run "$good" --time-limit nan
+expect 125 "--quantum: Value 0 not in range" -- run "$good" --quantum 0
+expect 125 "= 281474976710656 but must equal maxcpus (4)" -- cpuid -smp 4,sockets=4096,dies=4096,threads=4096,cores=4096
+expect 125 "must equal maxcpus (4)" -- cpuid -smp 4,sockets=4096,dies=4096,threads=4096
+expect 125 "cannot create" -- cpuid --format hwloc --output /proc/nope/dir
 expect 125 "--format" -- cpuid --format xml
 expect 125 "needs --output" -- cpuid --format hwloc
 
@@ -69,6 +79,7 @@ expect 126 "invalid opcode" -- run "$bad" -append mode=ud
 expect 126 "#DE (vector 0)" -- run "$bad" -append mode=divide
 expect 126 "unmapped 0xf0000000" -- run "$bad" -append mode=unmapped
 expect 126 "rdmsr of unknown MSR 0x4b564dff" -- run "$bad" -append mode=msr
+expect 126 "guest exit 256 does not fit" -- run "$bad" -append mode=exit256
 
 echo "$passed passed, $failures failed"
 [ "$failures" -eq 0 ]
