@@ -1,26 +1,28 @@
 #include "emu/machine.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include <fmt/format.h>
+
+#include "firmware/acpi.h"
 
 namespace topolab {
 
 namespace {
 
 constexpr uint32_t kMsrTsc = 0x10;
-constexpr uint32_t kMsrApicBase = 0x1b;
 constexpr uint32_t kMsrMiscEnable = 0x1a0;
 constexpr uint32_t kMsrTscAux = 0xc0000103;  // what RDTSCP returns in ECX
-constexpr uint64_t kApicBaseDefault = 0xfee00000;
-constexpr uint64_t kApicBaseBsp = 1u << 8;
-constexpr uint64_t kApicBaseEnable = 1u << 11;
-constexpr uint64_t kApicBaseX2apic = 1u << 10;
 // IA32_MISC_ENABLE: fast strings, and MONITOR/MWAIT enabled when the model has it.
 constexpr uint64_t kMiscFastStrings = 1u << 0;
 constexpr uint64_t kMiscMonitorEnable = 1u << 18;
 constexpr uint64_t kRflagsIf = 1u << 9;
+constexpr uint8_t kNmiVector = 2;
+constexpr uint8_t kInvalidOpcodeVector = 6;
+constexpr uint8_t kGeneralProtectionVector = 13;
 
 constexpr uint64_t kMaxRamMib = 3 * 1024;  // below the 32-bit PCI hole and the APIC page
 
@@ -47,6 +49,27 @@ EngineCpu engine_cpu_for(const CpuConfig& cpu) {
   return EngineCpu::Qemu64;
 }
 
+// Exceptions that push an error code (SDM vol. 3A table 6-1).
+bool pushes_error_code(int vector) {
+  switch (vector) {
+    case 8: case 10: case 11: case 12: case 13: case 14: case 17: case 21: return true;
+    default: return false;
+  }
+}
+
+IpiMode ipi_mode(ApicDeliveryMode mode) {
+  switch (mode) {
+    case ApicDeliveryMode::Fixed: return IpiMode::Fixed;
+    case ApicDeliveryMode::LowestPriority: return IpiMode::LowestPriority;
+    case ApicDeliveryMode::Smi: return IpiMode::Smi;
+    case ApicDeliveryMode::Nmi: return IpiMode::Nmi;
+    case ApicDeliveryMode::Init: return IpiMode::Init;
+    case ApicDeliveryMode::StartUp: return IpiMode::StartUp;
+    case ApicDeliveryMode::ExtInt: case ApicDeliveryMode::Reserved: break;
+  }
+  return IpiMode::ExtInt;
+}
+
 }  // namespace
 
 const char* to_string(RunResult::Outcome outcome) {
@@ -59,122 +82,449 @@ const char* to_string(RunResult::Outcome outcome) {
   return "?";
 }
 
+// One vCPU: its engine (created at its first SIPI, so thousands of waiting
+// APs cost nothing), its local APIC, and what it asks of the platform.
+class Machine::Cpu final : public VcpuHost, public MmioHandler {
+ public:
+  enum class State { Running, Halted, WaitForSipi };
+
+  Cpu(Machine& machine, unsigned index)
+      : machine_(machine),
+        index_(index),
+        apic_(LocalApicConfig{.apic_id = machine.cpuid_.topology().apic_id(index),
+                              .bsp = index == 0,
+                              .x2apic_supported = machine.cpuid_.cpu().has("x2apic"),
+                              .tsc_hz = VirtualClock::kTscHz}),
+        state_(index == 0 ? State::Running : State::WaitForSipi) {
+    if (index == 0) create_engine();
+  }
+
+  unsigned index() const { return index_; }
+  LocalApic& apic() { return apic_; }
+  const LocalApic& apic() const { return apic_; }
+  Vcpu* vcpu() { return vcpu_.get(); }
+  State state() const { return state_; }
+  bool nmi_pending() const { return nmi_pending_; }
+  void set_nmi_pending(bool pending) { nmi_pending_ = pending; }
+
+  uint64_t instructions() const { return vcpu_ ? vcpu_->instructions() : 0; }
+  // Virtual time: what it executed, plus what it spent halted or waiting.
+  uint64_t now() const { return VirtualClock::ns_for_cycles(VirtualClock::cycles_for(instructions())) + idle_ns_; }
+
+  // Moves a vCPU that was not running forward to `at_ns` (it waited).
+  void catch_up(uint64_t at_ns) {
+    uint64_t t = now();
+    if (at_ns > t) idle_ns_ += at_ns - t;
+  }
+
+  void halt() {
+    state_ = State::Halted;
+    ++machine_.stats_.vcpu(index_).hlt_entries;
+    halted_since_ = now();
+  }
+
+  void wake(uint64_t at_ns, WakeCause cause) {
+    catch_up(at_ns);
+    if (state_ == State::Halted) machine_.stats_.vcpu(index_).halted_ns += now() - halted_since_;
+    state_ = State::Running;
+    machine_.stats_.record_wake(index_, cause);
+  }
+
+  void enter_wait_for_sipi() {
+    if (state_ == State::Halted) machine_.stats_.vcpu(index_).halted_ns += now() - halted_since_;
+    state_ = State::WaitForSipi;
+    if (vcpu_) vcpu_->reset_for_init();
+    nmi_pending_ = false;
+  }
+
+  void start_at_sipi(uint8_t vector, uint64_t at_ns) {
+    if (!vcpu_) create_engine();
+    vcpu_->reset_for_init();
+    vcpu_->start_at_sipi(vector);
+    catch_up(at_ns);
+    state_ = State::Running;
+    machine_.stats_.record_wake(index_, WakeCause::Sipi);
+  }
+
+  // A halted vCPU resumes for an NMI, or an interrupt it would take now.
+  bool can_wake() const {
+    if (state_ != State::Halted) return false;
+    return nmi_pending_ || (apic_.pending_vector() && vcpu_->interrupt_window_open());
+  }
+
+  // The APIC page follows IA32_APIC_BASE: it moves with the base and is
+  // gone in x2APIC mode or when the APIC is disabled.
+  void sync_apic_page() {
+    std::optional<uint64_t> want;
+    if (apic_.mmio_enabled()) want = apic_.base_address();
+    if (want == mapped_apic_page_) return;
+    if (mapped_apic_page_) vcpu_->unmap_mmio(*mapped_apic_page_, LocalApic::kMmioSize);
+    mapped_apic_page_.reset();
+    if (want && !machine_.ram_.contains(*want, LocalApic::kMmioSize)) {
+      vcpu_->map_mmio(*want, LocalApic::kMmioSize, *this);
+      mapped_apic_page_ = want;
+    }
+  }
+
+  // VcpuHost
+  CpuidRegs cpuid(uint32_t leaf, uint32_t subleaf) override { return machine_.cpuid_.query(index_, leaf, subleaf); }
+  uint32_t port_in(uint16_t port, unsigned size) override { return machine_.ports_.read(port, size); }
+  void port_out(uint16_t port, unsigned size, uint32_t value) override { machine_.ports_.write(port, size, value); }
+
+  std::optional<uint64_t> read_msr(uint32_t msr) override {
+    if (LocalApic::is_apic_msr(msr)) return apic_.rdmsr(msr, now());
+    switch (msr) {
+      case kMsrTsc: return read_tsc();
+      case kMsrMiscEnable:
+        return kMiscFastStrings | (machine_.cpuid_.cpu().has("monitor") ? kMiscMonitorEnable : 0);
+      case kMsrTscAux: return tsc_aux_;
+      default: return std::nullopt;
+    }
+  }
+
+  bool write_msr(uint32_t msr, uint64_t value) override {
+    if (LocalApic::is_apic_msr(msr)) {
+      LocalApic::MsrWrite w = apic_.wrmsr(msr, value, now());
+      if (w.gp) return false;
+      if (w.message) send(*w.message);
+      // The page moves or disappears between instructions: stop after this one.
+      if (msr == LocalApic::MSR_IA32_APIC_BASE) vcpu_->request_stop();
+      return true;
+    }
+    switch (msr) {
+      case kMsrTsc:
+        tsc_offset_ = static_cast<int64_t>(value - VirtualClock::cycles_for_ns(now()));
+        return true;
+      case kMsrMiscEnable: return true;
+      case kMsrTscAux:
+        if (value >> 32) return false;  // IA32_TSC_AUX[63:32] are reserved
+        tsc_aux_ = value;
+        return true;
+      default: return false;
+    }
+  }
+
+  uint64_t read_tsc() override { return VirtualClock::cycles_for_ns(now()) + static_cast<uint64_t>(tsc_offset_); }
+
+  // MmioHandler: the xAPIC page.
+  uint64_t read(uint64_t offset, unsigned size) override {
+    return apic_.mmio_read(static_cast<uint32_t>(offset), size, now());
+  }
+  void write(uint64_t offset, unsigned size, uint64_t value) override {
+    if (auto message = apic_.mmio_write(static_cast<uint32_t>(offset), size, static_cast<uint32_t>(value), now()))
+      send(*message);
+  }
+
+ private:
+  void create_engine() {
+    vcpu_ = std::make_unique<Vcpu>(index_, machine_.ram_, *this, engine_cpu_for(machine_.cpuid_.cpu()));
+    sync_apic_page();
+  }
+
+  // An ICR write: routed once this slice ends, at the sender's time.
+  void send(const ApicMessage& message) {
+    machine_.pending_messages_.push_back({index_, message, now()});
+    vcpu_->request_stop();
+  }
+
+  Machine& machine_;
+  unsigned index_;
+  LocalApic apic_;
+  std::unique_ptr<Vcpu> vcpu_;
+  State state_;
+  uint64_t idle_ns_ = 0;
+  uint64_t halted_since_ = 0;
+  bool nmi_pending_ = false;
+  int64_t tsc_offset_ = 0;
+  uint64_t tsc_aux_ = 0;
+  std::optional<uint64_t> mapped_apic_page_;
+};
+
 Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> serial_out)
     : config_(config),
       cpuid_(Topology::parse(config.smp), parse_cpu(config.cpu)),
       ram_(checked_ram_bytes(config.ram_mib)),
       uart_(std::move(serial_out)),
-      debug_exit_([this] { boot_cpu_->request_stop(); }),
-      apic_base_(kApicBaseDefault | kApicBaseEnable | kApicBaseBsp) {
-  if (config.quantum == 0) throw ConfigError("--quantum must be at least 1 instruction");
+      debug_exit_([this] {
+        if (running_ && running_->vcpu()) running_->vcpu()->request_stop();
+      }),
+      fw_cfg_(FwCfg::Config{
+          .nb_cpus = static_cast<uint16_t>(cpuid_.topology().cpus()),
+          .apic_id_limit = static_cast<uint16_t>(
+              std::min<uint32_t>(cpuid_.topology().apic_id(cpuid_.topology().max_cpus() - 1) + 1, 0xffff)),
+          .ram_size = ram_.size()}),
+      pic_master_(PicStub::Role::kMaster),
+      pic_slave_(PicStub::Role::kSlave),
+      stats_(cpuid_.topology().cpus()) {
   if (!std::isfinite(config.time_limit_seconds) || config.time_limit_seconds <= 0 ||
       config.time_limit_seconds > MachineConfig::kMaxTimeLimitSeconds)
     throw ConfigError(fmt::format("--time-limit must be between 0 and {} seconds of virtual time",
                                   MachineConfig::kMaxTimeLimitSeconds));
+  if (config.quantum == 0) throw ConfigError("--quantum must be at least 1 instruction");
   ports_.attach(Uart16550::kCom1Base, Uart16550::kPortCount, uart_);
   ports_.attach(DebugExit::kBase, DebugExit::kPortCount, debug_exit_);
+  ports_.attach(FwCfg::kBase, FwCfg::kPortCount, fw_cfg_);
+  ports_.attach(PicStub::kMasterBase, PicStub::kPortCount, pic_master_);
+  ports_.attach(PicStub::kSlaveBase, PicStub::kPortCount, pic_slave_);
+
+  build_acpi_tables(ram_, cpuid_.topology());
   std::vector<uint8_t> image = read_image_file(config.image, ram_.size());
   std::vector<MultibootModule> modules = read_modules(config.initrd, ram_.size());
   // The guest sees the file name without its directories (QEMU passes the
   // path as typed), so where the image sits cannot change what it does.
-  boot_ = load_multiboot(ram_, image, std::filesystem::path(config.image).filename().string(), config.append, modules);
-  boot_cpu_ = std::make_unique<Vcpu>(0, ram_, static_cast<VcpuHost&>(*this), engine_cpu_for(cpuid_.cpu()));
-  boot_cpu_->enter_multiboot(boot_.entry, MultibootBoot::kBootloaderMagic, boot_.info_address);
+  MultibootBoot boot =
+      load_multiboot(ram_, image, std::filesystem::path(config.image).filename().string(), config.append, modules);
+
+  cpus_.reserve(cpuid_.topology().cpus());
+  for (unsigned i = 0; i < cpuid_.topology().cpus(); ++i) cpus_.push_back(std::make_unique<Cpu>(*this, i));
+  cpus_[0]->vcpu()->enter_multiboot(boot.entry, MultibootBoot::kBootloaderMagic, boot.info_address);
 }
 
 Machine::~Machine() = default;
 
-RunResult Machine::run() {
+void Machine::set_trace(std::FILE* out) {
+  for (auto& cpu : cpus_)
+    if (cpu->vcpu()) cpu->vcpu()->set_trace(out);
+}
+
+RunResult Machine::finish(RunResult::Outcome outcome, std::string diagnosis) {
   RunResult result;
-  const uint64_t budget = VirtualClock::cycles_for_ns(static_cast<uint64_t>(config_.time_limit_seconds * 1e9)) /
-                          VirtualClock::kCyclesPerInstruction;
-  auto finish = [&](RunResult::Outcome outcome, std::string diagnosis) {
-    result.outcome = outcome;
-    result.diagnosis = std::move(diagnosis);
-    result.instructions = boot_cpu_->instructions();
-    result.virtual_ns = VirtualClock::ns_for_cycles(VirtualClock::cycles_for(result.instructions));
-    return result;
-  };
+  result.outcome = outcome;
+  result.diagnosis = std::move(diagnosis);
+  if (outcome == RunResult::Outcome::GuestExit) result.guest_value = debug_exit_.value();
+  for (const auto& cpu : cpus_) {
+    stats_.vcpu(cpu->index()).instructions = cpu->instructions();
+    result.instructions += cpu->instructions();
+    result.virtual_ns = std::max(result.virtual_ns, cpu->now());
+  }
+  return result;
+}
 
+// Halted vCPUs whose APIC timer fires before `horizon_ns` wake at that time,
+// so a timer interrupt is never later than the vCPUs still running.
+void Machine::wake_due_timers(uint64_t horizon_ns) {
+  for (auto& cpu : cpus_) {
+    if (cpu->state() != Cpu::State::Halted) continue;
+    std::optional<uint64_t> when = cpu->apic().next_timer_event();
+    if (!when || *when > horizon_ns) continue;
+    cpu->catch_up(*when);
+    cpu->apic().on_time(*when);
+    if (cpu->can_wake()) cpu->wake(*when, WakeCause::Timer);
+  }
+}
+
+Machine::Cpu* Machine::pick_next(uint64_t limit_ns) {
   while (true) {
-    uint64_t done = boot_cpu_->instructions();
-    if (done >= budget)
+    uint64_t horizon = std::numeric_limits<uint64_t>::max();
+    for (const auto& cpu : cpus_)
+      if (cpu->state() == Cpu::State::Running) horizon = std::min(horizon, cpu->now());
+    if (horizon != std::numeric_limits<uint64_t>::max()) {
+      wake_due_timers(horizon);
+      Cpu* best = nullptr;
+      for (auto& cpu : cpus_)
+        if (cpu->state() == Cpu::State::Running && (!best || cpu->now() < best->now())) best = cpu.get();
+      return best;
+    }
+    // Nobody runs: jump to the earliest APIC timer of a halted vCPU.
+    std::optional<uint64_t> earliest;
+    for (const auto& cpu : cpus_)
+      if (cpu->state() == Cpu::State::Halted)
+        if (auto when = cpu->apic().next_timer_event()) earliest = std::min(earliest.value_or(*when), *when);
+    if (!earliest || *earliest >= limit_ns) return nullptr;
+    wake_due_timers(*earliest);
+  }
+}
+
+std::optional<std::string> Machine::deliver_pending(Cpu& cpu) {
+  Vcpu& vcpu = *cpu.vcpu();
+  if (cpu.nmi_pending()) {
+    cpu.set_nmi_pending(false);
+    if (Injection injection = vcpu.inject_interrupt(kNmiVector); !injection)
+      return fmt::format("an NMI has no usable handler: {}", injection.detail);
+    return std::nullopt;
+  }
+  if (cpu.apic().pending_vector() && vcpu.interrupt_window_open()) {
+    uint8_t vector = cpu.apic().acknowledge();
+    if (Injection injection = vcpu.inject_interrupt(vector); !injection)
+      return fmt::format("interrupt {:#x} has no usable handler: {}", vector, injection.detail);
+  }
+  return std::nullopt;
+}
+
+uint64_t Machine::total_instructions() const {
+  uint64_t total = 0;
+  for (const auto& cpu : cpus_) total += cpu->instructions();
+  return total;
+}
+
+void Machine::route(unsigned sender, const ApicMessage& message, uint64_t at_ns) {
+  IpiMode mode = ipi_mode(message.delivery_mode);
+  auto shorthand = static_cast<IpiShorthand>(message.shorthand);
+  stats_.record_send(sender, mode, shorthand, message.vector);
+  if (message.is_init_level_deassert()) return;  // a no-op since the Pentium 4 (SDM 10.6.1)
+
+  std::vector<Cpu*> targets;
+  for (auto& cpu : cpus_)
+    if (cpu->apic().matches(message)) targets.push_back(cpu.get());
+  if (message.delivery_mode == ApicDeliveryMode::LowestPriority && targets.size() > 1) {
+    // Deterministic arbitration: lowest arbitration priority, then lowest APIC ID.
+    Cpu* chosen = *std::min_element(targets.begin(), targets.end(), [](Cpu* a, Cpu* b) {
+      return std::pair(a->apic().arbitration_priority(), a->apic().id()) <
+             std::pair(b->apic().arbitration_priority(), b->apic().id());
+    });
+    targets = {chosen};
+  }
+  if (targets.empty()) {
+    stats_.record_undeliverable(sender);
+    return;
+  }
+  for (Cpu* target : targets) {
+    bool was_running = target->state() == Cpu::State::Running;
+    ApicAcceptResult accepted = target->apic().accept(message);
+    switch (accepted.kind) {
+      case ApicAccept::Interrupt:
+        if (target->can_wake()) target->wake(at_ns, WakeCause::Interrupt);
+        break;
+      case ApicAccept::Nmi:
+        target->set_nmi_pending(true);
+        if (target->state() == Cpu::State::Halted) target->wake(at_ns, WakeCause::Nmi);
+        break;
+      case ApicAccept::Init:
+        target->catch_up(at_ns);
+        target->enter_wait_for_sipi();
+        stats_.record_wake(target->index(), WakeCause::Init);
+        break;
+      case ApicAccept::StartUp:
+        // A STARTUP to a vCPU that is not waiting for one is ignored (SDM 8.4.4.1).
+        if (target->state() == Cpu::State::WaitForSipi) target->start_at_sipi(accepted.vector, at_ns);
+        break;
+      case ApicAccept::Dropped:
+      case ApicAccept::Refused:
+        break;
+    }
+    stats_.record_ipi(sender, target->index(), mode, message.vector, !was_running);
+  }
+}
+
+std::optional<RunResult> Machine::handle_exit(Cpu& cpu, const VcpuExit& exit) {
+  Vcpu& vcpu = *cpu.vcpu();
+  auto crash = [&](const std::string& why) {
+    VcpuState s = vcpu.state();
+    return finish(RunResult::Outcome::Crashed, fmt::format("guest crashed: {} (cpu {} RIP {:#x} RSP {:#x} CR0 {:#x})",
+                                                           why, cpu.index(), exit.rip, s.rsp, s.cr0));
+  };
+  // A fault the vCPU raised goes to the guest's own handler when it has one.
+  auto reflect = [&](uint8_t vector) -> std::optional<RunResult> {
+    std::optional<uint32_t> error_code;
+    if (pushes_error_code(vector)) error_code = 0;  // Unicorn does not say which
+    Injection injection = vcpu.inject_exception(vector, error_code);
+    if (injection) return std::nullopt;
+    return crash(fmt::format("{}; no usable handler: {}", exit.detail, injection.detail));
+  };
+  switch (exit.reason) {
+    case VcpuExit::Reason::QuantumEnd:
+    case VcpuExit::Reason::StopRequested:
+      return std::nullopt;
+    case VcpuExit::Reason::Halt:
+      cpu.halt();
+      if (cpu.can_wake()) cpu.wake(cpu.now(), cpu.nmi_pending() ? WakeCause::Nmi : WakeCause::Interrupt);
+      return std::nullopt;
+    case VcpuExit::Reason::GeneralProtection: return reflect(kGeneralProtectionVector);
+    case VcpuExit::Reason::InvalidOpcode: return reflect(kInvalidOpcodeVector);
+    case VcpuExit::Reason::Exception:
+      if (exit.vector < 0 || exit.vector > 255) return crash(exit.detail);
+      return reflect(static_cast<uint8_t>(exit.vector));
+    case VcpuExit::Reason::UnmappedMemory: return crash(exit.detail);
+  }
+  return crash(exit.detail);
+}
+
+std::string Machine::deadlock_diagnosis() const {
+  auto describe = [](const Cpu& cpu) {
+    if (cpu.state() == Cpu::State::WaitForSipi) return fmt::format("cpu {} waits for SIPI", cpu.index());
+    VcpuState s = const_cast<Cpu&>(cpu).vcpu()->state();
+    return fmt::format("cpu {} halted with interrupts {} at RIP {:#x}", cpu.index(),
+                       s.rflags & kRflagsIf ? "enabled" : "disabled", s.rip);
+  };
+  if (cpus_.size() == 1) {
+    VcpuState s = cpus_[0]->vcpu()->state();
+    return fmt::format("the guest halted with interrupts {} at cpu 0 RIP {:#x} RSP {:#x} CR0 {:#x} and nothing can wake it",
+                       s.rflags & kRflagsIf ? "enabled" : "disabled", s.rip, s.rsp, s.cr0);
+  }
+  std::string text = "guest deadlock: no vCPU can run and nothing can wake one:";
+  constexpr size_t kShown = 8;
+  size_t shown = 0, started = 0;
+  for (const auto& cpu : cpus_) {
+    if (cpu->state() != Cpu::State::WaitForSipi) ++started;
+    if (shown < kShown && (cpu->state() != Cpu::State::WaitForSipi || cpu->index() == 0 || shown < 2)) {
+      text += fmt::format(" {};", describe(*cpu));
+      ++shown;
+    }
+  }
+  text += fmt::format(" ({} of {} vCPUs started)", started, cpus_.size());
+  return text;
+}
+
+RunResult Machine::run() {
+  const uint64_t limit_ns = static_cast<uint64_t>(config_.time_limit_seconds * 1e9);
+  while (true) {
+    for (const PendingMessage& p : pending_messages_) route(p.sender, p.message, p.at_ns);
+    pending_messages_.clear();
+    if (debug_exit_.value()) return finish(RunResult::Outcome::GuestExit, "");
+
+    Cpu* cpu = pick_next(limit_ns);
+    if (!cpu) {
+      bool any_timer = false;
+      for (const auto& c : cpus_)
+        if (c->state() == Cpu::State::Halted && c->apic().next_timer_event()) any_timer = true;
+      if (any_timer)
+        return finish(RunResult::Outcome::BudgetExhausted,
+                      fmt::format("the guest did not finish within {} s of virtual time (halted, waiting for timers; "
+                                  "raise --time-limit)",
+                                  config_.time_limit_seconds));
+      return finish(RunResult::Outcome::Hung, deadlock_diagnosis());
+    }
+    uint64_t now = cpu->now();
+    if (now >= limit_ns)
       return finish(RunResult::Outcome::BudgetExhausted,
-                    fmt::format("the guest did not finish within {} s of virtual time ({} instructions); still running at "
-                                "RIP {:#x} (raise --time-limit)",
-                                config_.time_limit_seconds, done, boot_cpu_->state().rip));
-    VcpuExit exit = boot_cpu_->run(std::min(config_.quantum, budget - done));
-    if (debug_exit_.value()) {
-      result.guest_value = debug_exit_.value();
-      return finish(RunResult::Outcome::GuestExit, "");
-    }
-    switch (exit.reason) {
-      case VcpuExit::Reason::QuantumEnd:
-      case VcpuExit::Reason::StopRequested:
-        continue;
-      case VcpuExit::Reason::Halt: {
-        // One CPU and no interrupt source yet: nothing can ever wake it.
-        bool interrupts_on = boot_cpu_->state().rflags & kRflagsIf;
-        return finish(RunResult::Outcome::Hung,
-                      fmt::format("the guest halted {} at {} and nothing can wake it",
-                                  interrupts_on ? "with interrupts enabled" : "with interrupts disabled", where(exit)));
-      }
-      case VcpuExit::Reason::GeneralProtection:
-      case VcpuExit::Reason::InvalidOpcode:
-      case VcpuExit::Reason::Exception:
-      case VcpuExit::Reason::UnmappedMemory:
-        return finish(RunResult::Outcome::Crashed, fmt::format("guest crashed: {} ({})", exit.detail, where(exit)));
-    }
+                    fmt::format("the guest did not finish within {} s of virtual time ({} instructions); still "
+                                "running at cpu {} RIP {:#x} (raise --time-limit)",
+                                config_.time_limit_seconds, total_instructions(),
+                                cpu->index(), cpu->vcpu()->state().rip));
+
+    cpu->apic().on_time(now);
+    if (auto failure = deliver_pending(*cpu))
+      return finish(RunResult::Outcome::Crashed,
+                    fmt::format("guest crashed: {} (cpu {} RIP {:#x})", *failure, cpu->index(), cpu->vcpu()->state().rip));
+
+    // Run to the next event that concerns this vCPU, at most one quantum:
+    // its APIC timer, the time limit, or the moment the next vCPU's clock
+    // would be passed by much (the quantum bounds that).
+    uint64_t until = limit_ns;
+    if (auto timer = cpu->apic().next_timer_event()) until = std::min(until, *timer);
+    uint64_t budget = std::max<uint64_t>(1, VirtualClock::cycles_for_ns(until > now ? until - now : 0) /
+                                                VirtualClock::kCyclesPerInstruction);
+    // An interrupt waiting out an STI shadow goes in after one instruction.
+    if (cpu->apic().pending_vector() && !cpu->vcpu()->interrupt_window_open() &&
+        (cpu->vcpu()->state().rflags & kRflagsIf))
+      budget = 1;
+    budget = std::min(budget, config_.quantum);
+
+    running_ = cpu;
+    VcpuExit exit = cpu->vcpu()->run(budget);
+    running_ = nullptr;
+    for (const PendingMessage& p : pending_messages_) route(p.sender, p.message, p.at_ns);
+    pending_messages_.clear();
+    cpu->sync_apic_page();
+    if (debug_exit_.value()) return finish(RunResult::Outcome::GuestExit, "");
+    if (auto result = handle_exit(*cpu, exit)) return *result;
   }
 }
 
-std::string Machine::where(const VcpuExit& exit) const {
-  VcpuState s = boot_cpu_->state();
-  return fmt::format("cpu 0 RIP {:#x} RSP {:#x} CR0 {:#x}", exit.rip, s.rsp, s.cr0);
-}
-
-CpuidRegs Machine::cpuid(uint32_t leaf, uint32_t subleaf) { return cpuid_.query(0, leaf, subleaf); }
-
-uint32_t Machine::port_in(uint16_t port, unsigned size) { return ports_.read(port, size); }
-
-void Machine::port_out(uint16_t port, unsigned size, uint32_t value) { ports_.write(port, size, value); }
-
-std::optional<uint64_t> Machine::read_msr(uint32_t msr) {
-  switch (msr) {
-    case kMsrTsc: return read_tsc();
-    case kMsrApicBase: return apic_base_;
-    case kMsrMiscEnable: return kMiscFastStrings | (cpuid_.cpu().has("monitor") ? kMiscMonitorEnable : 0);
-    case kMsrTscAux: return tsc_aux_;
-    default: return std::nullopt;
-  }
-}
-
-bool Machine::write_msr(uint32_t msr, uint64_t value) {
-  switch (msr) {
-    case kMsrTsc:
-      tsc_offset_ = static_cast<int64_t>(value - VirtualClock::cycles_for(boot_cpu_->instructions()));
-      return true;
-    case kMsrApicBase: {
-      // SDM 10.4.4: base in bits 12..MAXPHYADDR-1, EN, EXTD, BSP read-only.
-      // x2APIC (EXTD) needs the CPUID bit; the APIC itself comes with SMP.
-      uint64_t reserved = ~(0xfffffff000ull | kApicBaseEnable | kApicBaseX2apic | kApicBaseBsp);
-      if (value & reserved) return false;
-      if ((value & kApicBaseX2apic) && !cpuid_.cpu().has("x2apic")) return false;
-      apic_base_ = (value & ~kApicBaseBsp) | (apic_base_ & kApicBaseBsp);
-      return true;
-    }
-    case kMsrMiscEnable: return true;
-    case kMsrTscAux:
-      // Only the low 32 bits exist (SDM: IA32_TSC_AUX[63:32] reserved).
-      if (value >> 32) return false;
-      tsc_aux_ = value;
-      return true;
-    default: return false;
-  }
-}
-
-uint64_t Machine::read_tsc() {
-  return VirtualClock::cycles_for(boot_cpu_->instructions()) + static_cast<uint64_t>(tsc_offset_);
+std::string Machine::describe_apics() const {
+  std::string out;
+  for (const auto& cpu : cpus_) out += fmt::format("cpu {}: {}\n", cpu->index(), cpu->apic().describe(cpu->now()));
+  return out;
 }
 
 }  // namespace topolab

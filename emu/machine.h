@@ -1,7 +1,13 @@
-// The machine: RAM, the CPUID model, the platform devices and the vCPUs, and
-// the loop that runs them. This machine runs the boot CPU only; the
-// other CPUs of -smp exist in the topology and CPUID (the guest sees them)
-// and start with SMP support.
+// The machine: RAM, the CPUID model, the platform devices, the firmware
+// tables and the vCPUs with their local APICs, and the loop that runs them
+// one at a time on virtual time.
+//
+// Scheduling: the runnable vCPU whose virtual clock is earliest runs next
+// (ties by index) for at most one quantum, counted exactly. A halted vCPU
+// does not advance; an IPI or its APIC timer wakes it, and its clock catches
+// up to the waker's. Every cross-vCPU effect (an ICR write) is routed after
+// the sender's slice ends, at the sender's time: the same image and flags
+// give the same run on any host.
 #pragma once
 
 #include <cstdint>
@@ -13,10 +19,14 @@
 #include <vector>
 
 #include "devices/debug_exit.h"
+#include "devices/fw_cfg.h"
+#include "devices/local_apic.h"
+#include "devices/pic_stub.h"
 #include "devices/port_bus.h"
 #include "devices/uart16550.h"
 #include "emu/cpuid.h"
 #include "emu/guest_ram.h"
+#include "emu/stats.h"
 #include "emu/vcpu.h"
 #include "emu/virtual_clock.h"
 #include "firmware/multiboot.h"
@@ -30,7 +40,8 @@ struct MachineConfig {
   std::string image;
   std::string append;
   std::vector<std::string> initrd;  // "PATH[ ARGS]" each, as QEMU's -initrd
-  // The run ends, as an error, once the boot CPU's virtual time reaches this.
+  // The run ends, as an error, once every running vCPU's virtual time
+  // reaches this.
   static constexpr double kMaxTimeLimitSeconds = 1e6;
   double time_limit_seconds = 5.0;
   uint64_t quantum = 100'000;  // instructions per scheduling slice
@@ -40,41 +51,50 @@ struct RunResult {
   enum class Outcome {
     GuestExit,        // the guest wrote to isa-debug-exit
     BudgetExhausted,  // the virtual-time limit ran out
-    Hung,             // halted with nothing that could ever wake it
+    Hung,             // every vCPU halted with nothing that could wake it
     Crashed,          // a fault the guest could not handle
   };
   Outcome outcome = Outcome::Crashed;
   std::optional<uint32_t> guest_value;  // GuestExit: what the guest wrote
   std::string diagnosis;                // one line, for everything but GuestExit
-  uint64_t instructions = 0;
-  uint64_t virtual_ns = 0;
+  uint64_t instructions = 0;            // all vCPUs together
+  uint64_t virtual_ns = 0;              // the latest vCPU clock
 };
 
 const char* to_string(RunResult::Outcome outcome);
 
-class Machine : private VcpuHost {
+class Machine {
  public:
   // `serial_out` receives every byte the guest sends to COM1. Throws
   // ConfigError (bad -smp/-cpu/-m) or ImageError (an image that cannot boot).
   Machine(const MachineConfig& config, std::function<void(uint8_t)> serial_out);
-  ~Machine() override;
+  ~Machine();
+  Machine(const Machine&) = delete;
+  Machine& operator=(const Machine&) = delete;
 
-  void set_trace(std::FILE* out) { boot_cpu_->set_trace(out); }
+  void set_trace(std::FILE* out);
   RunResult run();
 
   const CpuidModel& cpuid() const { return cpuid_; }
-  const MultibootBoot& boot() const { return boot_; }
+  const Stats& stats() const { return stats_; }
+  unsigned vcpu_count() const { return static_cast<unsigned>(cpus_.size()); }
+  // Every local APIC's state, like QEMU's `info lapic`.
+  std::string describe_apics() const;
 
  private:
-  // VcpuHost: what the boot CPU asks of the platform.
-  CpuidRegs cpuid(uint32_t leaf, uint32_t subleaf) override;
-  uint32_t port_in(uint16_t port, unsigned size) override;
-  void port_out(uint16_t port, unsigned size, uint32_t value) override;
-  std::optional<uint64_t> read_msr(uint32_t msr) override;
-  bool write_msr(uint32_t msr, uint64_t value) override;
-  uint64_t read_tsc() override;
+  class Cpu;
+  friend class Cpu;
 
-  std::string where(const VcpuExit& exit) const;
+  Cpu* pick_next(uint64_t limit_ns);
+  void wake_due_timers(uint64_t horizon_ns);
+  // Injects a pending NMI or interrupt the vCPU can take now; a one-line
+  // diagnosis when the guest has no usable handler for it.
+  std::optional<std::string> deliver_pending(Cpu& cpu);
+  uint64_t total_instructions() const;
+  void route(unsigned sender, const ApicMessage& message, uint64_t at_ns);
+  std::optional<RunResult> handle_exit(Cpu& cpu, const VcpuExit& exit);
+  std::string deadlock_diagnosis() const;
+  RunResult finish(RunResult::Outcome outcome, std::string diagnosis);
 
   MachineConfig config_;
   CpuidModel cpuid_;
@@ -82,11 +102,18 @@ class Machine : private VcpuHost {
   PortBus ports_;
   Uart16550 uart_;
   DebugExit debug_exit_;
-  std::unique_ptr<Vcpu> boot_cpu_;
-  MultibootBoot boot_;
-  uint64_t apic_base_;
-  int64_t tsc_offset_ = 0;
-  uint64_t tsc_aux_ = 0;
+  FwCfg fw_cfg_;
+  PicStub pic_master_, pic_slave_;
+  Stats stats_;
+  std::vector<std::unique_ptr<Cpu>> cpus_;
+  // ICR writes wait here until the sender's slice ends (see the top).
+  struct PendingMessage {
+    unsigned sender;
+    ApicMessage message;
+    uint64_t at_ns;
+  };
+  std::vector<PendingMessage> pending_messages_;
+  Cpu* running_ = nullptr;
 };
 
 }  // namespace topolab
