@@ -1,5 +1,7 @@
 #include "emu/cpuid_report.h"
 
+#include "emu/text_buffer.h"
+
 #include <algorithm>
 #include <fstream>
 #include <string_view>
@@ -10,14 +12,6 @@
 
 namespace topolab {
 
-namespace {
-
-template <typename... Args>
-void appendf(fmt::memory_buffer& out, fmt::format_string<Args...> format, Args&&... args) {
-  fmt::format_to(std::back_inserter(out), format, std::forward<Args>(args)...);
-}
-
-}  // namespace
 
 namespace {
 

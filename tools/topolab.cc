@@ -14,6 +14,7 @@
 #include "emu/cpuid.h"
 #include "emu/cpuid_report.h"
 #include "emu/machine.h"
+#include "emu/run_report.h"
 
 namespace {
 
@@ -57,8 +58,27 @@ struct RunOptions {
   MachineConfig machine;
   std::string serial = "stdio";
   std::string exit_status = "plain";
+  std::string report = "table";
+  std::string report_file;
+  bool info_lapic = false;
   bool trace = false;
 };
+
+// The end-of-run report: the table on stderr (stdout is the guest's serial
+// port), JSON to --report-file or stderr.
+void write_report(const RunOptions& o, const Machine& machine, const RunResult& r) {
+  if (o.info_lapic) fmt::print(stderr, "{}", machine.describe_apics());
+  if (o.report == "none") return;
+  RunReportInput in{o.machine, machine.cpuid(), machine.stats(), r};
+  std::string text = o.report == "json" ? format_run_json(in) : format_run_table(in);
+  if (o.report_file.empty()) {
+    fmt::print(stderr, "{}", text);
+    return;
+  }
+  std::FILE* f = std::fopen(o.report_file.c_str(), "w");
+  if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0)
+    throw ConfigError(fmt::format("--report-file {}: cannot write it", o.report_file));
+}
 
 // Where COM1's bytes go: stdout, or a file named by -serial file:PATH.
 class SerialSink {
@@ -85,12 +105,8 @@ class SerialSink {
   bool owned_ = false;
 };
 
-int run_machine(const RunOptions& o) {
-  SerialSink serial(o.serial);
-  Machine machine(o.machine, [&serial](uint8_t b) { serial.put(b); });
-  if (o.trace) machine.set_trace(stderr);
-  RunResult r = machine.run();
-  std::fflush(stdout);
+// The exit status for a run's outcome, and the one line that says it.
+int report_outcome(const RunOptions& o, const RunResult& r) {
   std::string after = fmt::format("after {} instructions, {:.6f} s of virtual time (quantum {})", r.instructions,
                                   r.virtual_ns / 1e9, o.machine.quantum);
   switch (r.outcome) {
@@ -118,6 +134,25 @@ int run_machine(const RunOptions& o) {
       return kExitGuestFailed;
   }
   return kExitGuestFailed;
+}
+
+int run_machine(const RunOptions& o) {
+  SerialSink serial(o.serial);
+  Machine machine(o.machine, [&serial](uint8_t b) { serial.put(b); });
+  if (o.trace) machine.set_trace(stderr);
+  RunResult r = machine.run();
+  std::fflush(stdout);
+  int status = report_outcome(o, r);
+  // A run that ended cleanly gets the full report after its closing line; a
+  // failure stays one line (and still gets a report file when asked for).
+  if (r.outcome == RunResult::Outcome::GuestExit && status < kExitTimeLimit) {
+    write_report(o, machine, r);
+  } else if (!o.report_file.empty()) {
+    RunOptions file_only = o;
+    file_only.info_lapic = false;
+    write_report(file_only, machine, r);
+  }
+  return status;
 }
 
 // The default job: the 16-vCPU machine of the l3-cache debate as CPUID
@@ -211,6 +246,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"plain", "qemu"}))
       ->capture_default_str();
   run_cmd->add_flag("--trace", run.trace, "print every executed instruction to stderr");
+  run_cmd->add_option("--report", run.report, "end-of-run report on stderr: table, json or none")
+      ->check(CLI::IsMember({"table", "json", "none"}))
+      ->capture_default_str();
+  run_cmd->add_option("--report-file", run.report_file, "write the report to this file instead");
+  run_cmd->add_flag("--info-lapic", run.info_lapic, "dump every local APIC's state at the end, like QEMU's info lapic");
 
   try {
     auto args = qemu_style_to_cli11(argc, argv);

@@ -24,3 +24,21 @@ status=0
 [ "$status" -eq 1 ] || fail "--exit-status qemu gave $status for guest 0, QEMU gives 1"
 
 echo "ok: --trace ($executed lines for $counted instructions), -serial file:, --exit-status qemu"
+
+# The JSON report parses and carries its schema, the config and every vCPU.
+"$topolab" run "$images/cpuid_dump.elf" -smp 4 -cpu Skylake-Server --report json --report-file "$tmp/r.json" >/dev/null 2>&1
+python3 - "$tmp/r.json" <<'PY' || fail "the JSON report is not what docs/report.md says"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["schema"] == "topolab.run/1", r["schema"]
+assert r["outcome"] == "guest-exit" and r["guest_exit_value"] == 0
+assert r["config"]["smp"] == "4,sockets=1,dies=1,cores=4,threads=1"
+assert [v["apic_id"] for v in r["vcpus"]] == [0, 1, 2, 3]
+assert r["instructions"] == sum(v["instructions"] for v in r["vcpus"]) > 0
+for v in r["vcpus"]:
+    assert set(v["ipis_sent"]) == {"fixed", "lowest-priority", "smi", "nmi", "init", "startup", "extint"}
+    assert set(v["wakes"]) == {"interrupt", "timer", "nmi", "init", "sipi", "mwait-store"}
+PY
+"$topolab" run "$images/cpuid_dump.elf" --info-lapic >/dev/null 2>"$tmp/lapic"
+grep -q 'SPURIOUS_VECTOR\|SVR' "$tmp/lapic" || fail "--info-lapic printed no APIC registers"
+echo "ok: --report json matches its schema, --info-lapic dumps the APIC"

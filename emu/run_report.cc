@@ -1,0 +1,123 @@
+#include "emu/run_report.h"
+
+#include "emu/text_buffer.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace topolab {
+
+namespace {
+
+constexpr unsigned kTableRows = 64;
+constexpr size_t kTopRoutes = 8;
+
+uint64_t wakes(const VcpuStats& s) {
+  uint64_t n = 0;
+  for (uint64_t w : s.wakes) n += w;
+  return n;
+}
+
+}  // namespace
+
+std::string format_run_table(const RunReportInput& in) {
+  const Stats& stats = in.stats;
+  fmt::memory_buffer out;
+  appendf(out, "{:>5} {:>7} {:>14} {:>8} {:>12} {:>9} {:>9} {:>8} {:>8} {:>8}\n", "vcpu", "apic", "instructions", "hlt",
+       "halted us", "ipi sent", "ipi recv", "to idle", "wakes", "init/sipi");
+  VcpuStats total;
+  for (unsigned i = 0; i < stats.vcpu_count(); ++i) {
+    const VcpuStats& s = stats.vcpu(i);
+    total.instructions += s.instructions;
+    total.hlt_entries += s.hlt_entries;
+    total.halted_ns += s.halted_ns;
+    total.received_while_halted += s.received_while_halted;
+    for (size_t m = 0; m < kIpiModes; ++m) {
+      total.ipis_sent[m] += s.ipis_sent[m];
+      total.ipis_received[m] += s.ipis_received[m];
+    }
+    for (size_t w = 0; w < kWakeCauses; ++w) total.wakes[w] += s.wakes[w];
+    if (i >= kTableRows) continue;
+    uint64_t init_sipi = s.ipis_received[static_cast<size_t>(IpiMode::Init)] +
+                         s.ipis_received[static_cast<size_t>(IpiMode::StartUp)];
+    appendf(out, "{:>5} {:>#7x} {:>14} {:>8} {:>12.1f} {:>9} {:>9} {:>8} {:>8} {:>8}\n", i, in.cpuid.topology().apic_id(i),
+         s.instructions, s.hlt_entries, s.halted_ns / 1e3, s.total_sent(), s.total_received(), s.received_while_halted,
+         wakes(s), init_sipi);
+  }
+  if (stats.vcpu_count() > kTableRows) appendf(out, "  ... {} more vCPUs (see --report json)\n", stats.vcpu_count() - kTableRows);
+  appendf(out, "{:>5} {:>7} {:>14} {:>8} {:>12.1f} {:>9} {:>9} {:>8} {:>8}\n", "all", "", total.instructions,
+       total.hlt_entries, total.halted_ns / 1e3, total.total_sent(), total.total_received(),
+       total.received_while_halted, wakes(total));
+
+  std::vector<std::pair<std::pair<unsigned, unsigned>, uint64_t>> routes(stats.ipi_matrix().begin(),
+                                                                          stats.ipi_matrix().end());
+  std::stable_sort(routes.begin(), routes.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (!routes.empty()) {
+    appendf(out, "busiest IPI routes:");
+    for (size_t r = 0; r < routes.size() && r < kTopRoutes; ++r)
+      appendf(out, " {}->{} x{}", routes[r].first.first, routes[r].first.second, routes[r].second);
+    appendf(out, "\n");
+  }
+  return fmt::to_string(out);
+}
+
+std::string format_run_json(const RunReportInput& in) {
+  using nlohmann::ordered_json;
+  const Stats& stats = in.stats;
+  ordered_json j;
+  j["schema"] = kRunReportSchema;
+  j["config"] = {{"image", std::filesystem::path(in.config.image).filename().string()},
+                 {"smp", in.cpuid.topology().to_smp_arg()},
+                 {"cpu", in.config.cpu},
+                 {"memory_mib", in.config.ram_mib},
+                 {"append", in.config.append},
+                 {"quantum", in.config.quantum},
+                 {"time_limit_s", in.config.time_limit_seconds}};
+  j["outcome"] = to_string(in.result.outcome);
+  if (in.result.guest_value) j["guest_exit_value"] = *in.result.guest_value;
+  if (!in.result.diagnosis.empty()) j["diagnosis"] = in.result.diagnosis;
+  j["instructions"] = in.result.instructions;
+  j["virtual_ns"] = in.result.virtual_ns;
+  ordered_json vcpus = ordered_json::array();
+  for (unsigned i = 0; i < stats.vcpu_count(); ++i) {
+    const VcpuStats& s = stats.vcpu(i);
+    ordered_json v;
+    v["index"] = i;
+    v["apic_id"] = in.cpuid.topology().apic_id(i);
+    v["instructions"] = s.instructions;
+    v["hlt_entries"] = s.hlt_entries;
+    v["halted_ns"] = s.halted_ns;
+    ordered_json sent, received, shorthands, wake;
+    for (size_t m = 0; m < kIpiModes; ++m) {
+      sent[std::string(to_string(static_cast<IpiMode>(m)))] = s.ipis_sent[m];
+      received[std::string(to_string(static_cast<IpiMode>(m)))] = s.ipis_received[m];
+    }
+    for (size_t h = 0; h < kIpiShorthands; ++h)
+      shorthands[std::string(to_string(static_cast<IpiShorthand>(h)))] = s.ipis_sent_by_shorthand[h];
+    for (size_t w = 0; w < kWakeCauses; ++w) wake[std::string(to_string(static_cast<WakeCause>(w)))] = s.wakes[w];
+    v["ipis_sent"] = sent;
+    v["ipis_sent_by_shorthand"] = shorthands;
+    v["ipis_received"] = received;
+    ordered_json sv = ordered_json::object(), rv = ordered_json::object();
+    for (auto [vec, n] : s.sent_by_vector) sv[fmt::format("{:#04x}", vec)] = n;
+    for (auto [vec, n] : s.received_by_vector) rv[fmt::format("{:#04x}", vec)] = n;
+    v["sent_by_vector"] = sv;
+    v["received_by_vector"] = rv;
+    v["received_while_halted"] = s.received_while_halted;
+    v["received_while_running"] = s.received_while_running;
+    v["ipis_to_nobody"] = s.ipis_to_nobody;
+    v["wakes"] = wake;
+    vcpus.push_back(v);
+  }
+  j["vcpus"] = vcpus;
+  ordered_json matrix = ordered_json::array();
+  for (const auto& [route, count] : stats.ipi_matrix()) matrix.push_back({route.first, route.second, count});
+  j["ipi_matrix"] = matrix;  // [source, destination, count], sorted
+  return j.dump(2) + "\n";
+}
+
+}  // namespace topolab
