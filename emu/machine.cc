@@ -20,6 +20,9 @@ constexpr uint32_t kMsrTscAux = 0xc0000103;  // what RDTSCP returns in ECX
 constexpr uint64_t kMiscFastStrings = 1u << 0;
 constexpr uint64_t kMiscMonitorEnable = 1u << 18;
 constexpr uint64_t kRflagsIf = 1u << 9;
+constexpr uint64_t kCr4Pke = 1u << 22;
+constexpr uint32_t kLeaf7EcxPku = 1u << 3;
+constexpr uint32_t kLeaf7EcxOspke = 1u << 4;
 constexpr uint8_t kNmiVector = 2;
 constexpr uint8_t kInvalidOpcodeVector = 6;
 constexpr uint8_t kGeneralProtectionVector = 13;
@@ -167,7 +170,13 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   }
 
   // VcpuHost
-  CpuidRegs cpuid(uint32_t leaf, uint32_t subleaf) override { return machine_.cpuid_.query(index_, leaf, subleaf); }
+  CpuidRegs cpuid(uint32_t leaf, uint32_t subleaf) override {
+    CpuidRegs r = machine_.cpuid_.query(index_, leaf, subleaf);
+    // CPUID.07H:ECX[4] OSPKE mirrors CR4.PKE (SDM): the one leaf bit that
+    // follows guest state, now that no model offers XSAVE (OSXSAVE).
+    if (leaf == 7 && subleaf == 0 && (r.ecx & kLeaf7EcxPku) && (vcpu_->state().cr4 & kCr4Pke)) r.ecx |= kLeaf7EcxOspke;
+    return r;
+  }
   uint32_t port_in(uint16_t port, unsigned size) override { return machine_.ports_.read(port, size); }
   void port_out(uint16_t port, unsigned size, uint32_t value) override { machine_.ports_.write(port, size, value); }
 

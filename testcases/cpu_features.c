@@ -94,6 +94,8 @@ static void run_pku(void)
 
 	set_cr4(CR4_PKE);
 	__asm__ volatile("rdpkru" : "=a"(pkru) : "c"(0) : "edx");
+	/* SDM: CPUID.07H:ECX[4] (OSPKE) now mirrors CR4.PKE. */
+	report("feature.pku.ospke", (cpuid(7, 0).ecx >> 4) & 1, "OSPKE clear after CR4.PKE was set");
 }
 static void run_rdtscp(void) { __asm__ volatile("rdtscp" ::: "eax", "ecx", "edx"); }
 static void run_mmxext(void) { __asm__ volatile("pminub %mm1, %mm0; emms"); }

@@ -43,6 +43,7 @@ struct smp_cpu {
 
 extern struct smp_cpu smp_cpus[SMP_MAX_CPUS];
 extern unsigned smp_ncpus;		/* CPUs listed (BSP included) */
+extern unsigned smp_madt_count;		/* enabled CPUs in the MADT */
 extern volatile unsigned smp_online;	/* CPUs running (BSP included) */
 extern spinlock_t smp_print_lock;
 

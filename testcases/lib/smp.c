@@ -1,0 +1,236 @@
+#include <stdarg.h>
+
+#include "lib/acpi.h"
+#include "lib/apic.h"
+#include "lib/idt.h"
+#include "lib/io.h"
+#include "lib/msr.h"
+#include "lib/printf.h"
+#include "lib/smp.h"
+#include "lib/string.h"
+
+/*
+ * The SDM's recipe (Vol. 3A 8.4.4.1) waits 10 ms after INIT and 200 us after
+ * each STARTUP. With no timer calibrated, these loop counts stand in: they
+ * are generous for the INIT (which real hardware needs) and the check-in
+ * poll ends as soon as the AP is up, so only a dead AP costs the full wait.
+ */
+#define INIT_DELAY_LOOPS	200000u
+#define SIPI_DELAY_LOOPS	20000u
+#define CHECKIN_LOOPS		200000000u
+#define RUN_WAIT_LOOPS		200000000u
+
+#define STR(x) #x
+#define XSTR(x) STR(x)
+
+struct smp_cpu smp_cpus[SMP_MAX_CPUS];
+unsigned smp_ncpus = 1;
+unsigned smp_madt_count;
+volatile unsigned smp_online = 1;
+spinlock_t smp_print_lock = SPINLOCK_INIT;
+
+/* Read by trampoline.S. */
+uint8_t smp_ap_stacks[SMP_MAX_CPUS - 1][SMP_STACK_SIZE] __attribute__((aligned(16)));
+volatile uint32_t smp_stack_ticket;
+uint32_t smp_boot_cr3;
+
+extern const char smp_trampoline_start[], smp_trampoline_end[];
+extern const char smp_trampoline_gdtr[];
+
+static void (*ap_main_fn)(unsigned cpu);
+
+void delay_loops(uint32_t n)
+{
+	while (n--)
+		__asm__ volatile("pause" ::: "memory");
+}
+
+bool wait_nonzero(volatile uint32_t *p, uint32_t n)
+{
+	while (n--) {
+		if (*p)
+			return true;
+		__asm__ volatile("pause" ::: "memory");
+	}
+	return *p != 0;
+}
+
+int smp_printf(const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	spin_lock(&smp_print_lock);
+	va_start(ap, fmt);
+	n = vprintf(fmt, ap);
+	va_end(ap);
+	spin_unlock(&smp_print_lock);
+	return n;
+}
+
+static void wake_handler(struct irq_frame *f)
+{
+	(void)f;
+	apic_eoi();
+}
+
+const char *smp_init(void)
+{
+	static struct madt_cpu madt[SMP_MAX_CPUS];
+	uint32_t bsp = apic_id();
+	int n;
+
+	idt_init();
+	idt_set_handler(SMP_WAKE_VECTOR, wake_handler);
+	apic_sw_enable();
+	smp_ncpus = 1;
+	smp_online = 1;
+	smp_cpus[0].apic_id = bsp;
+	smp_cpus[0].online = true;
+
+	n = acpi_madt_cpus(madt, SMP_MAX_CPUS, NULL);
+	if (n < 0)
+		return "no ACPI MADT found (RSDP in 0xE0000-0xFFFFF -> RSDT -> \"APIC\")";
+	smp_madt_count = (unsigned)n;
+	if (n > SMP_MAX_CPUS)
+		return "the MADT lists more CPUs than SMP_MAX_CPUS ("
+		       XSTR(SMP_MAX_CPUS) "): raise it in lib/smp.h";
+	bool bsp_listed = false;
+
+	for (int i = 0; i < n; i++) {
+		if (madt[i].apic_id == bsp) {
+			bsp_listed = true;
+			continue;
+		}
+		if (smp_ncpus == SMP_MAX_CPUS)
+			return "the MADT lists more CPUs than SMP_MAX_CPUS";
+		memset(&smp_cpus[smp_ncpus], 0, sizeof(smp_cpus[0]));
+		smp_cpus[smp_ncpus++].apic_id = madt[i].apic_id;
+	}
+	if (!bsp_listed)
+		return "the BSP's APIC ID is not among the MADT's enabled processors";
+	return NULL;
+}
+
+int smp_cpu_index(void)
+{
+	uint32_t id = apic_id();
+
+	for (unsigned i = 0; i < smp_ncpus; i++)
+		if (smp_cpus[i].apic_id == id)
+			return (int)i;
+	return -1;
+}
+
+static void ap_idle(struct smp_cpu *c)
+{
+	for (;;) {
+		irq_disable();
+		if (c->req != c->done) {
+			irq_enable();
+			c->fn(c->arg);
+			__asm__ volatile("" ::: "memory");
+			c->done++;
+			continue;
+		}
+		/* STI's one-instruction shadow (SDM Vol. 2B, STI) keeps an IPI
+		 * that came after the check pending until HLT, which it ends. */
+		__asm__ volatile("sti; hlt" ::: "memory");
+	}
+}
+
+void smp_ap_entry(void)
+{
+	idt_load();
+	int cpu = smp_cpu_index();
+
+	if (cpu <= 0) {
+		/* Not in the MADT (or claims the BSP's ID): nothing sane to do. */
+		smp_printf("FAIL: smp (an AP with APIC ID %u is not among the "
+			   "MADT's APs; it stops)\n", apic_id());
+		halt_forever();
+	}
+	struct smp_cpu *c = &smp_cpus[cpu];
+
+	if (ap_main_fn)
+		ap_main_fn((unsigned)cpu);
+	apic_sw_enable();
+	c->online = true;
+	__atomic_fetch_add(&smp_online, 1, __ATOMIC_SEQ_CST);
+	ap_idle(c);
+}
+
+static void send_startup(uint32_t apic)
+{
+	apic_write(APIC_ESR, 0);
+	/* SDM 8.4.4.1: INIT (level assert), 10 ms, STARTUP, 200 us, STARTUP,
+	 * 200 us. A second STARTUP to an AP already running is ignored. */
+	apic_send_ipi(apic, ICR_INIT | ICR_ASSERT);
+	delay_loops(INIT_DELAY_LOOPS);
+	for (int i = 0; i < 2; i++) {
+		apic_send_ipi(apic, ICR_STARTUP | ICR_ASSERT | SMP_SIPI_VECTOR);
+		delay_loops(SIPI_DELAY_LOOPS);
+	}
+}
+
+unsigned smp_boot_aps(void (*ap_main)(unsigned cpu))
+{
+	struct {
+		uint16_t limit;
+		uintptr_t base;
+	} __attribute__((packed)) gdtr;
+	uint8_t *low = (uint8_t *)(uintptr_t)SMP_TRAMPOLINE_ADDR;
+	size_t size = (size_t)(smp_trampoline_end - smp_trampoline_start);
+	size_t gdtr_off = (size_t)(smp_trampoline_gdtr - smp_trampoline_start);
+
+	ap_main_fn = ap_main;
+	smp_boot_cr3 = (uint32_t)read_cr3();
+	memcpy(low, smp_trampoline_start, size);
+	/* The real-mode LGDT wants limit + 32-bit base; the GDT is below 4 GiB. */
+	__asm__ volatile("sgdt %0" : "=m"(gdtr));
+	uint32_t base = (uint32_t)gdtr.base;
+
+	memcpy(low + gdtr_off, &gdtr.limit, 2);
+	memcpy(low + gdtr_off + 2, &base, 4);
+	__asm__ volatile("" ::: "memory");
+
+	for (unsigned i = 1; i < smp_ncpus; i++) {
+		struct smp_cpu *c = &smp_cpus[i];
+
+		send_startup(c->apic_id);
+		for (uint32_t n = 0; n < CHECKIN_LOOPS && !c->online; n++)
+			__asm__ volatile("pause" ::: "memory");
+	}
+	return smp_online;
+}
+
+bool smp_wait_done(unsigned cpu)
+{
+	struct smp_cpu *c = &smp_cpus[cpu];
+
+	for (uint32_t n = 0; n < RUN_WAIT_LOOPS; n++) {
+		if (c->req == c->done)
+			return true;
+		__asm__ volatile("pause" ::: "memory");
+	}
+	return c->req == c->done;
+}
+
+bool smp_run_on(unsigned cpu, void (*fn)(void *arg), void *arg)
+{
+	struct smp_cpu *c = &smp_cpus[cpu];
+
+	if (cpu >= smp_ncpus)
+		return false;
+	if ((int)cpu == smp_cpu_index()) {
+		fn(arg);
+		return true;
+	}
+	if (!c->online || !smp_wait_done(cpu))
+		return false;
+	c->fn = fn;
+	c->arg = arg;
+	__asm__ volatile("" ::: "memory");	/* fn/arg before req (SDM 9.2.2) */
+	c->req++;
+	return apic_send_ipi(c->apic_id, ICR_FIXED | ICR_ASSERT | SMP_WAKE_VECTOR);
+}
