@@ -108,6 +108,7 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   Vcpu* vcpu() { return vcpu_.get(); }
   State state() const { return state_; }
   bool nmi_pending() const { return nmi_pending_; }
+  uint64_t halted_since() const { return halted_since_; }
   void set_nmi_pending(bool pending) { nmi_pending_ = pending; }
 
   uint64_t instructions() const { return vcpu_ ? vcpu_->instructions() : 0; }
@@ -306,6 +307,10 @@ RunResult Machine::finish(RunResult::Outcome outcome, std::string diagnosis) {
     result.instructions += cpu->instructions();
     result.virtual_ns = std::max(result.virtual_ns, cpu->now());
   }
+  // vCPUs still halted at the end were halted until the end.
+  for (const auto& cpu : cpus_)
+    if (cpu->state() == Cpu::State::Halted)
+      stats_.vcpu(cpu->index()).halted_ns += result.virtual_ns - cpu->halted_since();
   return result;
 }
 
