@@ -15,6 +15,7 @@
 #include "emu/cpuid_report.h"
 #include "emu/machine.h"
 #include "emu/run_report.h"
+#include "emu/svg_report.h"
 
 namespace {
 
@@ -60,6 +61,7 @@ struct RunOptions {
   std::string exit_status = "plain";
   std::string report = "table";
   std::string report_file;
+  std::string svg_dir;
   bool info_lapic = false;
   bool trace = false;
 };
@@ -68,6 +70,18 @@ struct RunOptions {
 // port), JSON to --report-file or stderr.
 void write_report(const RunOptions& o, const Machine& machine, const RunResult& r) {
   if (o.info_lapic) fmt::print(stderr, "{}", machine.describe_apics());
+  if (!o.svg_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.svg_dir, ec);
+    auto write = [&](const std::string& name, const std::string& text) {
+      std::string path = (std::filesystem::path(o.svg_dir) / name).string();
+      std::FILE* f = std::fopen(path.c_str(), "w");
+      if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0)
+        throw ConfigError(fmt::format("--svg {}: cannot write {}", o.svg_dir, path));
+    };
+    write("ipi-heatmap.svg", ipi_heatmap_svg(machine.stats(), machine.cpuid().topology()));
+    write("topology.svg", topology_svg(machine.cpuid()));
+  }
   if (o.report == "none") return;
   RunReportInput in{o.machine, machine.cpuid(), machine.stats(), r};
   std::string text = o.report == "json" ? format_run_json(in) : format_run_table(in);
@@ -250,6 +264,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"table", "json", "none"}))
       ->capture_default_str();
   run_cmd->add_option("--report-file", run.report_file, "write the report to this file instead");
+  run_cmd->add_option("--svg", run.svg_dir, "write ipi-heatmap.svg and topology.svg into this directory");
   run_cmd->add_flag("--info-lapic", run.info_lapic, "dump every local APIC's state at the end, like QEMU's info lapic");
 
   try {
