@@ -384,9 +384,18 @@ bool LocalApic::matches(const ApicMessage& msg) const {
     case ApicShorthand::None:
       break;
   }
-  uint32_t broadcast = msg.x2apic ? X2APIC_BROADCAST : XAPIC_BROADCAST;
-  if (msg.destination == broadcast) return true;
-  if (msg.destination_mode == ApicDestinationMode::Physical) return msg.destination == me;
+  // Broadcast: FFFF_FFFFH from an x2APIC sender in either destination mode
+  // (SDM 10.12.9); FFH from an xAPIC sender in physical mode only. In
+  // logical mode FFH is an ordinary MDA (QEMU matches it the same way): a
+  // flat APIC whose logical ID is 0 does not take it.
+  if (msg.x2apic ? msg.destination == X2APIC_BROADCAST
+                 : msg.destination == XAPIC_BROADCAST && msg.destination_mode == ApicDestinationMode::Physical)
+    return true;
+  // An x2APIC sender's 32-bit destination names the full x2APIC ID, even of
+  // an APIC still in xAPIC mode (whose ID register holds only 8 bits):
+  // APIC 0x101 must not answer to destination 0x01.
+  if (msg.destination_mode == ApicDestinationMode::Physical)
+    return msg.destination == (msg.x2apic && mode() == ApicMode::XApic ? initial_id() : me);
 
   if (mode() == ApicMode::X2Apic) {
     // SDM 10.12.10.2: bits 31:16 select the cluster, 15:0 a bitmap in it.
@@ -398,7 +407,8 @@ bool LocalApic::matches(const ApicMessage& msg) const {
   uint32_t logical_id = slot(REG_LDR) >> 24;
   // SDM 10.6.2.2. DFR models other than flat (1111b) are treated as cluster.
   if ((slot(REG_DFR) >> 28) == DFR_MODEL_FLAT) return (mda & logical_id) != 0;
-  return (mda >> 4) == (logical_id >> 4) && (mda & logical_id & 0xf) != 0;
+  // Cluster model: cluster 0xF addresses every cluster (SDM 10.6.2.2).
+  return ((mda >> 4) == 0xf || (mda >> 4) == (logical_id >> 4)) && (mda & logical_id & 0xf) != 0;
 }
 
 ApicAcceptResult LocalApic::accept(const ApicMessage& msg) {

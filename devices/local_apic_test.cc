@@ -820,3 +820,47 @@ TEST(LocalApicFuzz, GarbageNeverBreaksInvariants) {
 
 }  // namespace
 }  // namespace topolab
+
+namespace topolab {
+namespace {
+
+TEST(LocalApicMixedModes, X2ApicSenderAddressesFullIdsOfXApicReceivers) {
+  LocalApic high(LocalApicConfig{.apic_id = 0x101});
+  LocalApic low(LocalApicConfig{.apic_id = 0x01});
+  ApicMessage msg;
+  msg.delivery_mode = ApicDeliveryMode::StartUp;
+  msg.destination = 0x01;
+  msg.x2apic = true;
+  EXPECT_TRUE(low.matches(msg));
+  EXPECT_FALSE(high.matches(msg));  // its 8-bit xAPIC ID reads 0x01, but it is 0x101
+  msg.destination = 0x101;
+  EXPECT_TRUE(high.matches(msg));
+}
+
+}  // namespace
+}  // namespace topolab
+
+namespace topolab {
+namespace {
+
+TEST(LocalApicMatch, LogicalFFIsNoBroadcastForAFlatApicWithoutALogicalId) {
+  LocalApic apic(LocalApicConfig{.apic_id = 8});
+  apic.mmio_write(apic::REG_DFR, 4, 0xffffffff, 0);  // flat
+  apic.mmio_write(apic::REG_LDR, 4, 0, 0);           // logical ID 0: in no flat set
+  ApicMessage msg;
+  msg.destination_mode = ApicDestinationMode::Logical;
+  msg.destination = 0xff;
+  EXPECT_FALSE(apic.matches(msg));
+  apic.mmio_write(apic::REG_LDR, 4, 0x80u << 24, 0);
+  EXPECT_TRUE(apic.matches(msg));
+  // Cluster model: cluster 0xF addresses every cluster.
+  apic.mmio_write(apic::REG_DFR, 4, 0x0fffffff, 0);
+  apic.mmio_write(apic::REG_LDR, 4, 0x32u << 24, 0);  // cluster 3, member bit 1
+  msg.destination = 0xf2;
+  EXPECT_TRUE(apic.matches(msg));
+  msg.destination = 0xf1;
+  EXPECT_FALSE(apic.matches(msg));
+}
+
+}  // namespace
+}  // namespace topolab

@@ -21,6 +21,8 @@ constexpr uint64_t kMiscFastStrings = 1u << 0;
 constexpr uint64_t kMiscMonitorEnable = 1u << 18;
 constexpr uint64_t kRflagsIf = 1u << 9;
 constexpr uint64_t kCr4Pke = 1u << 22;
+constexpr uint64_t kApicBaseEnable = 1u << 11;  // IA32_APIC_BASE.EN
+constexpr uint64_t kApicBaseExtd = 1u << 10;    // IA32_APIC_BASE.EXTD: x2APIC mode
 constexpr uint32_t kLeaf7EcxPku = 1u << 3;
 constexpr uint32_t kLeaf7EcxOspke = 1u << 4;
 constexpr uint8_t kNmiVector = 2;
@@ -99,6 +101,11 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
                               .x2apic_supported = machine.cpuid_.cpu().has("x2apic"),
                               .tsc_hz = VirtualClock::kTscHz}),
         state_(index == 0 ? State::Running : State::WaitForSipi) {
+    // With APIC IDs past 254, firmware hands over every APIC in x2APIC mode
+    // (xAPIC cannot address them), as a BIOS does and Linux expects.
+    if (machine.cpuid_.topology().needs_x2apic())
+      apic_.wrmsr(LocalApic::MSR_IA32_APIC_BASE,
+                  apic_.apic_base_msr() | kApicBaseEnable | kApicBaseExtd, 0);
     if (index == 0) create_engine();
   }
 

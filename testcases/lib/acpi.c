@@ -45,8 +45,12 @@ static const struct acpi_rsdp *scan(uintptr_t start, uintptr_t end)
 
 const struct acpi_rsdp *acpi_find_rsdp(void)
 {
-	uintptr_t ebda = (uintptr_t)*(volatile uint16_t *)EBDA_SEG_PTR << 4;
+	/* Hidden from gcc, which takes any address below 4 KiB for NULL + n. */
+	uintptr_t bda = EBDA_SEG_PTR;
 	const struct acpi_rsdp *r = NULL;
+
+	__asm__("" : "+r"(bda));
+	uintptr_t ebda = (uintptr_t)*(volatile uint16_t *)bda << 4;
 
 	if (ebda >= 0x80000 && ebda < 0xA0000)
 		r = scan(ebda, ebda + 1024);

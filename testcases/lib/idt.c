@@ -1,3 +1,5 @@
+#include <stddef.h>
+
 #include "lib/boot.h"
 #include "lib/cpuid.h"
 #include "lib/idt.h"

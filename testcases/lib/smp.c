@@ -74,23 +74,43 @@ static void wake_handler(struct irq_frame *f)
 	apic_eoi();
 }
 
+/*
+ * APIC IDs above 254 cannot be addressed in xAPIC mode (8-bit destinations,
+ * 0xFF broadcast), so then every CPU runs its APIC in x2APIC mode, as Linux
+ * does: the BSP switches before it sends anything, each AP first thing.
+ */
+static bool use_x2apic;
+
+static bool madt_needs_x2apic(const struct madt_cpu *madt, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (madt[i].apic_id > 0xfe)
+			return true;
+	return false;
+}
+
 const char *smp_init(void)
 {
 	static struct madt_cpu madt[SMP_MAX_CPUS];
-	uint32_t bsp = apic_id();
+	uint32_t bsp;
 	int n;
 
 	idt_init();
 	idt_set_handler(SMP_WAKE_VECTOR, wake_handler);
 	apic_sw_enable();
+	n = acpi_madt_cpus(madt, SMP_MAX_CPUS, NULL);
+	if (n < 0)
+		return "no ACPI MADT found (RSDP in 0xE0000-0xFFFFF -> RSDT -> \"APIC\")";
+	if (n <= SMP_MAX_CPUS && madt_needs_x2apic(madt, n)) {
+		if (!x2apic_enable())
+			return "the MADT lists APIC IDs above 254 but the CPU has no x2APIC";
+		use_x2apic = true;
+	}
+	bsp = apic_id();
 	smp_ncpus = 1;
 	smp_online = 1;
 	smp_cpus[0].apic_id = bsp;
 	smp_cpus[0].online = true;
-
-	n = acpi_madt_cpus(madt, SMP_MAX_CPUS, NULL);
-	if (n < 0)
-		return "no ACPI MADT found (RSDP in 0xE0000-0xFFFFF -> RSDT -> \"APIC\")";
 	smp_madt_count = (unsigned)n;
 	if (n > SMP_MAX_CPUS)
 		return "the MADT lists more CPUs than SMP_MAX_CPUS ("
@@ -142,6 +162,8 @@ static void ap_idle(struct smp_cpu *c)
 void smp_ap_entry(void)
 {
 	idt_load();
+	if (use_x2apic)
+		x2apic_enable();
 	int cpu = smp_cpu_index();
 
 	if (cpu <= 0) {

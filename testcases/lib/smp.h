@@ -18,7 +18,7 @@
 #ifndef LIB_SMP_H
 #define LIB_SMP_H
 
-#define SMP_MAX_CPUS		64	/* raise together with the memory it costs */
+#define SMP_MAX_CPUS		1024	/* 16 MiB of AP stacks: fits the default 128 MiB */
 #define SMP_STACK_SIZE		16384	/* per AP */
 #define SMP_TRAMPOLINE_ADDR	0x8000	/* below 1 MiB, 4 KiB-aligned */
 #define SMP_SIPI_VECTOR		(SMP_TRAMPOLINE_ADDR >> 12)	/* CS = v << 8 */
