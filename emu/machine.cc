@@ -379,6 +379,13 @@ uint64_t Machine::total_instructions() const {
 }
 
 void Machine::route(unsigned sender, const ApicMessage& message, uint64_t at_ns) {
+  if (message.delivery_mode == ApicDeliveryMode::Reserved) {
+    // SDM 10.6.1: delivery mode 011b is reserved; what hardware does with it
+    // is undefined, so the run stops here rather than guess.
+    if (!guest_error_)
+      guest_error_ = fmt::format("cpu {} wrote an ICR with the reserved delivery mode 011b", sender);
+    return;
+  }
   IpiMode mode = ipi_mode(message.delivery_mode);
   auto shorthand = static_cast<IpiShorthand>(message.shorthand);
   stats_.record_send(sender, mode, shorthand, message.vector);
@@ -536,6 +543,7 @@ RunResult Machine::run() {
     running_ = nullptr;
     for (const PendingMessage& p : pending_messages_) route(p.sender, p.message, p.at_ns);
     pending_messages_.clear();
+    if (guest_error_) return finish(RunResult::Outcome::Crashed, *guest_error_);
     cpu->sync_apic_page();
     if (debug_exit_.value()) return finish(RunResult::Outcome::GuestExit, "");
     if (auto result = handle_exit(*cpu, exit)) return *result;

@@ -113,6 +113,8 @@ class Machine {
     uint64_t at_ns;
   };
   std::vector<PendingMessage> pending_messages_;
+  // A guest error found outside a vCPU exit (a reserved ICR delivery mode).
+  std::optional<std::string> guest_error_;
   Cpu* running_ = nullptr;
 };
 
