@@ -204,8 +204,10 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
       LocalApic::MsrWrite w = apic_.wrmsr(msr, value, now());
       if (w.gp) return false;
       if (w.message) send(*w.message);
-      // The page moves or disappears between instructions: stop after this one.
-      if (msr == LocalApic::MSR_IA32_APIC_BASE) vcpu_->request_stop();
+      // An APIC write can make an interrupt deliverable (EOI, TPR), arm the
+      // timer earlier than this slice ends, or move the page: end the slice
+      // so the machine looks again at once.
+      vcpu_->request_stop();
       return true;
     }
     switch (msr) {
@@ -230,6 +232,7 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   void write(uint64_t offset, unsigned size, uint64_t value) override {
     if (auto message = apic_.mmio_write(static_cast<uint32_t>(offset), size, static_cast<uint32_t>(value), now()))
       send(*message);
+    vcpu_->request_stop();  // as for the x2APIC MSRs above
   }
 
  private:
@@ -475,6 +478,8 @@ std::string Machine::deadlock_diagnosis() const {
                        s.rflags & kRflagsIf ? "enabled" : "disabled", s.rip);
   };
   if (cpus_.size() == 1) {
+    if (cpus_[0]->state() == Cpu::State::WaitForSipi)
+      return "cpu 0 took an INIT and waits for a SIPI that no other vCPU can send";
     VcpuState s = cpus_[0]->vcpu()->state();
     return fmt::format("the guest halted with interrupts {} at cpu 0 RIP {:#x} RSP {:#x} CR0 {:#x} and nothing can wake it",
                        s.rflags & kRflagsIf ? "enabled" : "disabled", s.rip, s.rsp, s.cr0);

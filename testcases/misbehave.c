@@ -4,6 +4,7 @@
  * status, never a crash of the emulator or a hang.
  *
  * cmdline: mode=halt | spin | ud | divide | unmapped | msr | exit256
+ *                | init_self | ipi_nobody | reserved_delivery | no_idt_interrupt
  *   halt      cli; hlt: nothing can ever wake the CPU
  *   spin      an endless loop: only the time limit ends it
  *   ud        ud2, with no IDT to handle #UD
@@ -11,21 +12,64 @@
  *   unmapped  a read far beyond RAM
  *   msr       rdmsr of an MSR that does not exist
  *   exit256   writes 256 to isa-debug-exit: a value no exit status carries
+ * The local APIC ones (xAPIC MMIO at IA32_APIC_BASE, software-enabled first;
+ * SDM Vol. 3A 10.6.1 for the ICR):
+ *   init_self          an INIT IPI to the CPU's own APIC ID: the CPU resets
+ *                      into wait-for-SIPI with nobody left to start it
+ *                      (topolab: a "guest deadlock" diagnosis, non-zero exit)
+ *   ipi_nobody         a fixed IPI (vector 0x40) to physical APIC ID 0x77,
+ *                      which no CPU has; prints ESR and exits 0 (the
+ *                      emulator drops and counts it as undeliverable)
+ *   reserved_delivery  an ICR write with delivery mode 011b (reserved) to
+ *                      itself (topolab: a bad-input diagnosis)
+ *   no_idt_interrupt   an empty IDT (limit 0), sti, then a self IPI: the
+ *                      interrupt, and the #GP and #DF that follow, have no
+ *                      usable gate (a triple fault; topolab: a crash
+ *                      diagnosis)
  */
 #include "lib/cmdline.h"
 #include "lib/io.h"
+#include "lib/msr.h"
 #include "lib/printf.h"
 #include "lib/report.h"
 #include "lib/start.h"
 #include "lib/string.h"
 
+/* Bare xAPIC access: this image links no IDT/APIC library code. */
+#define APIC_BASE_ADDR_MASK	0xFFFFFF000ull
+#define APIC_REG_ID		0x020
+#define APIC_REG_SVR		0x0F0
+#define APIC_REG_ESR		0x280
+#define APIC_REG_ICR_LO		0x300
+#define APIC_REG_ICR_HI		0x310
+
+static volatile uint32_t *apic_reg(uint32_t off)
+{
+	return (volatile uint32_t *)(uintptr_t)
+		((rdmsr(MSR_IA32_APIC_BASE) & APIC_BASE_ADDR_MASK) + off);
+}
+
+static uint32_t self_apic_id(void)
+{
+	return *apic_reg(APIC_REG_ID) >> 24;
+}
+
+/* Software-enable (SVR bit 8, spurious vector 0xFF), then ICR high, low. */
+static void send_ipi(uint32_t dest, uint32_t icr_lo)
+{
+	*apic_reg(APIC_REG_SVR) = 0x1FF;
+	*apic_reg(APIC_REG_ICR_HI) = dest << 24;
+	*apic_reg(APIC_REG_ICR_LO) = icr_lo;
+}
+
 int main(const struct multiboot_info *mbi)
 {
-	char mode[16];
+	char mode[32];
 
 	(void)mbi;
 	if (!cmdline_str("mode", mode, sizeof(mode))) {
-		printf("misbehave: give mode=halt|spin|ud|divide|unmapped|msr|exit256\n");
+		printf("misbehave: give mode=halt|spin|ud|divide|unmapped|msr|exit256|"
+		       "init_self|ipi_nobody|reserved_delivery|no_idt_interrupt\n");
 		return EXIT_FAIL;
 	}
 	printf("misbehave: mode=%s\n", mode);
@@ -49,6 +93,36 @@ int main(const struct multiboot_info *mbi)
 
 		__asm__ volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(0x4b564dffu));
 		printf("%x %x\n", lo, hi);
+	} else if (!strcmp(mode, "init_self")) {
+		/* INIT, level assert, physical destination = our own ID. */
+		send_ipi(self_apic_id(), (5u << 8) | (1u << 14));
+		for (;;)
+			__asm__ volatile("pause");
+	} else if (!strcmp(mode, "ipi_nobody")) {
+		/* Fixed, level assert, vector 0x40, to APIC ID 0x77. */
+		send_ipi(0x77, (1u << 14) | 0x40);
+		for (int i = 0; i < 100000; i++)	/* let it (not) arrive */
+			__asm__ volatile("pause");
+		*apic_reg(APIC_REG_ESR) = 0;		/* latch, SDM 10.5.3 */
+		printf("misbehave: IPI to APIC ID 0x77 sent, ESR 0x%x\n",
+		       *apic_reg(APIC_REG_ESR));
+		return EXIT_PASS;
+	} else if (!strcmp(mode, "reserved_delivery")) {
+		/* Delivery mode 011b is reserved (SDM Figure 10-12). */
+		send_ipi(self_apic_id(), (3u << 8) | (1u << 14) | 0x40);
+		for (int i = 0; i < 100000; i++)
+			__asm__ volatile("pause");
+	} else if (!strcmp(mode, "no_idt_interrupt")) {
+		struct {
+			uint16_t limit;
+			uintptr_t base;
+		} __attribute__((packed)) empty = { 0, 0 };
+
+		__asm__ volatile("lidt %0" : : "m"(empty));
+		/* Fixed, level assert, shorthand self, vector 0x40. */
+		send_ipi(0, (1u << 18) | (1u << 14) | 0x40);
+		for (int i = 0; i < 100000; i++)
+			__asm__ volatile("sti; hlt");
 	}
 	printf("misbehave: mode %s did not misbehave\n", mode);
 	return EXIT_FAIL;

@@ -42,3 +42,33 @@ bool cpuid_has_topoext(void)
 	return cpuid_max_ext() >= 0x80000001 &&
 	       (cpuid(0x80000001, 0).ecx & CPUID_80000001_ECX_TOPOEXT);
 }
+
+void cpuid_hypervisor_string(char out[13])
+{
+	struct cpuid_regs r;
+
+	out[0] = '\0';
+	if (!(cpuid(1, 0).ecx & CPUID_1_ECX_HYPERVISOR))
+		return;
+	r = cpuid(0x40000000, 0);
+	memcpy(out, &r.ebx, 4);
+	memcpy(out + 4, &r.ecx, 4);
+	memcpy(out + 8, &r.edx, 4);
+	out[12] = '\0';
+}
+
+bool cpuid_is_topolab(void)
+{
+	char s[13];
+
+	cpuid_hypervisor_string(s);
+	return !strcmp(s, "topolab");
+}
+
+bool cpuid_is_qemu_tcg(void)
+{
+	char s[13];
+
+	cpuid_hypervisor_string(s);
+	return !strcmp(s, "TCGTCGTCGTCG");
+}

@@ -39,6 +39,16 @@ uint32_t cpuid_max_ext(void);		/* 0 if the extended range is absent */
 enum cpu_vendor cpuid_vendor(void);
 void cpuid_vendor_string(char out[13]);
 
+/*
+ * The hypervisor signature of leaf 0x40000000 (EBX, ECX, EDX), when
+ * CPUID.1:ECX[31] says there is a hypervisor; "" otherwise. topolab gives
+ * "topolab", QEMU's TCG "TCGTCGTCGTCG", KVM "KVMKVMKVM".
+ */
+#define CPUID_1_ECX_HYPERVISOR	(1u << 31)
+void cpuid_hypervisor_string(char out[13]);
+bool cpuid_is_topolab(void);
+bool cpuid_is_qemu_tcg(void);
+
 /* AMD's topology extensions: leaves 0x8000001D/0x8000001E are valid. */
 bool cpuid_has_topoext(void);
 

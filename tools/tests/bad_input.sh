@@ -80,6 +80,9 @@ expect 126 "#DE (vector 0)" -- run "$bad" -append mode=divide
 expect 126 "unmapped 0xf0000000" -- run "$bad" -append mode=unmapped
 expect 126 "rdmsr of unknown MSR 0x4b564dff" -- run "$bad" -append mode=msr
 expect 126 "guest exit 256 does not fit" -- run "$bad" -append mode=exit256
+expect 126 "took an INIT and waits for a SIPI" -- run "$bad" -append mode=init_self
+expect 126 "reserved delivery mode 011b" -- run "$bad" -append mode=reserved_delivery
+expect 126 "has no usable handler" -- run "$bad" -append mode=no_idt_interrupt
 
 echo "$passed passed, $failures failed"
 [ "$failures" -eq 0 ]
