@@ -201,13 +201,12 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
 
   bool write_msr(uint32_t msr, uint64_t value) override {
     if (LocalApic::is_apic_msr(msr)) {
+      const auto timer_before = apic_.next_timer_event();
       LocalApic::MsrWrite w = apic_.wrmsr(msr, value, now());
       if (w.gp) return false;
       if (w.message) send(*w.message);
-      // An APIC write can make an interrupt deliverable (EOI, TPR), arm the
-      // timer earlier than this slice ends, or move the page: end the slice
-      // so the machine looks again at once.
-      vcpu_->request_stop();
+      if (msr == LocalApic::MSR_IA32_APIC_BASE) vcpu_->request_stop();  // the page moves or goes
+      stop_if_apic_needs_attention(timer_before);
       return true;
     }
     switch (msr) {
@@ -230,15 +229,23 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
     return apic_.mmio_read(static_cast<uint32_t>(offset), size, now());
   }
   void write(uint64_t offset, unsigned size, uint64_t value) override {
+    const auto timer_before = apic_.next_timer_event();
     if (auto message = apic_.mmio_write(static_cast<uint32_t>(offset), size, static_cast<uint32_t>(value), now()))
       send(*message);
-    vcpu_->request_stop();  // as for the x2APIC MSRs above
+    stop_if_apic_needs_attention(timer_before);
   }
 
  private:
   void create_engine() {
     vcpu_ = std::make_unique<Vcpu>(index_, machine_.ram_, *this, engine_cpu_for(machine_.cpuid_.cpu()));
     sync_apic_page();
+  }
+
+  // An APIC write that left an interrupt pending (an EOI or TPR write can
+  // unmask one) or moved the timer must not wait for the slice to end: the
+  // machine delivers or re-plans at once. Plain EOIs cost nothing.
+  void stop_if_apic_needs_attention(const std::optional<uint64_t>& timer_before) {
+    if (apic_.pending_vector() || apic_.next_timer_event() != timer_before) vcpu_->request_stop();
   }
 
   // An ICR write: routed once this slice ends, at the sender's time.
