@@ -481,8 +481,13 @@ std::string Machine::deadlock_diagnosis() const {
   auto describe = [](const Cpu& cpu) {
     if (cpu.state() == Cpu::State::WaitForSipi) return fmt::format("cpu {} waits for SIPI", cpu.index());
     VcpuState s = const_cast<Cpu&>(cpu).vcpu()->state();
-    return fmt::format("cpu {} halted with interrupts {} at RIP {:#x}", cpu.index(),
-                       s.rflags & kRflagsIf ? "enabled" : "disabled", s.rip);
+    const LocalApic& apic = cpu.apic();
+    std::optional<uint8_t> pending = apic.pending_vector();
+    return fmt::format("cpu {} halted with interrupts {} at RIP {:#x} (APIC {}, TPR {:#x}, PPR {:#x}, {})", cpu.index(),
+                       s.rflags & kRflagsIf ? "enabled" : "disabled", s.rip,
+                       apic.software_enabled() ? "enabled" : "software-disabled", apic.task_priority(),
+                       apic.processor_priority(),
+                       pending ? fmt::format("vector {:#x} pending", *pending) : std::string("nothing pending"));
   };
   if (cpus_.size() == 1) {
     if (cpus_[0]->state() == Cpu::State::WaitForSipi)

@@ -386,6 +386,13 @@ int main(const struct multiboot_info *mbi)
 	printf("%u CPU%s online\n", smp_online, smp_online == 1 ? "" : "s");
 	irq_enable();
 
+	if (apic_x2apic_mode()) {
+		/* Past APIC ID 254 the firmware hands over x2APIC mode, and
+		 * x2APIC cannot go back to xAPIC without a disable (SDM 10.12.5). */
+		report_skip("xapic", "the firmware handed over x2APIC mode");
+		run_all(true);
+		return report_summary();
+	}
 	run_all(false);
 
 	if (!x2apic_supported()) {
