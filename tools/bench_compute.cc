@@ -109,7 +109,7 @@ double run_raw_unicorn(const std::string& image, uint32_t iterations) {
 
 double run_qemu_icount(const std::string& image, uint32_t iterations) {
   std::string cmd = fmt::format(
-      "qemu-system-x86_64 -accel tcg,thread=single -icount shift=0 -kernel '{}' -append '{}' -display none "
+      "qemu-system-x86_64 -accel tcg,thread=single -icount shift=0 -kernel '{}' -append '{}' -display none -nic none "
       "-no-reboot -serial null -device isa-debug-exit,iobase=0xf4,iosize=4 -m 128 >/dev/null 2>&1",
       image, append_for(iterations));
   auto start = std::chrono::steady_clock::now();

@@ -11,7 +11,7 @@ tools/build.sh >/dev/null
 t=build/topolab img=build/testcases
 n=${1:-100000}
 secs() { local s e; s=$(date +%s.%N); "$@" >/dev/null 2>&1 || true; e=$(date +%s.%N); python3 -c "print($e - $s)"; }
-qemu() { qemu-system-x86_64 -kernel "$1" -display none -no-reboot -serial null -m 128 \
+qemu() { qemu-system-x86_64 -kernel "$1" -display none -no-reboot -nic none -serial null -m 128 \
   -device isa-debug-exit,iobase=0xf4,iosize=4 -smp 2 -cpu Skylake-Server "${@:2}"; }
 
 echo "== 1. IPI ping-pong, $n round trips (host seconds, boot subtracted; median of 3)"

@@ -75,7 +75,8 @@ def allowed_mask(entries, vendor, leaf, subleaf, reg):
 
 
 def run_qemu(image, smp, cpu, out):
-    cmd = ["qemu-system-x86_64", "-accel", "tcg", "-kernel", image, "-display", "none", "-no-reboot",
+    # -nic none: no network card, so no option ROM (package ipxe-qemu) is needed.
+    cmd = ["qemu-system-x86_64", "-accel", "tcg", "-kernel", image, "-display", "none", "-no-reboot", "-nic", "none",
            "-serial", f"file:{out}", "-device", "isa-debug-exit,iobase=0xf4,iosize=4", "-m", "128",
            "-smp", smp, "-cpu", cpu]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)

@@ -10,6 +10,7 @@ packages=(
   gcc-multilib          # libgcc for -m32 guest images (64-bit division)
   cpuid hwloc-nox       # decoders our cpuid dumps are checked against
   qemu-system-x86       # the reference peer for differential tests
+  python3               # tools/cpuid_diff.py and the report checks
 )
 
 missing=()

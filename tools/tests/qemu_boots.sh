@@ -9,7 +9,8 @@ image=$1 smp=$2 cpu=$3 append=$4
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 status=0
-timeout 120 qemu-system-x86_64 -accel tcg -kernel "$image" -display none -no-reboot -m 128 \
+# -nic none: no network card, so no option ROM (package ipxe-qemu) is needed.
+timeout 120 qemu-system-x86_64 -accel tcg -kernel "$image" -display none -no-reboot -nic none -m 128 \
   -serial "file:$out" -device isa-debug-exit,iobase=0xf4,iosize=4 \
   -smp "$smp" -cpu "$cpu" -append "$append" 2>/dev/null || status=$?
 summary=$(grep -a '^SUMMARY:' "$out" || true)
