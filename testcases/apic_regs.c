@@ -79,21 +79,6 @@ static void snapshot(unsigned cpu)
 	ap_reset.taken = true;
 }
 
-static bool qemu_tcg(void)
-{
-	struct cpuid_regs r;
-	char sig[13];
-
-	if (!(cpuid(1, 0).ecx & (1u << 31)))
-		return false;
-	r = cpuid(0x40000000, 0);
-	memcpy(sig, &r.ebx, 4);
-	memcpy(sig + 4, &r.ecx, 4);
-	memcpy(sig + 8, &r.edx, 4);
-	sig[12] = '\0';
-	return !strcmp(sig, "TCGTCGTCGTCG");
-}
-
 static void check_reset(void)
 {
 	char name[32];
@@ -164,7 +149,7 @@ static void check_esr(void)
 
 	report("esr.clean", clean == 0, "ESR 0x%x after a write, no errors made",
 	       clean);
-	if (qemu_tcg()) {
+	if (cpuid_is_qemu_tcg()) {
 		/* Seen under 7.2: bit 7 shows at once, and writes to ESR
 		 * do not clear it. */
 		report_skip("esr.latch", "QEMU's TCG APIC has no write-then-read "
@@ -237,7 +222,7 @@ static void check_svr(void)
 			bad = lvts[i].reg;
 		}
 	}
-	if (qemu_tcg()) {
+	if (cpuid_is_qemu_tcg()) {
 		report_skip("svr.disabled_masks_lvts", "QEMU's TCG APIC neither "
 			    "sets nor keeps LVT mask bits while software-disabled");
 		goto enable;

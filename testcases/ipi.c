@@ -295,25 +295,9 @@ static void test_nmi(void)
 	check("nmi", nmis, sent);
 }
 
-/* QEMU's TCG names itself in the hypervisor leaf (CPUID.1:ECX[31] set). */
-static bool qemu_tcg(void)
-{
-	struct cpuid_regs r;
-	char sig[13];
-
-	if (!(cpuid(1, 0).ecx & (1u << 31)))
-		return false;
-	r = cpuid(0x40000000, 0);
-	memcpy(sig, &r.ebx, 4);
-	memcpy(sig + 4, &r.ecx, 4);
-	memcpy(sig + 8, &r.edx, 4);
-	sig[12] = '\0';
-	return !strcmp(sig, "TCGTCGTCGTCG");
-}
-
 static void test_illegal(void)
 {
-	if (qemu_tcg()) {
+	if (cpuid_is_qemu_tcg()) {
 		/* hw/intc/apic.c (7.2) queues any vector and has no ESR
 		 * send/receive-illegal-vector logic. */
 		report_skip(name("illegal_vector"), "QEMU's TCG APIC delivers "
