@@ -25,7 +25,6 @@ constexpr uint64_t kApicBaseEnable = 1u << 11;  // IA32_APIC_BASE.EN
 constexpr uint64_t kApicBaseExtd = 1u << 10;    // IA32_APIC_BASE.EXTD: x2APIC mode
 constexpr uint32_t kLeaf7EcxPku = 1u << 3;
 constexpr uint32_t kLeaf7EcxOspke = 1u << 4;
-constexpr uint8_t kNmiVector = 2;
 constexpr uint8_t kInvalidOpcodeVector = 6;
 constexpr uint8_t kGeneralProtectionVector = 13;
 
@@ -160,7 +159,7 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   // A halted vCPU resumes for an NMI, or an interrupt it would take now.
   bool can_wake() const {
     if (state_ != State::Halted) return false;
-    return nmi_pending_ || (apic_.pending_vector() && vcpu_->interrupt_window_open());
+    return (nmi_pending_ && !vcpu_->nmi_blocked()) || (apic_.pending_vector() && vcpu_->interrupt_window_open());
   }
 
   // The APIC page follows IA32_APIC_BASE: it moves with the base and is
@@ -368,9 +367,10 @@ Machine::Cpu* Machine::pick_next(uint64_t limit_ns) {
 
 std::optional<std::string> Machine::deliver_pending(Cpu& cpu) {
   Vcpu& vcpu = *cpu.vcpu();
-  if (cpu.nmi_pending()) {
+  // An NMI waits while the previous one's handler has not yet IRETed.
+  if (cpu.nmi_pending() && !vcpu.nmi_blocked()) {
     cpu.set_nmi_pending(false);
-    if (Injection injection = vcpu.inject_interrupt(kNmiVector); !injection)
+    if (Injection injection = vcpu.inject_nmi(); !injection)
       return fmt::format("an NMI has no usable handler: {}", injection.detail);
     return std::nullopt;
   }
@@ -425,7 +425,7 @@ void Machine::route(unsigned sender, const ApicMessage& message, uint64_t at_ns)
         break;
       case ApicAccept::Nmi:
         target->set_nmi_pending(true);
-        if (target->state() == Cpu::State::Halted) target->wake(at_ns, WakeCause::Nmi);
+        if (target->can_wake()) target->wake(at_ns, WakeCause::Nmi);
         break;
       case ApicAccept::Init:
         target->catch_up(at_ns);
@@ -465,7 +465,8 @@ std::optional<RunResult> Machine::handle_exit(Cpu& cpu, const VcpuExit& exit) {
       return std::nullopt;
     case VcpuExit::Reason::Halt:
       cpu.halt();
-      if (cpu.can_wake()) cpu.wake(cpu.now(), cpu.nmi_pending() ? WakeCause::Nmi : WakeCause::Interrupt);
+      if (cpu.can_wake())
+        cpu.wake(cpu.now(), cpu.nmi_pending() && !vcpu.nmi_blocked() ? WakeCause::Nmi : WakeCause::Interrupt);
       return std::nullopt;
     case VcpuExit::Reason::GeneralProtection: return reflect(kGeneralProtectionVector);
     case VcpuExit::Reason::InvalidOpcode: return reflect(kInvalidOpcodeVector);

@@ -169,7 +169,9 @@ cs_mode capstone_mode(CodeSize size) {
 }
 
 // Instructions Unicorn would run wrongly; run() emulates them instead.
-enum class TrapKind : uint8_t { Rdmsr, Wrmsr, Rdtsc, Rdtscp };
+// Sites the vCPU hooks: the first four it stops at and emulates; IRET it
+// only watches, because an IRET ends NMI blocking (SDM 6.7.1).
+enum class TrapKind : uint8_t { Rdmsr, Wrmsr, Rdtsc, Rdtscp, Iret };
 
 std::optional<TrapKind> trap_kind(unsigned capstone_id) {
   switch (capstone_id) {
@@ -177,6 +179,7 @@ std::optional<TrapKind> trap_kind(unsigned capstone_id) {
     case X86_INS_WRMSR: return TrapKind::Wrmsr;
     case X86_INS_RDTSC: return TrapKind::Rdtsc;
     case X86_INS_RDTSCP: return TrapKind::Rdtscp;
+    case X86_INS_IRET: case X86_INS_IRETD: case X86_INS_IRETQ: return TrapKind::Iret;
     default: return std::nullopt;
   }
 }
@@ -190,8 +193,9 @@ std::span<const uint8_t> trap_opcode(TrapKind kind) {
     case TrapKind::Wrmsr: return kWrmsr;
     case TrapKind::Rdtsc: return kRdtsc;
     case TrapKind::Rdtscp: return kRdtscp;
+    case TrapKind::Iret: break;  // watched, never stopped at
   }
-  throw std::logic_error("unknown trap kind");
+  throw std::logic_error("no emulated opcode for this trap kind");
 }
 
 // Instructions whose Unicorn hook calls VcpuHost in the middle of a block.
@@ -676,6 +680,7 @@ struct Vcpu::Engine {
   size_t host_call_cursor = 0;
   bool first_block_of_run = false;
   bool stop_requested = false;
+  bool nmi_blocked = false;  // from an injected NMI to the next IRET
 
   // The instruction at RIP is in an STI / MOV SS / POP SS shadow.
   bool shadow = false;
@@ -893,6 +898,11 @@ void Vcpu::Engine::on_port_out(uc_engine*, uint32_t port, int size, uint32_t val
 
 void Vcpu::Engine::on_trap_site(uc_engine*, uint64_t address, uint32_t, void* user) {
   auto& e = *static_cast<Engine*>(user);
+  auto it = e.trap_hooks.find(address);
+  if (it != e.trap_hooks.end() && it->second.kind == TrapKind::Iret) {
+    e.nmi_blocked = false;  // this IRET runs on; NMIs are taken again after it
+    return;
+  }
   e.guarded([&] { e.stop_at_trap_site(address); });
 }
 
@@ -930,8 +940,9 @@ void Vcpu::Engine::on_trace(uc_engine*, uint64_t address, uint32_t size, void* u
   auto& e = *static_cast<Engine*>(user);
   e.guarded([&] {
     // Trapped instructions are printed when run() emulates them: the trap
-    // hook may stop the run before this hook is called.
-    if (!e.trap_hooks.contains(address)) e.trace_instruction(address, size);
+    // hook may stop the run before this hook is called. Watched IRETs run.
+    auto it = e.trap_hooks.find(address);
+    if (it == e.trap_hooks.end() || it->second.kind == TrapKind::Iret) e.trace_instruction(address, size);
   });
 }
 
@@ -1106,6 +1117,8 @@ std::optional<VcpuExit> Vcpu::Engine::execute_trap(TrapKind kind, uint64_t rip) 
       write_reg(UC_X86_REG_RCX, static_cast<uint32_t>(*aux));
       return std::nullopt;
     }
+    case TrapKind::Iret:
+      break;  // never stopped at: on_trap_site lets it run
   }
   throw std::logic_error("unknown trap kind");
 }
@@ -1290,6 +1303,7 @@ uint64_t Vcpu::Engine::code_base() {
 }
 
 void Vcpu::Engine::reset_for_init() {
+  nmi_blocked = false;  // INIT clears NMI blocking (SDM table 9-1)
   // The context brings real mode with it; the writes below set values whose
   // hidden effects that context already has.
   RealModeSegmentLoader::for_this_thread().enter_real_mode(uc);
@@ -1571,6 +1585,14 @@ void Vcpu::start_at_sipi(uint8_t vector) { engine_->start_at_sipi(vector); }
 bool Vcpu::waiting_for_sipi() const { return engine_->waits_for_sipi; }
 
 Injection Vcpu::inject_interrupt(uint8_t vector) { return engine_->inject(vector, std::nullopt, false); }
+
+Injection Vcpu::inject_nmi() {
+  Injection injection = engine_->inject(kNmiVector, std::nullopt, false);
+  if (injection) engine_->nmi_blocked = true;
+  return injection;
+}
+
+bool Vcpu::nmi_blocked() const { return engine_->nmi_blocked; }
 
 Injection Vcpu::inject_exception(uint8_t vector, std::optional<uint32_t> error_code) {
   return engine_->inject(vector, error_code, true);

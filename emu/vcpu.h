@@ -146,6 +146,10 @@ class Vcpu {
   // CS descriptor from outside the guest; equal descriptors under another
   // selector are fine).
   Injection inject_interrupt(uint8_t vector);
+  // An NMI (vector 2): once delivered, further NMIs are blocked until the
+  // guest's next IRET (SDM 6.7.1); the machine holds them pending till then.
+  Injection inject_nmi();
+  bool nmi_blocked() const;
   Injection inject_exception(uint8_t vector, std::optional<uint32_t> error_code);
 
   // RFLAGS.IF = 1 and the vCPU is not in an STI / MOV SS / POP SS shadow

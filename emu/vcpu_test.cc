@@ -1060,6 +1060,19 @@ TEST_F(InjectionTest, ProtectedModeInterruptGateClearsIfAndIretdReturnsAfterHlt)
   EXPECT_EQ(cpu.instructions(), 9u);
 }
 
+TEST_F(InjectionTest, NmiBlocksFurtherNmisUntilTheHandlersIret) {
+  set_gate32(2, 0x1100);
+  load(0x1100, kHandlerIncEcx32);  // inc ecx; iretd
+  halt_in_protected_mode_with_interrupts_on();
+  EXPECT_FALSE(cpu.nmi_blocked());
+  const Injection injection = cpu.inject_nmi();
+  ASSERT_TRUE(injection) << injection.detail;
+  EXPECT_TRUE(cpu.nmi_blocked()) << "SDM 6.7.1: blocked from delivery to the next IRET";
+  run_expecting(VcpuExit::Reason::Halt);  // the handler's IRETD returns to the HLT after it
+  EXPECT_EQ(cpu.state().rcx, 1u);
+  EXPECT_FALSE(cpu.nmi_blocked()) << "the IRETD unblocked NMIs";
+}
+
 TEST_F(InjectionTest, ProtectedModeTrapGateKeepsIf) {
   set_gate32(0x21, 0x1100, kTrapGate);
   load(0x1100, kHandlerIncEcx32);
