@@ -4,7 +4,8 @@
 #     topolab, QEMU 7.2's default multi-threaded TCG and its deterministic
 #     mode (-accel tcg,thread=single -icount shift=0), boot time subtracted;
 #  2. booting 1,024 vCPUs in x2APIC mode (each takes INIT, SIPI, SIPI and a
-#     wake-up IPI): host time and memory per vCPU.
+#     wake-up IPI): host time and memory per vCPU;
+#  3. guest MIPS with 16 busy vCPUs against 1 (smp_compute, same total work).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/build.sh >/dev/null
@@ -36,3 +37,16 @@ done
 echo "== 2. 1,024 vCPUs (x2APIC): boot every AP and wake each with an IPI"
 /usr/bin/time -f "  %e s wall, %M KiB max RSS" $t run $img/smp_boot.elf -smp 1024 -cpu Skylake-Server,+x2apic \
   --report none 2>&1 >/dev/null | tail -1
+
+echo "== 3. guest MIPS: 16 busy vCPUs against 1, the same total work (smp_compute)"
+mips() {
+  local s e out ins
+  s=$(date +%s.%N)
+  out=$($t run $img/smp_compute.elf -smp "$1" -cpu Skylake-Server -append iterations="$2" --report none --time-limit 100 2>&1 | tail -1)
+  e=$(date +%s.%N)
+  ins=$(echo "$out" | sed -n 's/.*after \([0-9]*\) instructions.*/\1/p')
+  python3 -c "print('%.0f' % ($ins / ($e - $s) / 1e6))"
+}
+one=$(mips 1 160000000)
+sixteen=$(mips 16 10000000)
+echo "  1 vCPU: $one MIPS   16 vCPUs: $sixteen MIPS   ratio $(python3 -c "print('%.0f%%' % (100 * $sixteen / $one))")"
