@@ -1,5 +1,6 @@
 #include "firmware/multiboot.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <gtest/gtest.h>
@@ -43,7 +44,8 @@ std::vector<uint8_t> make_elf(uint32_t paddr, std::vector<uint8_t> code, uint32_
   put32(f, 0x80, kMagic);
   put32(f, 0x84, mb_flags);
   put32(f, 0x88, -(kMagic + mb_flags));
-  f.insert(f.end(), code.begin(), code.end());
+  f.resize(0x100 + code.size());
+  std::copy(code.begin(), code.end(), f.begin() + 0x100);
   return f;
 }
 
