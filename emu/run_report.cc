@@ -1,5 +1,6 @@
 #include "emu/run_report.h"
 
+#include "emu/cpuid_report.h"
 #include "emu/text_buffer.h"
 
 #include <algorithm>
@@ -30,6 +31,8 @@ std::string format_run_table(const RunReportInput& in) {
   appendf(out, "{:>5} {:>7} {:>14} {:>8} {:>12} {:>9} {:>9} {:>8} {:>8} {:>8}\n", "vcpu", "apic", "instructions", "hlt",
        "halted us", "ipi sent", "ipi recv", "to idle", "wakes", "init/sipi");
   VcpuStats total;
+  std::vector<unsigned> never_ran;
+  unsigned rows = 0;
   for (unsigned i = 0; i < stats.vcpu_count(); ++i) {
     const VcpuStats& s = stats.vcpu(i);
     total.instructions += s.instructions;
@@ -41,14 +44,22 @@ std::string format_run_table(const RunReportInput& in) {
       total.ipis_received[m] += s.ipis_received[m];
     }
     for (size_t w = 0; w < kWakeCauses; ++w) total.wakes[w] += s.wakes[w];
-    if (i >= kTableRows) continue;
+    // vCPUs the guest never started get one line together below.
+    if (s.instructions == 0 && s.total_received() == 0) {
+      never_ran.push_back(i);
+      continue;
+    }
+    if (++rows > kTableRows) continue;
     uint64_t init_sipi = s.ipis_received[static_cast<size_t>(IpiMode::Init)] +
                          s.ipis_received[static_cast<size_t>(IpiMode::StartUp)];
     appendf(out, "{:>5} {:>#7x} {:>14} {:>8} {:>12.1f} {:>9} {:>9} {:>8} {:>8} {:>8}\n", i, in.cpuid.topology().apic_id(i),
          s.instructions, s.hlt_entries, s.halted_ns / 1e3, s.total_sent(), s.total_received(), s.received_while_halted,
          wakes(s), init_sipi);
   }
-  if (stats.vcpu_count() > kTableRows) appendf(out, "  ... {} more vCPUs (see --report json)\n", stats.vcpu_count() - kTableRows);
+  if (rows > kTableRows) appendf(out, "  ... {} more vCPUs (see --report json)\n", rows - kTableRows);
+  if (!never_ran.empty())
+    appendf(out, "  vCPU{} {} never ran (the guest sent no INIT/SIPI)\n", never_ran.size() == 1 ? "" : "s",
+            format_cpu_list(never_ran));
   appendf(out, "{:>5} {:>7} {:>14} {:>8} {:>12.1f} {:>9} {:>9} {:>8} {:>8}\n", "all", "", total.instructions,
        total.hlt_entries, total.halted_ns / 1e3, total.total_sent(), total.total_received(),
        total.received_while_halted, wakes(total));
