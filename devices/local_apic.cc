@@ -592,6 +592,10 @@ void LocalApic::on_time(uint64_t now) {
 
 // --- Inspection -------------------------------------------------------------
 
+bool LocalApic::timer_interrupts() const {
+  return software_enabled() && !(slot(REG_LVT_TIMER) & LVT_MASKED);
+}
+
 std::string LocalApic::describe(uint64_t now) const {
   static constexpr const char* kModes[] = {"disabled", "xAPIC", "x2APIC"};
   std::string out = fmt::format("apic id {:#x} ({}), base {:#x}{}, {}software-enabled\n", id(),

@@ -261,6 +261,9 @@ class LocalApic {
   // APR per SDM 10.6.2.4 from TPR, ISRV and IRRV; also what offset 0x90 reads.
   uint8_t arbitration_priority() const;
   bool software_enabled() const;  // SVR[8]
+  // Whether the timer, when it expires, raises an interrupt at all (its LVT
+  // entry is unmasked and the APIC software-enabled).
+  bool timer_interrupts() const;
   bool irr(uint8_t vector) const;
   bool isr(uint8_t vector) const;
   bool tmr(uint8_t vector) const;

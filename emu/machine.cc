@@ -156,6 +156,11 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
     machine_.stats_.record_wake(index_, WakeCause::Sipi);
   }
 
+  // Its APIC timer could end a halt: unmasked, and the vCPU takes interrupts.
+  bool timer_can_wake() const {
+    return state_ == State::Halted && apic_.timer_interrupts() && vcpu_->interrupt_window_open();
+  }
+
   // A halted vCPU resumes for an NMI, or an interrupt it would take now.
   bool can_wake() const {
     if (state_ != State::Halted) return false;
@@ -170,7 +175,15 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
     if (want == mapped_apic_page_) return;
     if (mapped_apic_page_) vcpu_->unmap_mmio(*mapped_apic_page_, LocalApic::kMmioSize);
     mapped_apic_page_.reset();
-    if (want && !machine_.ram_.contains(*want, LocalApic::kMmioSize)) {
+    if (want && machine_.ram_.contains(*want, LocalApic::kMmioSize)) {
+      // Hardware would overlay the page on RAM for this CPU; the engine
+      // cannot, so say so rather than let APIC writes land in memory.
+      if (!machine_.guest_error_)
+        machine_.guest_error_ = fmt::format("cpu {} moved its APIC page onto RAM at {:#x} (IA32_APIC_BASE): unsupported",
+                                            index_, *want);
+      return;
+    }
+    if (want) {
       vcpu_->map_mmio(*want, LocalApic::kMmioSize, *this);
       mapped_apic_page_ = want;
     }
@@ -337,6 +350,12 @@ void Machine::wake_due_timers(uint64_t horizon_ns) {
     if (cpu->state() != Cpu::State::Halted) continue;
     std::optional<uint64_t> when = cpu->apic().next_timer_event();
     if (!when || *when > horizon_ns) continue;
+    if (!cpu->timer_can_wake()) {
+      // Expiries that can never wake it are settled in one step, not one
+      // period at a time (a masked 1 ns periodic timer would spin the host).
+      cpu->apic().on_time(horizon_ns);
+      continue;
+    }
     cpu->catch_up(*when);
     cpu->apic().on_time(*when);
     if (cpu->can_wake()) cpu->wake(*when, WakeCause::Timer);
@@ -355,10 +374,10 @@ Machine::Cpu* Machine::pick_next(uint64_t limit_ns) {
         if (cpu->state() == Cpu::State::Running && (!best || cpu->now() < best->now())) best = cpu.get();
       return best;
     }
-    // Nobody runs: jump to the earliest APIC timer of a halted vCPU.
+    // Nobody runs: jump to the earliest APIC timer that can wake a halted vCPU.
     std::optional<uint64_t> earliest;
     for (const auto& cpu : cpus_)
-      if (cpu->state() == Cpu::State::Halted)
+      if (cpu->state() == Cpu::State::Halted && cpu->timer_can_wake())
         if (auto when = cpu->apic().next_timer_event()) earliest = std::min(earliest.value_or(*when), *when);
     if (!earliest || *earliest >= limit_ns) return nullptr;
     wake_due_timers(*earliest);
@@ -417,7 +436,7 @@ void Machine::route(unsigned sender, const ApicMessage& message, uint64_t at_ns)
     return;
   }
   for (Cpu* target : targets) {
-    bool was_running = target->state() == Cpu::State::Running;
+    bool was_halted = target->state() == Cpu::State::Halted;
     ApicAcceptResult accepted = target->apic().accept(message);
     switch (accepted.kind) {
       case ApicAccept::Interrupt:
@@ -430,7 +449,6 @@ void Machine::route(unsigned sender, const ApicMessage& message, uint64_t at_ns)
       case ApicAccept::Init:
         target->catch_up(at_ns);
         target->enter_wait_for_sipi();
-        stats_.record_wake(target->index(), WakeCause::Init);
         break;
       case ApicAccept::StartUp:
         // A STARTUP to a vCPU that is not waiting for one is ignored (SDM 8.4.4.1).
@@ -440,7 +458,7 @@ void Machine::route(unsigned sender, const ApicMessage& message, uint64_t at_ns)
       case ApicAccept::Refused:
         break;
     }
-    stats_.record_ipi(sender, target->index(), mode, message.vector, !was_running);
+    stats_.record_ipi(sender, target->index(), mode, message.vector, was_halted);
   }
 }
 
@@ -522,7 +540,7 @@ RunResult Machine::run() {
     if (!cpu) {
       bool any_timer = false;
       for (const auto& c : cpus_)
-        if (c->state() == Cpu::State::Halted && c->apic().next_timer_event()) any_timer = true;
+        if (c->state() == Cpu::State::Halted && c->timer_can_wake() && c->apic().next_timer_event()) any_timer = true;
       if (any_timer)
         return finish(RunResult::Outcome::BudgetExhausted,
                       fmt::format("the guest did not finish within {} s of virtual time (halted, waiting for timers; "
@@ -561,8 +579,11 @@ RunResult Machine::run() {
     running_ = nullptr;
     for (const PendingMessage& p : pending_messages_) route(p.sender, p.message, p.at_ns);
     pending_messages_.clear();
-    if (guest_error_) return finish(RunResult::Outcome::Crashed, *guest_error_);
     cpu->sync_apic_page();
+    if (guest_error_) return finish(RunResult::Outcome::Crashed, *guest_error_);
+    // An INIT it sent itself took effect at the ICR write: what its slice
+    // did after that (a HLT, a fault) belongs to a CPU that no longer exists.
+    if (cpu->state() == Cpu::State::WaitForSipi) continue;
     if (debug_exit_.value()) return finish(RunResult::Outcome::GuestExit, "");
     if (auto result = handle_exit(*cpu, exit)) return *result;
   }
