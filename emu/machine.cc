@@ -574,6 +574,10 @@ RunResult Machine::run() {
       budget = 1;
     budget = std::min(budget, config_.quantum);
 
+    // An interrupt or NMI it cannot take yet goes in as soon as it can.
+    cpu->vcpu()->stop_when_interruptible(
+        (cpu->apic().pending_vector() && !cpu->vcpu()->interrupt_window_open()) ||
+        (cpu->nmi_pending() && cpu->vcpu()->nmi_blocked()));
     running_ = cpu;
     VcpuExit exit = cpu->vcpu()->run(budget);
     running_ = nullptr;

@@ -571,7 +571,16 @@ struct Vcpu::Engine {
     rep_restart_address = kNoAddress;
   }
   bool must_stop_before(const DecodedBlock& block) const {
-    return stop_requested || (retired + block.count > budget_end && !first_block_of_run);
+    return stop_requested || (retired + block.count > budget_end && !first_block_of_run) ||
+           (watch_interrupt_window && !first_block_of_run && interrupt_window_opened());
+  }
+  // Only while the machine holds an interrupt the vCPU could not take when
+  // the run began: one EFLAGS read per block then, none otherwise.
+  bool interrupt_window_opened() const {
+    if (entering_shadowed) return false;
+    uint64_t rflags = 0;
+    uc_reg_read(uc, UC_X86_REG_EFLAGS, &rflags);
+    return rflags & kRflagsInterrupt;
   }
   void begin_block(const DecodedBlock& block) {
     first_block_of_run = false;
@@ -681,6 +690,9 @@ struct Vcpu::Engine {
   bool first_block_of_run = false;
   bool stop_requested = false;
   bool nmi_blocked = false;  // from an injected NMI to the next IRET
+  bool watch_interrupt_window = false;
+  // The block being entered runs in an interrupt shadow (set by on_block).
+  bool entering_shadowed = false;
 
   // The instruction at RIP is in an STI / MOV SS / POP SS shadow.
   bool shadow = false;
@@ -750,12 +762,13 @@ Vcpu::Engine::~Engine() { uc_close(uc); }
 void Vcpu::Engine::on_block(uc_engine*, uint64_t address, uint32_t size, void* user) {
   auto& e = *static_cast<Engine*>(user);
   e.retire_previous_block(address);
+  // The previous block ran to its end; without one (the first block of this
+  // uc_emu_start) the shadow is what the last stop left.
+  e.entering_shadowed = e.current ? e.current->ends_with_interrupt_shadow : e.shadow;
   const DecodedBlock* block = e.blocks.find(address, size);
   if (block && !e.must_stop_before(*block)) [[likely]]
     return e.begin_block(*block);
-  // The previous block ran to its end; without one (the first block of this
-  // uc_emu_start) the shadow is what the last stop left.
-  const bool shadowed = e.current ? e.current->ends_with_interrupt_shadow : e.shadow;
+  const bool shadowed = e.entering_shadowed;
   e.forget_current_block();
   e.enter_block_slowly(address, size, block, shadowed);
 }
@@ -901,6 +914,9 @@ void Vcpu::Engine::on_trap_site(uc_engine*, uint64_t address, uint32_t, void* us
   auto it = e.trap_hooks.find(address);
   if (it != e.trap_hooks.end() && it->second.kind == TrapKind::Iret) {
     e.nmi_blocked = false;  // this IRET runs on; NMIs are taken again after it
+    // IRET ends its block: the stop comes right after it, where a held NMI
+    // or interrupt may now be taken.
+    if (e.watch_interrupt_window) e.stop_requested = true;
     return;
   }
   e.guarded([&] { e.stop_at_trap_site(address); });
@@ -1593,6 +1609,8 @@ Injection Vcpu::inject_nmi() {
 }
 
 bool Vcpu::nmi_blocked() const { return engine_->nmi_blocked; }
+
+void Vcpu::stop_when_interruptible(bool on) { engine_->watch_interrupt_window = on; }
 
 Injection Vcpu::inject_exception(uint8_t vector, std::optional<uint32_t> error_code) {
   return engine_->inject(vector, error_code, true);

@@ -150,6 +150,11 @@ class Vcpu {
   // guest's next IRET (SDM 6.7.1); the machine holds them pending till then.
   Injection inject_nmi();
   bool nmi_blocked() const;
+  // While on, run() also stops at the first block boundary where the vCPU
+  // could take an interrupt (IF set, no shadow) or right after an IRET: the
+  // machine turns it on while it holds an interrupt or NMI the vCPU could
+  // not take when the run began, so delivery is not a quantum late.
+  void stop_when_interruptible(bool on);
   Injection inject_exception(uint8_t vector, std::optional<uint32_t> error_code);
 
   // RFLAGS.IF = 1 and the vCPU is not in an STI / MOV SS / POP SS shadow

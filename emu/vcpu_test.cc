@@ -1073,6 +1073,26 @@ TEST_F(InjectionTest, NmiBlocksFurtherNmisUntilTheHandlersIret) {
   EXPECT_FALSE(cpu.nmi_blocked()) << "the IRETD unblocked NMIs";
 }
 
+TEST_F(VcpuTest, StopWhenInterruptibleStopsOnceStiTakesEffect) {
+  boot32({
+      0xfa,  // 1000: cli
+      0x90,  // 1001: nop
+      0xfb,  // 1002: sti (its block ends here)
+      0x90,  // 1003: nop (in the STI shadow: a block of its own)
+      0x90,  // 1004: nop  <- the first point an interrupt can be taken
+      0xf4,  // 1005: hlt
+  });
+  cpu.stop_when_interruptible(true);
+  VcpuExit exit = cpu.run(kBudget);
+  EXPECT_EQ(exit.reason, VcpuExit::Reason::QuantumEnd) << exit.detail;
+  EXPECT_EQ(exit.rip, 0x1004u);
+  EXPECT_EQ(cpu.instructions(), 4u);
+  EXPECT_TRUE(cpu.interrupt_window_open());
+  cpu.stop_when_interruptible(false);
+  exit = cpu.run(kBudget);
+  EXPECT_EQ(exit.reason, VcpuExit::Reason::Halt);
+}
+
 TEST_F(InjectionTest, ProtectedModeTrapGateKeepsIf) {
   set_gate32(0x21, 0x1100, kTrapGate);
   load(0x1100, kHandlerIncEcx32);
