@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -115,6 +116,22 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   State state() const { return state_; }
   bool nmi_pending() const { return nmi_pending_; }
   uint64_t halted_since() const { return halted_since_; }
+
+  // IPIs sent at a time this running vCPU has not reached yet, by time.
+  void defer(const PendingMessage& m) { inbox_.emplace(m.at_ns, m); }
+  std::optional<uint64_t> next_arrival() const {
+    if (inbox_.empty()) return std::nullopt;
+    return inbox_.begin()->first;
+  }
+  // Takes the messages due by `until_ns`, oldest first.
+  std::vector<PendingMessage> take_arrivals(uint64_t until_ns) {
+    std::vector<PendingMessage> due;
+    while (!inbox_.empty() && inbox_.begin()->first <= until_ns) {
+      due.push_back(inbox_.begin()->second);
+      inbox_.erase(inbox_.begin());
+    }
+    return due;
+  }
   void set_nmi_pending(bool pending) { nmi_pending_ = pending; }
 
   uint64_t instructions() const { return vcpu_ ? vcpu_->instructions() : 0; }
@@ -277,6 +294,7 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   int64_t tsc_offset_ = 0;
   uint64_t tsc_aux_ = 0;
   std::optional<uint64_t> mapped_apic_page_;
+  std::multimap<uint64_t, PendingMessage> inbox_;
 };
 
 Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> serial_out)
@@ -436,30 +454,40 @@ void Machine::route(unsigned sender, const ApicMessage& message, uint64_t at_ns)
     return;
   }
   for (Cpu* target : targets) {
-    bool was_halted = target->state() == Cpu::State::Halted;
-    ApicAcceptResult accepted = target->apic().accept(message);
-    switch (accepted.kind) {
-      case ApicAccept::Interrupt:
-        if (target->can_wake()) target->wake(at_ns, WakeCause::Interrupt);
-        break;
-      case ApicAccept::Nmi:
-        target->set_nmi_pending(true);
-        if (target->can_wake()) target->wake(at_ns, WakeCause::Nmi);
-        break;
-      case ApicAccept::Init:
-        target->catch_up(at_ns);
-        target->enter_wait_for_sipi();
-        break;
-      case ApicAccept::StartUp:
-        // A STARTUP to a vCPU that is not waiting for one is ignored (SDM 8.4.4.1).
-        if (target->state() == Cpu::State::WaitForSipi) target->start_at_sipi(accepted.vector, at_ns);
-        break;
-      case ApicAccept::Dropped:
-      case ApicAccept::Refused:
-        break;
+    // A running target whose clock is still behind the send must not see the
+    // IPI before it was sent: it waits in the target's inbox until then.
+    if (target->state() == Cpu::State::Running && target->now() < at_ns) {
+      target->defer({sender, message, at_ns});
+      continue;
     }
-    stats_.record_ipi(sender, target->index(), mode, message.vector, was_halted);
+    deliver(sender, *target, message, at_ns);
   }
+}
+
+void Machine::deliver(unsigned sender, Cpu& target, const ApicMessage& message, uint64_t at_ns) {
+  bool was_halted = target.state() == Cpu::State::Halted;
+  ApicAcceptResult accepted = target.apic().accept(message);
+  switch (accepted.kind) {
+    case ApicAccept::Interrupt:
+      if (target.can_wake()) target.wake(at_ns, WakeCause::Interrupt);
+      break;
+    case ApicAccept::Nmi:
+      target.set_nmi_pending(true);
+      if (target.can_wake()) target.wake(at_ns, WakeCause::Nmi);
+      break;
+    case ApicAccept::Init:
+      target.catch_up(at_ns);
+      target.enter_wait_for_sipi();
+      break;
+    case ApicAccept::StartUp:
+      // A STARTUP to a vCPU that is not waiting for one is ignored (SDM 8.4.4.1).
+      if (target.state() == Cpu::State::WaitForSipi) target.start_at_sipi(accepted.vector, at_ns);
+      break;
+    case ApicAccept::Dropped:
+    case ApicAccept::Refused:
+      break;
+  }
+  stats_.record_ipi(sender, target.index(), ipi_mode(message.delivery_mode), message.vector, was_halted);
 }
 
 std::optional<RunResult> Machine::handle_exit(Cpu& cpu, const VcpuExit& exit) {
@@ -483,6 +511,10 @@ std::optional<RunResult> Machine::handle_exit(Cpu& cpu, const VcpuExit& exit) {
       return std::nullopt;
     case VcpuExit::Reason::Halt:
       cpu.halt();
+      // A halted vCPU's clock jumps to whatever wakes it: IPIs already sent
+      // to it arrive now, each at its own time.
+      for (const PendingMessage& m : cpu.take_arrivals(std::numeric_limits<uint64_t>::max()))
+        deliver(m.sender, cpu, m.message, m.at_ns);
       if (cpu.can_wake())
         cpu.wake(cpu.now(), cpu.nmi_pending() && !vcpu.nmi_blocked() ? WakeCause::Nmi : WakeCause::Interrupt);
       return std::nullopt;
@@ -556,6 +588,7 @@ RunResult Machine::run() {
                                 config_.time_limit_seconds, total_instructions(),
                                 cpu->index(), cpu->vcpu()->state().rip));
 
+    for (const PendingMessage& m : cpu->take_arrivals(now)) deliver(m.sender, *cpu, m.message, m.at_ns);
     cpu->apic().on_time(now);
     if (auto failure = deliver_pending(*cpu))
       return finish(RunResult::Outcome::Crashed,
@@ -566,6 +599,7 @@ RunResult Machine::run() {
     // would be passed by much (the quantum bounds that).
     uint64_t until = limit_ns;
     if (auto timer = cpu->apic().next_timer_event()) until = std::min(until, *timer);
+    if (auto arrival = cpu->next_arrival()) until = std::min(until, *arrival);
     uint64_t budget = std::max<uint64_t>(1, VirtualClock::cycles_for_ns(until > now ? until - now : 0) /
                                                 VirtualClock::kCyclesPerInstruction);
     // An interrupt waiting out an STI shadow goes in after one instruction.

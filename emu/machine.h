@@ -84,6 +84,13 @@ class Machine {
  private:
   class Cpu;
   friend class Cpu;
+  // An ICR write on its way: routed once the sender's slice ends, and held
+  // in a running target's inbox until the target's clock reaches at_ns.
+  struct PendingMessage {
+    unsigned sender;
+    ApicMessage message;
+    uint64_t at_ns;
+  };
 
   Cpu* pick_next(uint64_t limit_ns);
   void wake_due_timers(uint64_t horizon_ns);
@@ -92,6 +99,8 @@ class Machine {
   std::optional<std::string> deliver_pending(Cpu& cpu);
   uint64_t total_instructions() const;
   void route(unsigned sender, const ApicMessage& message, uint64_t at_ns);
+  // Hands one IPI to one target APIC at `at_ns` and acts on what it accepted.
+  void deliver(unsigned sender, Cpu& target, const ApicMessage& message, uint64_t at_ns);
   std::optional<RunResult> handle_exit(Cpu& cpu, const VcpuExit& exit);
   std::string deadlock_diagnosis() const;
   RunResult finish(RunResult::Outcome outcome, std::string diagnosis);
@@ -107,11 +116,6 @@ class Machine {
   Stats stats_;
   std::vector<std::unique_ptr<Cpu>> cpus_;
   // ICR writes wait here until the sender's slice ends (see the top).
-  struct PendingMessage {
-    unsigned sender;
-    ApicMessage message;
-    uint64_t at_ns;
-  };
   std::vector<PendingMessage> pending_messages_;
   // A guest error found outside a vCPU exit (a reserved ICR delivery mode).
   std::optional<std::string> guest_error_;
