@@ -28,9 +28,17 @@
 //   adds it. An exit in the middle of a block adds only the instructions
 //   before RIP, found in the block's decoded offsets.
 //
+// MONITOR/MWAIT
+//   Unicorn raises #UD for both (the notes), so run() returns Reason::Monitor
+//   or Reason::Mwait at the instruction with its operands; the machine
+//   emulates it and retire_emulated_instruction() steps over it. An MWAIT
+//   that is the first instruction after STI keeps the STI shadow until then,
+//   so `sti; mwait` cannot take an interrupt before MWAIT has begun.
+// PAUSE
+//   QEMU ends a block after each PAUSE; the block hook counts the PAUSEs of
+//   every block that runs to its end.
+//
 // Not supported
-// - MONITOR/MWAIT: Unicorn raises #UD, so run() returns InvalidOpcode at
-//   the instruction (the notes describe how the machine can emulate it).
 // - CS.base is not exposed by Unicorn; code_base() derives it from the
 //   architectural state (see there). It is exact in real mode, in long mode
 //   and for a CS whose GDT/LDT entry is unchanged since it was loaded, and
@@ -92,6 +100,7 @@ constexpr uint32_t kMsrKernelGsBase = 0xC000'0102;
 constexpr uint32_t kMsrTscAux = 0xC000'0103;
 
 constexpr uint8_t kHltOpcode = 0xF4;
+constexpr uint64_t kIdleInstructionLength = 3;  // MONITOR, MWAIT
 constexpr uint32_t kPageFaultVector = 14;
 constexpr uint32_t kNmiVector = 2;
 // EFLAGS bit 1 is reserved and always 1 (SDM Vol. 1 3.4.3); IF = 0.
@@ -290,6 +299,7 @@ struct DecodedBlock {
   bool fully_decoded = true;  // false: Capstone stopped early; the rest counts as one
   bool ends_with_software_interrupt = false;
   bool ends_with_interrupt_shadow = false;  // last instruction: STI, MOV SS or POP SS
+  uint32_t pauses = 0;                      // PAUSE instructions in the block
   uint64_t rep_string_tail = kNoAddress;  // address of a final REP string instruction
   std::vector<uint16_t> offsets;          // instruction starts, from `start`
   std::vector<uint16_t> host_calls;       // indices of IN/OUT/INS/OUTS/CPUID, in order
@@ -371,6 +381,7 @@ class Disassembler {
     const auto index = static_cast<uint16_t>(block.offsets.size());
     block.offsets.push_back(static_cast<uint16_t>(insn.address - block.start));
     if (calls_host_mid_block(insn.id)) block.host_calls.push_back(index);
+    if (insn.id == X86_INS_PAUSE) ++block.pauses;
     if (auto kind = trap_kind(insn.id)) block.traps.push_back({insn.address, *kind, static_cast<uint8_t>(insn.size)});
     block.ends_with_software_interrupt = is_software_interrupt(insn.id);
     block.ends_with_interrupt_shadow = sets_interrupt_shadow(bytes, block.code_size);
@@ -523,6 +534,8 @@ const char* to_string(VcpuExit::Reason reason) {
     case VcpuExit::Reason::InvalidOpcode: return "invalid opcode";
     case VcpuExit::Reason::Exception: return "exception";
     case VcpuExit::Reason::UnmappedMemory: return "unmapped memory";
+    case VcpuExit::Reason::Monitor: return "monitor";
+    case VcpuExit::Reason::Mwait: return "mwait";
   }
   return "unknown";
 }
@@ -559,6 +572,7 @@ struct Vcpu::Engine {
   // or forget_current_block overwrites them.
   void retire_previous_block(uint64_t next_address) {
     retired += pending;
+    pauses_retired += pending_pauses;
     // QEMU runs each iteration of a REP string instruction as a block that
     // jumps back to the instruction: another iteration is not another
     // instruction, so it stays unretired until the loop leaves it.
@@ -567,6 +581,7 @@ struct Vcpu::Engine {
   }
   void forget_current_block() {
     pending = 0;
+    pending_pauses = 0;
     current = nullptr;
     rep_restart_address = kNoAddress;
   }
@@ -586,6 +601,7 @@ struct Vcpu::Engine {
     first_block_of_run = false;
     current = &block;
     pending = block.count;
+    pending_pauses = block.pauses;
     host_call_cursor = 0;
     rep_restart_address = block.rep_string_tail;
   }
@@ -614,6 +630,9 @@ struct Vcpu::Engine {
   VcpuExit exit_for_error(uc_err err);
   VcpuExit exit_for_unmapped(uint64_t rip, uint64_t linear);
   VcpuExit exit_for_exception();
+  std::optional<VcpuExit> exit_for_monitor_or_mwait(uint64_t rip, uint64_t linear);
+  uint64_t data_segment_base();
+  void retire_emulated_instruction();
   std::optional<VcpuExit> emulate_trap();
   std::optional<VcpuExit> execute_trap(TrapKind kind, uint64_t rip);
   std::string describe(uint64_t address);
@@ -682,6 +701,8 @@ struct Vcpu::Engine {
   // Counting (see the file comment).
   uint64_t retired = 0;
   uint64_t pending = 0;
+  uint64_t pauses_retired = 0;
+  uint32_t pending_pauses = 0;
   uint64_t in_flight = 0;  // during a mid-block host call: its index in the block
   uint64_t budget_end = 0;
   const DecodedBlock* current = nullptr;
@@ -800,7 +821,11 @@ void Vcpu::Engine::stop_at_block(StopCause cause, uint64_t address, bool shadowe
 
 // Ends the accounting of the current block at `rip`, after a stop inside it.
 void Vcpu::Engine::settle_at(uint64_t rip) {
-  if (current) retired += current->instructions_before(rip);
+  if (current) {
+    const uint32_t done = current->instructions_before(rip);
+    retired += done;
+    if (done == current->count) pauses_retired += current->pauses;
+  }
   forget_current_block();
 }
 
@@ -1033,6 +1058,7 @@ VcpuExit Vcpu::Engine::exit_for_error(uc_err err) {
   const uint64_t linear = code_base() + rip;
   switch (err) {
     case UC_ERR_INSN_INVALID: {
+      if (std::optional<VcpuExit> exit = exit_for_monitor_or_mwait(rip, linear)) return *exit;
       std::string detail = fmt::format("invalid opcode at {:#x}: {}", linear, describe(linear));
       settle_at(linear);
       return exit_at(VcpuExit::Reason::InvalidOpcode, rip, std::move(detail));
@@ -1081,6 +1107,54 @@ VcpuExit Vcpu::Engine::exit_for_exception() {
   VcpuExit exit = exit_at(VcpuExit::Reason::Exception, rip, std::move(detail));
   exit.vector = static_cast<int>(exception.vector);
   return exit;
+}
+
+// MONITOR is 0F 01 C8 and MWAIT 0F 01 C9 (SDM Vol. 2), without prefixes:
+// a prefixed form (a segment override on MONITOR, say) stays #UD.
+std::optional<VcpuExit> Vcpu::Engine::exit_for_monitor_or_mwait(uint64_t rip, uint64_t linear) {
+  if (!ram.contains(linear, kIdleInstructionLength)) return std::nullopt;
+  const auto code = ram.bytes(linear, kIdleInstructionLength);
+  if (code[0] != 0x0F || code[1] != 0x01 || (code[2] != 0xC8 && code[2] != 0xC9)) return std::nullopt;
+  // The block holding it began in an STI shadow and it is the block's first
+  // instruction: the shadow covers it (see the file comment).
+  const bool shadowed = entering_shadowed && current && current->start == linear;
+  const bool in_current = current && linear >= current->start && linear < current->end();
+  const CodeSize code_size = in_current ? current->code_size : code_size_from_registers();
+  settle_at(linear);
+  shadow = shadowed;
+  const bool monitor = code[2] == 0xC8;
+  VcpuExit exit = exit_at(monitor ? VcpuExit::Reason::Monitor : VcpuExit::Reason::Mwait, rip,
+                          fmt::format("{} at {:#x}", monitor ? "monitor" : "mwait", linear));
+  exit.operands.eax = static_cast<uint32_t>(read_reg(UC_X86_REG_RAX));
+  exit.operands.ecx = static_cast<uint32_t>(read_reg(UC_X86_REG_RCX));
+  exit.operands.edx = static_cast<uint32_t>(read_reg(UC_X86_REG_RDX));
+  if (monitor) {
+    // DS:rAX with the address size of the code (SDM Vol. 2 MONITOR); in
+    // 64-bit mode DS has no base.
+    switch (code_size) {
+      case CodeSize::Bits64: exit.address = read_reg(UC_X86_REG_RAX); break;
+      case CodeSize::Bits32: exit.address = (data_segment_base() + exit.operands.eax) & 0xFFFF'FFFF; break;
+      case CodeSize::Bits16: exit.address = data_segment_base() + (exit.operands.eax & 0xFFFF); break;
+    }
+  }
+  if (trace_out) trace_instruction(linear, kIdleInstructionLength);
+  return exit;
+}
+
+// DS.base, which Unicorn does not expose either: selector << 4 in real
+// mode, else the GDT/LDT entry (0 when the tables do not describe DS, the
+// flat Multiboot state).
+uint64_t Vcpu::Engine::data_segment_base() {
+  const auto selector = static_cast<uint16_t>(read_reg(UC_X86_REG_DS));
+  if (!(read_reg(UC_X86_REG_CR0) & kCr0ProtectionEnable)) return uint64_t{selector} << 4;
+  const std::optional<SegmentDescriptor> ds = read_descriptor(selector);
+  return ds ? ds->base() : 0;
+}
+
+void Vcpu::Engine::retire_emulated_instruction() {
+  ++retired;
+  shadow = false;
+  write_reg(UC_X86_REG_RIP, read_reg(UC_X86_REG_RIP) + kIdleInstructionLength);
 }
 
 // The trap hook stopped the run in front of the instruction. Emulate it,
@@ -1625,6 +1699,10 @@ void Vcpu::map_mmio(uint64_t base, uint64_t size, MmioHandler& handler) { engine
 void Vcpu::unmap_mmio(uint64_t base, uint64_t size) { engine_->unmap_mmio(base, size); }
 
 void Vcpu::request_stop() { engine_->stop_requested = true; }
+
+void Vcpu::retire_emulated_instruction() { engine_->retire_emulated_instruction(); }
+
+uint64_t Vcpu::pauses() const { return engine_->pauses_retired; }
 
 uint64_t Vcpu::instructions() const { return engine_->retired + engine_->in_flight; }
 

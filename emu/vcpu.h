@@ -44,11 +44,20 @@ struct VcpuExit {
                         // read or write, rip and instructions() stand at the
                         // start of its block (Unicorn 2.0.1 does not say
                         // which instruction of the block it was)
+    Monitor,            // MONITOR (0F 01 C8) or MWAIT (0F 01 C9), which the
+    Mwait,              // engine cannot run: rip is at the instruction, not
+                        // yet retired, and `operands` holds what it reads.
+                        // The machine emulates it and calls
+                        // retire_emulated_instruction(), or raises #UD.
   };
   Reason reason = Reason::QuantumEnd;
   uint64_t rip = 0;        // where the vCPU stands now
   int vector = -1;         // Exception: the vector number
-  uint64_t address = 0;    // UnmappedMemory: the faulting address
+  uint64_t address = 0;    // UnmappedMemory: the faulting address;
+                           // Monitor: the linear address DS:rAX
+  struct {
+    uint32_t eax = 0, ecx = 0, edx = 0;  // Monitor, Mwait: the instruction's operands
+  } operands;
   std::string detail;      // one human-readable line, for diagnostics
 };
 
@@ -185,6 +194,14 @@ class Vcpu {
   // no block boundary consumed (the run ended first, e.g. at HLT) is
   // dropped when the next run() starts.
   void request_stop();
+
+  // Retires the MONITOR or MWAIT that run() stopped at (Reason::Monitor or
+  // Mwait) once the machine has emulated it: RIP steps over its 3 bytes and
+  // an STI shadow that covered it is over.
+  void retire_emulated_instruction();
+
+  // PAUSE instructions retired since construction (spin-loop iterations).
+  uint64_t pauses() const;
 
   // Instructions retired since construction. During a VcpuHost callback it
   // counts the instructions retired before the one that made the call. A

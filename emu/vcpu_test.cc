@@ -1683,5 +1683,93 @@ TEST_F(VcpuTest, MmioWindowMustBeWholePagesOutsideRam) {
   EXPECT_THROW(cpu.map_mmio(kApicBase, 4096, apic), std::invalid_argument);
 }
 
+// --- MONITOR, MWAIT and PAUSE ---------------------------------------------
+
+TEST_F(VcpuTest, MonitorStopsAtTheInstructionWithItsOperands) {
+  boot32({
+      0xb8, 0x40, 0x50, 0x00, 0x00,  // 1000: mov eax, 0x5040
+      0x31, 0xc9,                    // 1005: xor ecx, ecx
+      0xba, 0x07, 0x00, 0x00, 0x00,  // 1007: mov edx, 7
+      0x0f, 0x01, 0xc8,              // 100c: monitor
+      0xf4,                          // 100f: hlt
+  });
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::Monitor);
+  EXPECT_EQ(exit.rip, 0x100cu);
+  EXPECT_EQ(exit.address, 0x5040u) << "DS:EAX with the flat Multiboot DS";
+  EXPECT_EQ(exit.operands.ecx, 0u);
+  EXPECT_EQ(exit.operands.edx, 7u);
+  EXPECT_EQ(cpu.instructions(), 3u) << "MONITOR is not retired until the machine emulated it";
+  cpu.retire_emulated_instruction();
+  EXPECT_EQ(cpu.instructions(), 4u);
+  const VcpuExit halted = run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(halted.rip, 0x1010u);
+  EXPECT_EQ(cpu.instructions(), 5u);
+}
+
+TEST_F(VcpuTest, MwaitStopsWithItsHintAndExtensions) {
+  boot64({
+      0xb8, 0xf0, 0x00, 0x00, 0x00,  // mov eax, 0xf0
+      0xb9, 0x01, 0x00, 0x00, 0x00,  // mov ecx, 1
+      0x0f, 0x01, 0xc9,              // mwait
+      0xf4,                          // hlt
+  });
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::Mwait);
+  EXPECT_EQ(exit.rip, kSnippet64 + 10);
+  EXPECT_EQ(exit.operands.eax, 0xf0u);
+  EXPECT_EQ(exit.operands.ecx, 1u);
+  cpu.retire_emulated_instruction();
+  EXPECT_EQ(run_expecting(VcpuExit::Reason::Halt).rip, kSnippet64 + 14);
+}
+
+TEST_F(VcpuTest, MonitorIn64BitCodeTakesAllOfRax) {
+  boot64({
+      0x48, 0xb8, 0x00, 0x10, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,  // mov rax, 0x100001000
+      0x0f, 0x01, 0xc8,                                            // monitor
+  });
+  EXPECT_EQ(run_expecting(VcpuExit::Reason::Monitor).address, 0x1'0000'1000u);
+}
+
+TEST_F(VcpuTest, PrefixedMonitorStaysInvalidOpcode) {
+  boot32({
+      0x2e, 0x0f, 0x01, 0xc8,  // 1000: cs monitor
+  });
+  run_expecting(VcpuExit::Reason::InvalidOpcode);
+}
+
+// `sti; mwait`: MWAIT sits in the STI shadow, so no interrupt may come in
+// between (the guest would sleep with its wakeup already taken).
+TEST_F(InjectionTest, StiShadowCoversAnMwaitUntilItIsRetired) {
+  write_gdt32();
+  write_idtr(0x7FF);
+  set_gate32(0x20, 0x1100);
+  load(0x1100, kHandlerIncEcx32);
+  boot32(kProtectedModeSetup + Bytes{
+                                   0xfb,              // 1013: sti
+                                   0x0f, 0x01, 0xc9,  // 1014: mwait
+                                   0xf4,              // 1017: hlt
+                               });
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::Mwait);
+  EXPECT_EQ(exit.rip, 0x1014u);
+  EXPECT_FALSE(cpu.interrupt_window_open()) << "MWAIT is in the STI shadow";
+  cpu.retire_emulated_instruction();
+  EXPECT_TRUE(cpu.interrupt_window_open());
+  ASSERT_TRUE(cpu.inject_interrupt(0x20));
+  const VcpuExit halted = run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(halted.rip, 0x1018u) << "IRET returns past the MWAIT";
+}
+
+TEST_F(VcpuTest, PausesAreCounted) {
+  boot32({
+      0xb9, 0x0a, 0x00, 0x00, 0x00,  // 1000: mov ecx, 10
+      0xf3, 0x90,                    // 1005: pause
+      0x49,                          // 1007: dec ecx
+      0x75, 0xfb,                    // 1008: jnz 0x1005
+      0xf4,                          // 100a: hlt
+  });
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(cpu.pauses(), 10u);
+  EXPECT_EQ(cpu.instructions(), 1u + 10 * 3 + 1);
+}
+
 }  // namespace
 }  // namespace topolab
