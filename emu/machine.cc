@@ -1,6 +1,7 @@
 #include "emu/machine.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -27,6 +28,16 @@ constexpr uint64_t kApicBaseExtd = 1u << 10;    // IA32_APIC_BASE.EXTD: x2APIC m
 constexpr uint32_t kLeaf7EcxPku = 1u << 3;
 constexpr uint32_t kLeaf7EcxOspke = 1u << 4;
 constexpr uint8_t kInvalidOpcodeVector = 6;
+// APIC registers a KVM host with APICv virtualises (no exit) and the ICR.
+constexpr uint32_t kApicTprOffset = 0x80, kApicEoiOffset = 0xB0, kApicIcrLowOffset = 0x300;
+constexpr uint32_t kX2ApicTprMsr = 0x808, kX2ApicEoiMsr = 0x80B, kX2ApicIcrMsr = 0x830, kX2ApicSelfIpiMsr = 0x83F;
+// MONITOR/MWAIT (SDM Vol. 2): the monitored line of CPUID.05H, the MWAIT
+// extension "interrupts break MWAIT even with IF = 0" (ECX[0], enumerated
+// by CPUID.05H:ECX[1]), and the hints valid when CPUID.05H:EDX enumerates
+// no sub-states: C1 (0x00) and C0 (0xF0).
+constexpr uint64_t kMonitorLine = 64;
+constexpr uint32_t kMwaitBreakOnInterrupt = 1u << 0;
+constexpr uint32_t kMwaitHintC1 = 0x00, kMwaitHintC0 = 0xF0;
 constexpr uint8_t kGeneralProtectionVector = 13;
 
 constexpr uint64_t kMaxRamMib = 3 * 1024;  // below the 32-bit PCI hole and the APIC page
@@ -99,7 +110,7 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
         apic_(LocalApicConfig{.apic_id = machine.cpuid_.topology().apic_id(index),
                               .bsp = index == 0,
                               .x2apic_supported = machine.cpuid_.cpu().has("x2apic"),
-                              .tsc_hz = VirtualClock::kTscHz}),
+                              .tsc_hz = machine.config_.cost.tsc_hz()}),
         state_(index == 0 ? State::Running : State::WaitForSipi) {
     // With APIC IDs past 254, firmware hands over every APIC in x2APIC mode
     // (xAPIC cannot address them), as a BIOS does and Linux expects.
@@ -135,8 +146,20 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   void set_nmi_pending(bool pending) { nmi_pending_ = pending; }
 
   uint64_t instructions() const { return vcpu_ ? vcpu_->instructions() : 0; }
-  // Virtual time: what it executed, plus what it spent halted or waiting.
-  uint64_t now() const { return VirtualClock::ns_for_cycles(VirtualClock::cycles_for(instructions())) + idle_ns_; }
+  uint64_t pauses() const { return vcpu_ ? vcpu_->pauses() : 0; }
+  uint64_t run_ns() const { return machine_.config_.cost.ns_for_instructions(instructions()); }
+  // Virtual time: what it executed, plus what it spent in exits, halted or
+  // waiting.
+  uint64_t now() const { return run_ns() + exit_ns_ + idle_ns_; }
+
+  // A modelled VM exit: its count, and its cost on this vCPU's clock.
+  void charge_exit(ExitKind kind) {
+    uint64_t ns = machine_.config_.cost.exit_ns(kind);
+    VcpuStats& s = machine_.stats_.vcpu(index_);
+    ++s.exits[static_cast<size_t>(kind)];
+    s.exit_ns += ns;
+    exit_ns_ += ns;
+  }
 
   // Moves a vCPU that was not running forward to `at_ns` (it waited).
   void catch_up(uint64_t at_ns) {
@@ -146,13 +169,69 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
 
   void halt() {
     state_ = State::Halted;
+    in_mwait_ = false;
     ++machine_.stats_.vcpu(index_).hlt_entries;
     halted_since_ = now();
   }
 
-  void wake(uint64_t at_ns, WakeCause cause) {
-    catch_up(at_ns);
-    if (state_ == State::Halted) machine_.stats_.vcpu(index_).halted_ns += now() - halted_since_;
+  // MONITOR: arms the line with a copy of what it holds now.
+  void arm_monitor(uint64_t line) {
+    monitor_line_ = line;
+    monitor_armed_ = true;
+    ever_monitored_ = true;
+    auto bytes = machine_.ram_.bytes(line, kMonitorLine);
+    std::copy(bytes.begin(), bytes.end(), monitor_snapshot_.begin());
+  }
+  bool ever_monitored() const { return ever_monitored_; }
+  bool monitor_armed() const { return monitor_armed_; }
+  void disarm_monitor() { monitor_armed_ = false; }
+  // The armed line no longer holds what MONITOR saw: a store hit it. (A
+  // store of the same bytes is missed: docs/deviations.md.)
+  bool monitored_line_changed() const {
+    auto bytes = machine_.ram_.bytes(monitor_line_, kMonitorLine);
+    return !std::equal(bytes.begin(), bytes.end(), monitor_snapshot_.begin());
+  }
+  bool parked_in_mwait() const { return state_ == State::Halted && in_mwait_; }
+  void park_in_mwait(bool break_on_interrupt) {
+    state_ = State::Halted;
+    in_mwait_ = true;
+    mwait_breaks_on_interrupt_ = break_on_interrupt;
+    halted_since_ = now();
+  }
+
+  // Resumes a halted vCPU for an event at `event_ns`, as the cost model
+  // says: after a passed-through MWAIT, once out of C1; after a HLT (or a
+  // trapped MWAIT), at once if the event was already there when it halted,
+  // soon if the host was still halt-polling, else after a host wakeup.
+  void wake(uint64_t event_ns, WakeCause cause) {
+    if (state_ == State::Halted) {
+      const CostModel& cost = machine_.config_.cost;
+      VcpuStats& s = machine_.stats_.vcpu(index_);
+      const uint64_t event = std::max(event_ns, halted_since_);
+      const uint64_t waited = event - halted_since_;
+      uint64_t resume = event;
+      if (in_mwait_) {
+        // Passed through: out of C1. Trapped: the guest was spinning
+        // through MWAIT exits, busy too, and sees the event at once.
+        if (cost.mwait_passthrough) resume = event + cost.mwait_wake_ns;
+        s.host_mwait_ns += resume - halted_since_;
+      } else if (waited > 0 && waited <= cost.halt_poll_ns) {
+        ++s.halt_poll_hits;
+        s.host_poll_ns += waited;
+        resume = event + cost.poll_wake_ns;
+      } else if (waited > 0) {
+        if (cost.halt_poll_ns) {
+          ++s.halt_poll_misses;
+          s.host_poll_ns += cost.halt_poll_ns;
+        }
+        resume = event + cost.halt_wake_ns;
+      }
+      catch_up(resume);
+      s.halted_ns += now() - halted_since_;
+      leave_mwait();
+    } else {
+      catch_up(event_ns);
+    }
     state_ = State::Running;
     machine_.stats_.record_wake(index_, cause);
   }
@@ -160,6 +239,8 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   void enter_wait_for_sipi() {
     if (state_ == State::Halted) machine_.stats_.vcpu(index_).halted_ns += now() - halted_since_;
     state_ = State::WaitForSipi;
+    leave_mwait();
+    ever_monitored_ = false;
     if (vcpu_) vcpu_->reset_for_init();
     nmi_pending_ = false;
   }
@@ -173,15 +254,21 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
     machine_.stats_.record_wake(index_, WakeCause::Sipi);
   }
 
-  // Its APIC timer could end a halt: unmasked, and the vCPU takes interrupts.
-  bool timer_can_wake() const {
-    return state_ == State::Halted && apic_.timer_interrupts() && vcpu_->interrupt_window_open();
+  // An interrupt ends the halt: the vCPU would take it now, or it waits in
+  // an MWAIT whose ECX[0] makes interrupts break it even with IF = 0.
+  bool interrupt_ends_halt() const {
+    return vcpu_->interrupt_window_open() || (in_mwait_ && mwait_breaks_on_interrupt_);
   }
 
-  // A halted vCPU resumes for an NMI, or an interrupt it would take now.
+  // Its APIC timer could end a halt: unmasked, and an interrupt ends it.
+  bool timer_can_wake() const {
+    return state_ == State::Halted && apic_.timer_interrupts() && interrupt_ends_halt();
+  }
+
+  // A halted vCPU resumes for an NMI, or an interrupt that ends its halt.
   bool can_wake() const {
     if (state_ != State::Halted) return false;
-    return (nmi_pending_ && !vcpu_->nmi_blocked()) || (apic_.pending_vector() && vcpu_->interrupt_window_open());
+    return (nmi_pending_ && !vcpu_->nmi_blocked()) || (apic_.pending_vector() && interrupt_ends_halt());
   }
 
   // The APIC page follows IA32_APIC_BASE: it moves with the base and is
@@ -208,16 +295,26 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
 
   // VcpuHost
   CpuidRegs cpuid(uint32_t leaf, uint32_t subleaf) override {
+    charge_exit(ExitKind::Cpuid);
     CpuidRegs r = machine_.cpuid_.query(index_, leaf, subleaf);
     // CPUID.07H:ECX[4] OSPKE mirrors CR4.PKE (SDM): the one leaf bit that
     // follows guest state, now that no model offers XSAVE (OSXSAVE).
     if (leaf == 7 && subleaf == 0 && (r.ecx & kLeaf7EcxPku) && (vcpu_->state().cr4 & kCr4Pke)) r.ecx |= kLeaf7EcxOspke;
     return r;
   }
-  uint32_t port_in(uint16_t port, unsigned size) override { return machine_.ports_.read(port, size); }
-  void port_out(uint16_t port, unsigned size, uint32_t value) override { machine_.ports_.write(port, size, value); }
+  uint32_t port_in(uint16_t port, unsigned size) override {
+    charge_exit(ExitKind::Io);
+    return machine_.ports_.read(port, size);
+  }
+  void port_out(uint16_t port, unsigned size, uint32_t value) override {
+    charge_exit(ExitKind::Io);
+    machine_.ports_.write(port, size, value);
+  }
 
   std::optional<uint64_t> read_msr(uint32_t msr) override {
+    // APICv reads the APIC's registers without an exit.
+    if (LocalApic::is_apic_msr(msr) && msr != LocalApic::MSR_IA32_APIC_BASE) return apic_.rdmsr(msr, now());
+    charge_exit(ExitKind::Msr);
     if (LocalApic::is_apic_msr(msr)) return apic_.rdmsr(msr, now());
     switch (msr) {
       case kMsrTsc: return read_tsc();
@@ -231,16 +328,20 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   bool write_msr(uint32_t msr, uint64_t value) override {
     if (LocalApic::is_apic_msr(msr)) {
       const auto timer_before = apic_.next_timer_event();
-      LocalApic::MsrWrite w = apic_.wrmsr(msr, value, now());
+      const uint64_t at = now();
+      charge_apic_write_exit(msr == kX2ApicIcrMsr, msr == kX2ApicEoiMsr || msr == kX2ApicTprMsr ||
+                                                       msr == kX2ApicSelfIpiMsr);
+      LocalApic::MsrWrite w = apic_.wrmsr(msr, value, at);
       if (w.gp) return false;
-      if (w.message) send(*w.message);
+      if (w.message) send(*w.message, at);
       if (msr == LocalApic::MSR_IA32_APIC_BASE) vcpu_->request_stop();  // the page moves or goes
       stop_if_apic_needs_attention(timer_before);
       return true;
     }
+    charge_exit(ExitKind::Msr);
     switch (msr) {
       case kMsrTsc:
-        tsc_offset_ = static_cast<int64_t>(value - VirtualClock::cycles_for_ns(now()));
+        tsc_offset_ = static_cast<int64_t>(value - machine_.config_.cost.tsc_for_ns(now()));
         return true;
       case kMsrMiscEnable: return true;
       case kMsrTscAux:
@@ -251,7 +352,7 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
     }
   }
 
-  uint64_t read_tsc() override { return VirtualClock::cycles_for_ns(now()) + static_cast<uint64_t>(tsc_offset_); }
+  uint64_t read_tsc() override { return machine_.config_.cost.tsc_for_ns(now()) + static_cast<uint64_t>(tsc_offset_); }
 
   // MmioHandler: the xAPIC page.
   uint64_t read(uint64_t offset, unsigned size) override {
@@ -259,8 +360,11 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   }
   void write(uint64_t offset, unsigned size, uint64_t value) override {
     const auto timer_before = apic_.next_timer_event();
-    if (auto message = apic_.mmio_write(static_cast<uint32_t>(offset), size, static_cast<uint32_t>(value), now()))
-      send(*message);
+    const uint64_t at = now();
+    const auto reg = static_cast<uint32_t>(offset) & ~0xFu;
+    charge_apic_write_exit(reg == kApicIcrLowOffset, reg == kApicEoiOffset || reg == kApicTprOffset);
+    if (auto message = apic_.mmio_write(static_cast<uint32_t>(offset), size, static_cast<uint32_t>(value), at))
+      send(*message, at);
     stop_if_apic_needs_attention(timer_before);
   }
 
@@ -277,10 +381,27 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
     if (apic_.pending_vector() || apic_.next_timer_event() != timer_before) vcpu_->request_stop();
   }
 
-  // An ICR write: routed once this slice ends, at the sender's time.
-  void send(const ApicMessage& message) {
-    machine_.pending_messages_.push_back({index_, message, now()});
+  // An ICR write: routed once this slice ends, at the time the host (or,
+  // with IPI virtualisation, the CPU) sends it.
+  void send(const ApicMessage& message, uint64_t written_ns) {
+    const CostModel& cost = machine_.config_.cost;
+    machine_.pending_messages_.push_back({index_, message, written_ns + (cost.ipiv ? 0 : cost.icr_send_ns)});
     vcpu_->request_stop();
+  }
+
+  // With APICv, EOI, TPR and self-IPI writes stay in the guest; an ICR
+  // write exits unless IPIs are virtualised; any other write exits.
+  void charge_apic_write_exit(bool icr, bool virtualised) {
+    if (icr) {
+      if (!machine_.config_.cost.ipiv) charge_exit(ExitKind::Icr);
+    } else if (!virtualised) {
+      charge_exit(ExitKind::Apic);
+    }
+  }
+
+  void leave_mwait() {
+    in_mwait_ = false;
+    monitor_armed_ = false;
   }
 
   Machine& machine_;
@@ -288,8 +409,16 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   LocalApic apic_;
   std::unique_ptr<Vcpu> vcpu_;
   State state_;
-  uint64_t idle_ns_ = 0;
+  uint64_t idle_ns_ = 0;  // halted, waiting to resume, or waiting for SIPI
+  uint64_t exit_ns_ = 0;  // in modelled VM exits
   uint64_t halted_since_ = 0;
+  // MONITOR/MWAIT.
+  bool in_mwait_ = false;  // while Halted: parked by MWAIT, not HLT
+  bool mwait_breaks_on_interrupt_ = false;
+  bool monitor_armed_ = false;
+  bool ever_monitored_ = false;
+  uint64_t monitor_line_ = 0;
+  std::array<uint8_t, kMonitorLine> monitor_snapshot_{};
   bool nmi_pending_ = false;
   int64_t tsc_offset_ = 0;
   uint64_t tsc_aux_ = 0;
@@ -312,6 +441,7 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
           .ram_size = ram_.size()}),
       pic_master_(PicStub::Role::kMaster),
       pic_slave_(PicStub::Role::kSlave),
+      measure_port_([this](MeasurePort::Mark mark) { on_measure_mark(mark); }),
       stats_(cpuid_.topology().cpus()) {
   if (!std::isfinite(config.time_limit_seconds) || config.time_limit_seconds <= 0 ||
       config.time_limit_seconds > MachineConfig::kMaxTimeLimitSeconds)
@@ -323,6 +453,7 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
   ports_.attach(FwCfg::kBase, FwCfg::kPortCount, fw_cfg_);
   ports_.attach(PicStub::kMasterBase, PicStub::kPortCount, pic_master_);
   ports_.attach(PicStub::kSlaveBase, PicStub::kPortCount, pic_slave_);
+  ports_.attach(MeasurePort::kBase, MeasurePort::kPortCount, measure_port_);
 
   build_acpi_tables(ram_, cpuid_.topology());
   std::vector<uint8_t> image = read_image_file(config.image, ram_.size());
@@ -349,16 +480,54 @@ RunResult Machine::finish(RunResult::Outcome outcome, std::string diagnosis) {
   result.outcome = outcome;
   result.diagnosis = std::move(diagnosis);
   if (outcome == RunResult::Outcome::GuestExit) result.guest_value = debug_exit_.value();
+  settle_stats();
   for (const auto& cpu : cpus_) {
-    stats_.vcpu(cpu->index()).instructions = cpu->instructions();
     result.instructions += cpu->instructions();
     result.virtual_ns = std::max(result.virtual_ns, cpu->now());
   }
-  // vCPUs still halted at the end were halted until the end.
+  // vCPUs still halted at the end were halted until the end; a passed-through
+  // MWAIT kept its host CPU busy that long.
   for (const auto& cpu : cpus_)
-    if (cpu->state() == Cpu::State::Halted)
-      stats_.vcpu(cpu->index()).halted_ns += result.virtual_ns - cpu->halted_since();
+    if (cpu->state() == Cpu::State::Halted) {
+      VcpuStats& s = stats_.vcpu(cpu->index());
+      const uint64_t rest = result.virtual_ns - std::min(result.virtual_ns, cpu->halted_since());
+      s.halted_ns += rest;
+      if (cpu->parked_in_mwait()) s.host_mwait_ns += rest;
+    }
+  // A window the guest began but did not end ends with the run.
+  if (window_begin_ && (!window_ || !window_->ended_by_guest)) {
+    window_ = MeasureWindow{.begin_ns = window_->begin_ns,
+                            .end_ns = result.virtual_ns,
+                            .ended_by_guest = false,
+                            .stats = stats_.minus(*window_begin_)};
+  }
   return result;
+}
+
+void Machine::settle_stats() {
+  for (const auto& cpu : cpus_) {
+    VcpuStats& s = stats_.vcpu(cpu->index());
+    s.instructions = cpu->instructions();
+    s.run_ns = cpu->run_ns();
+    s.pauses = cpu->pauses();
+  }
+}
+
+// Begin and End take the time of the vCPU that wrote the port. Halt and
+// poll times accrue when a vCPU resumes, so a vCPU halted across a mark
+// brings its whole halt into the window it resumes in.
+void Machine::on_measure_mark(MeasurePort::Mark mark) {
+  const uint64_t at = running_ ? running_->now() : 0;
+  settle_stats();
+  if (mark == MeasurePort::Mark::Begin) {
+    window_begin_ = stats_;
+    window_ = MeasureWindow{.begin_ns = at, .end_ns = at, .ended_by_guest = false, .stats = Stats(0)};
+    return;
+  }
+  if (!window_begin_ || !window_ || window_->ended_by_guest) return;  // an end without a begin
+  window_->end_ns = at;
+  window_->ended_by_guest = true;
+  window_->stats = stats_.minus(*window_begin_);
 }
 
 // Halted vCPUs whose APIC timer fires before `horizon_ns` wake at that time,
@@ -454,11 +623,14 @@ void Machine::route(unsigned sender, const ApicMessage& message, uint64_t at_ns)
     return;
   }
   for (Cpu* target : targets) {
-    // A running target whose clock is still behind the send must not see the
-    // IPI before it was sent: it waits in the target's inbox until then.
-    if (target->state() == Cpu::State::Running && target->now() < at_ns) {
-      target->defer({sender, message, at_ns});
-      continue;
+    // A running target sees the IPI ipi_running_ns after the send (a self
+    // IPI at once): one whose clock is behind that waits for it in its inbox.
+    if (target->state() == Cpu::State::Running) {
+      const uint64_t arrival = at_ns + (target->index() == sender ? 0 : config_.cost.ipi_running_ns);
+      if (target->now() < arrival) {
+        target->defer({sender, message, arrival});
+        continue;
+      }
     }
     deliver(sender, *target, message, at_ns);
   }
@@ -510,6 +682,7 @@ std::optional<RunResult> Machine::handle_exit(Cpu& cpu, const VcpuExit& exit) {
     case VcpuExit::Reason::StopRequested:
       return std::nullopt;
     case VcpuExit::Reason::Halt:
+      cpu.charge_exit(ExitKind::Hlt);
       cpu.halt();
       // A halted vCPU's clock jumps to whatever wakes it: IPIs already sent
       // to it arrive now, each at its own time.
@@ -524,8 +697,95 @@ std::optional<RunResult> Machine::handle_exit(Cpu& cpu, const VcpuExit& exit) {
       if (exit.vector < 0 || exit.vector > 255) return crash(exit.detail);
       return reflect(static_cast<uint8_t>(exit.vector));
     case VcpuExit::Reason::UnmappedMemory: return crash(exit.detail);
+    case VcpuExit::Reason::Monitor:
+    case VcpuExit::Reason::Mwait:
+      if (!cpuid_.cpu().has("monitor")) {
+        // No MONITOR/MWAIT in this model (CPUID.01H:ECX[3]): #UD, as on hardware.
+        VcpuExit ud = exit;
+        ud.detail = fmt::format("invalid opcode: {} (the CPU model has no MONITOR/MWAIT; add +monitor to -cpu)",
+                                exit.detail);
+        Injection injection = vcpu.inject_exception(kInvalidOpcodeVector, std::nullopt);
+        if (injection) return std::nullopt;
+        return crash(fmt::format("{}; no usable handler: {}", ud.detail, injection.detail));
+      }
+      return exit.reason == VcpuExit::Reason::Monitor ? emulate_monitor(cpu, exit) : emulate_mwait(cpu, exit);
   }
   return crash(exit.detail);
+}
+
+// MONITOR (SDM Vol. 2): arms the 64-byte line holding DS:rAX. ECX holds
+// extensions, of which none exist (#GP otherwise); EDX hints are ignored.
+std::optional<RunResult> Machine::emulate_monitor(Cpu& cpu, const VcpuExit& exit) {
+  Vcpu& vcpu = *cpu.vcpu();
+  if (exit.operands.ecx != 0) {
+    if (Injection injection = vcpu.inject_exception(kGeneralProtectionVector, 0); !injection)
+      return finish(RunResult::Outcome::Crashed,
+                    fmt::format("guest crashed: MONITOR with ECX {:#x} raised #GP; no usable handler: {} (cpu {} RIP {:#x})",
+                                exit.operands.ecx, injection.detail, cpu.index(), exit.rip));
+    return std::nullopt;
+  }
+  const uint64_t line = exit.address & ~(kMonitorLine - 1);
+  if (!ram_.contains(line, kMonitorLine))
+    return finish(RunResult::Outcome::Crashed,
+                  fmt::format("guest error: cpu {} MONITOR at RIP {:#x} on {:#x}, which is not RAM ({}); topolab "
+                              "watches stores to RAM only",
+                              cpu.index(), exit.rip, exit.address,
+                              exit.address >= LocalApic::kDefaultBase && exit.address < LocalApic::kDefaultBase + LocalApic::kMmioSize
+                                  ? "the local APIC page"
+                                  : "MMIO or unmapped"));
+  if (!config_.cost.mwait_passthrough) cpu.charge_exit(ExitKind::Monitor);
+  cpu.arm_monitor(line);
+  ++stats_.vcpu(cpu.index()).monitor_arms;
+  vcpu.retire_emulated_instruction();
+  return std::nullopt;
+}
+
+// MWAIT (SDM Vol. 2): waits for a store to the armed line, an interrupt
+// (with IF = 0 too when ECX[0] is set), NMI, INIT or SIPI. Without an armed
+// line it does nothing, as the SDM says; never having armed one at all is
+// reported as the guest bug it is.
+std::optional<RunResult> Machine::emulate_mwait(Cpu& cpu, const VcpuExit& exit) {
+  Vcpu& vcpu = *cpu.vcpu();
+  const uint32_t hint = exit.operands.eax, extensions = exit.operands.ecx;
+  if (extensions & ~kMwaitBreakOnInterrupt) {
+    if (Injection injection = vcpu.inject_exception(kGeneralProtectionVector, 0); !injection)
+      return finish(RunResult::Outcome::Crashed,
+                    fmt::format("guest crashed: MWAIT with ECX {:#x} raised #GP; no usable handler: {} (cpu {} RIP {:#x})",
+                                extensions, injection.detail, cpu.index(), exit.rip));
+    return std::nullopt;
+  }
+  if (hint != kMwaitHintC1 && hint != kMwaitHintC0)
+    return finish(RunResult::Outcome::Crashed,
+                  fmt::format("guest error: cpu {} MWAIT at RIP {:#x} with hint EAX {:#x}: this CPU model enumerates no "
+                              "C-state sub-states (CPUID.05H:EDX = 0), so only 0x0 (C1) and 0xf0 (C0) are valid",
+                              cpu.index(), exit.rip, hint));
+  if (!cpu.ever_monitored())
+    return finish(RunResult::Outcome::Crashed,
+                  fmt::format("guest error: cpu {} MWAIT at RIP {:#x} with no MONITOR before it: nothing could wake it "
+                              "by a store",
+                              cpu.index(), exit.rip));
+  if (!config_.cost.mwait_passthrough) cpu.charge_exit(ExitKind::Mwait);
+  VcpuStats& s = stats_.vcpu(cpu.index());
+  ++s.mwait_entries;
+  ++s.mwait_hints[hint];
+  vcpu.retire_emulated_instruction();
+  if (!cpu.monitor_armed()) return std::nullopt;
+  if (cpu.monitored_line_changed()) {  // the store came between MONITOR and MWAIT
+    cpu.disarm_monitor();
+    return std::nullopt;
+  }
+  cpu.park_in_mwait(extensions & kMwaitBreakOnInterrupt);
+  for (const PendingMessage& m : cpu.take_arrivals(std::numeric_limits<uint64_t>::max()))
+    deliver(m.sender, cpu, m.message, m.at_ns);
+  if (cpu.can_wake())
+    cpu.wake(cpu.now(), cpu.nmi_pending() && !vcpu.nmi_blocked() ? WakeCause::Nmi : WakeCause::Interrupt);
+  return std::nullopt;
+}
+
+void Machine::check_monitored_lines(Cpu& writer) {
+  for (auto& cpu : cpus_)
+    if (cpu.get() != &writer && cpu->parked_in_mwait() && cpu->monitored_line_changed())
+      cpu->wake(writer.now(), WakeCause::MwaitStore);
 }
 
 std::string Machine::deadlock_diagnosis() const {
@@ -600,8 +860,7 @@ RunResult Machine::run() {
     uint64_t until = limit_ns;
     if (auto timer = cpu->apic().next_timer_event()) until = std::min(until, *timer);
     if (auto arrival = cpu->next_arrival()) until = std::min(until, *arrival);
-    uint64_t budget = std::max<uint64_t>(1, VirtualClock::cycles_for_ns(until > now ? until - now : 0) /
-                                                VirtualClock::kCyclesPerInstruction);
+    uint64_t budget = std::max<uint64_t>(1, config_.cost.instructions_for_ns(until > now ? until - now : 0));
     // An interrupt waiting out an STI shadow goes in after one instruction.
     if (cpu->apic().pending_vector() && !cpu->vcpu()->interrupt_window_open() &&
         (cpu->vcpu()->state().rflags & kRflagsIf))
@@ -624,6 +883,7 @@ RunResult Machine::run() {
     if (cpu->state() == Cpu::State::WaitForSipi) continue;
     if (debug_exit_.value()) return finish(RunResult::Outcome::GuestExit, "");
     if (auto result = handle_exit(*cpu, exit)) return *result;
+    check_monitored_lines(*cpu);
   }
 }
 

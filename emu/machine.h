@@ -21,14 +21,15 @@
 #include "devices/debug_exit.h"
 #include "devices/fw_cfg.h"
 #include "devices/local_apic.h"
+#include "devices/measure_port.h"
 #include "devices/pic_stub.h"
 #include "devices/port_bus.h"
 #include "devices/uart16550.h"
+#include "emu/cost_model.h"
 #include "emu/cpuid.h"
 #include "emu/guest_ram.h"
 #include "emu/stats.h"
 #include "emu/vcpu.h"
-#include "emu/virtual_clock.h"
 #include "firmware/multiboot.h"
 
 namespace topolab {
@@ -45,6 +46,7 @@ struct MachineConfig {
   static constexpr double kMaxTimeLimitSeconds = 1e6;
   double time_limit_seconds = 5.0;
   uint64_t quantum = 100'000;  // instructions per scheduling slice
+  CostModel cost = CostModel::defaults();
 };
 
 struct RunResult {
@@ -59,6 +61,15 @@ struct RunResult {
   std::string diagnosis;                // one line, for everything but GuestExit
   uint64_t instructions = 0;            // all vCPUs together
   uint64_t virtual_ns = 0;              // the latest vCPU clock
+};
+
+// What happened between the guest's two writes to the measuring port
+// (devices/measure_port.h), or from its begin write to the end of the run.
+struct MeasureWindow {
+  uint64_t begin_ns = 0;
+  uint64_t end_ns = 0;
+  bool ended_by_guest = false;
+  Stats stats{0};  // counters accrued in the window
 };
 
 const char* to_string(RunResult::Outcome outcome);
@@ -77,6 +88,9 @@ class Machine {
 
   const CpuidModel& cpuid() const { return cpuid_; }
   const Stats& stats() const { return stats_; }
+  const CostModel& cost() const { return config_.cost; }
+  // The guest's measuring window, once it began one.
+  const std::optional<MeasureWindow>& window() const { return window_; }
   unsigned vcpu_count() const { return static_cast<unsigned>(cpus_.size()); }
   // Every local APIC's state, like QEMU's `info lapic`.
   std::string describe_apics() const;
@@ -102,6 +116,13 @@ class Machine {
   // Hands one IPI to one target APIC at `at_ns` and acts on what it accepted.
   void deliver(unsigned sender, Cpu& target, const ApicMessage& message, uint64_t at_ns);
   std::optional<RunResult> handle_exit(Cpu& cpu, const VcpuExit& exit);
+  std::optional<RunResult> emulate_monitor(Cpu& cpu, const VcpuExit& exit);
+  std::optional<RunResult> emulate_mwait(Cpu& cpu, const VcpuExit& exit);
+  // Wakes vCPUs parked in MWAIT whose line `writer` changed in its slice.
+  void check_monitored_lines(Cpu& writer);
+  void on_measure_mark(MeasurePort::Mark mark);
+  // Brings the per-vCPU counters that live in the vCPUs up to date.
+  void settle_stats();
   std::string deadlock_diagnosis() const;
   RunResult finish(RunResult::Outcome outcome, std::string diagnosis);
 
@@ -113,6 +134,7 @@ class Machine {
   DebugExit debug_exit_;
   FwCfg fw_cfg_;
   PicStub pic_master_, pic_slave_;
+  MeasurePort measure_port_;
   Stats stats_;
   std::vector<std::unique_ptr<Cpu>> cpus_;
   // ICR writes wait here until the sender's slice ends (see the top).
@@ -120,6 +142,8 @@ class Machine {
   // A guest error found outside a vCPU exit (a reserved ICR delivery mode).
   std::optional<std::string> guest_error_;
   Cpu* running_ = nullptr;
+  std::optional<Stats> window_begin_;
+  std::optional<MeasureWindow> window_;
 };
 
 }  // namespace topolab

@@ -19,6 +19,70 @@ std::string_view to_string(WakeCause cause) {
   return kNames[static_cast<size_t>(cause)];
 }
 
+std::string_view to_string(ExitKind kind) {
+  static constexpr std::string_view kNames[] = {"cpuid", "hlt", "io", "msr", "apic", "icr", "mwait", "monitor"};
+  return kNames[static_cast<size_t>(kind)];
+}
+
+uint64_t VcpuStats::total_exits() const { return std::accumulate(exits.begin(), exits.end(), uint64_t{0}); }
+
+namespace {
+
+template <typename Key>
+std::map<Key, uint64_t> minus_map(const std::map<Key, uint64_t>& now, const std::map<Key, uint64_t>& before) {
+  std::map<Key, uint64_t> out;
+  for (const auto& [key, n] : now) {
+    auto it = before.find(key);
+    uint64_t d = n - (it == before.end() ? 0 : it->second);
+    if (d) out[key] = d;
+  }
+  return out;
+}
+
+template <typename T, size_t N>
+std::array<T, N> minus_array(const std::array<T, N>& now, const std::array<T, N>& before) {
+  std::array<T, N> out{};
+  for (size_t i = 0; i < N; ++i) out[i] = now[i] - before[i];
+  return out;
+}
+
+}  // namespace
+
+VcpuStats VcpuStats::minus(const VcpuStats& e) const {
+  VcpuStats d;
+  d.instructions = instructions - e.instructions;
+  d.hlt_entries = hlt_entries - e.hlt_entries;
+  d.halted_ns = halted_ns - e.halted_ns;
+  d.ipis_sent = minus_array(ipis_sent, e.ipis_sent);
+  d.ipis_received = minus_array(ipis_received, e.ipis_received);
+  d.ipis_sent_by_shorthand = minus_array(ipis_sent_by_shorthand, e.ipis_sent_by_shorthand);
+  d.sent_by_vector = minus_map(sent_by_vector, e.sent_by_vector);
+  d.received_by_vector = minus_map(received_by_vector, e.received_by_vector);
+  d.received_while_halted = received_while_halted - e.received_while_halted;
+  d.received_while_running = received_while_running - e.received_while_running;
+  d.ipis_to_nobody = ipis_to_nobody - e.ipis_to_nobody;
+  d.wakes = minus_array(wakes, e.wakes);
+  d.pauses = pauses - e.pauses;
+  d.monitor_arms = monitor_arms - e.monitor_arms;
+  d.mwait_entries = mwait_entries - e.mwait_entries;
+  d.mwait_hints = minus_map(mwait_hints, e.mwait_hints);
+  d.run_ns = run_ns - e.run_ns;
+  d.exits = minus_array(exits, e.exits);
+  d.exit_ns = exit_ns - e.exit_ns;
+  d.halt_poll_hits = halt_poll_hits - e.halt_poll_hits;
+  d.halt_poll_misses = halt_poll_misses - e.halt_poll_misses;
+  d.host_poll_ns = host_poll_ns - e.host_poll_ns;
+  d.host_mwait_ns = host_mwait_ns - e.host_mwait_ns;
+  return d;
+}
+
+Stats Stats::minus(const Stats& earlier) const {
+  Stats d(vcpu_count());
+  for (unsigned i = 0; i < vcpu_count(); ++i) d.vcpus_[i] = vcpus_[i].minus(earlier.vcpus_.at(i));
+  d.matrix_ = minus_map(matrix_, earlier.matrix_);
+  return d;
+}
+
 uint64_t VcpuStats::total_sent() const { return std::accumulate(ipis_sent.begin(), ipis_sent.end(), uint64_t{0}); }
 
 uint64_t VcpuStats::total_received() const {

@@ -27,10 +27,15 @@ enum class WakeCause : uint8_t { Interrupt, Timer, Nmi, Init, Sipi, MwaitStore }
 inline constexpr size_t kWakeCauses = 6;
 std::string_view to_string(WakeCause cause);
 
+// The kinds of VM exit the cost model charges for (emu/cost_model.h).
+enum class ExitKind : uint8_t { Cpuid, Hlt, Io, Msr, Apic, Icr, Mwait, Monitor };
+inline constexpr size_t kExitKinds = 8;
+std::string_view to_string(ExitKind kind);
+
 struct VcpuStats {
   uint64_t instructions = 0;
   uint64_t hlt_entries = 0;
-  uint64_t halted_ns = 0;
+  uint64_t halted_ns = 0;  // not executing: in HLT or MWAIT, or waiting to resume
   std::array<uint64_t, kIpiModes> ipis_sent{};
   std::array<uint64_t, kIpiModes> ipis_received{};
   std::array<uint64_t, kIpiShorthands> ipis_sent_by_shorthand{};
@@ -41,8 +46,29 @@ struct VcpuStats {
   uint64_t ipis_to_nobody = 0;  // messages that matched no APIC
   std::array<uint64_t, kWakeCauses> wakes{};
 
+  // Idle instructions.
+  uint64_t pauses = 0;
+  uint64_t monitor_arms = 0;
+  uint64_t mwait_entries = 0;
+  std::map<uint32_t, uint64_t> mwait_hints;  // MWAIT EAX -> times
+
+  // The cost model's view (virtual ns). The host CPU is busy while the
+  // vCPU runs guest code (run_ns), handles exits (exit_ns), halt-polls
+  // (host_poll_ns) and waits in a passed-through MWAIT (host_mwait_ns).
+  uint64_t run_ns = 0;
+  std::array<uint64_t, kExitKinds> exits{};
+  uint64_t exit_ns = 0;
+  uint64_t halt_poll_hits = 0;    // woken while the host still polled
+  uint64_t halt_poll_misses = 0;  // the host gave up polling and blocked
+  uint64_t host_poll_ns = 0;
+  uint64_t host_mwait_ns = 0;
+
   uint64_t total_sent() const;
   uint64_t total_received() const;
+  uint64_t total_exits() const;
+  uint64_t host_busy_ns() const { return run_ns + exit_ns + host_poll_ns + host_mwait_ns; }
+  // Every counter minus the same counter of `earlier` (a measuring window).
+  VcpuStats minus(const VcpuStats& earlier) const;
 };
 
 class Stats {
@@ -60,6 +86,10 @@ class Stats {
   void record_send(unsigned source, IpiMode mode, IpiShorthand shorthand, uint8_t vector);
   void record_undeliverable(unsigned source) { ++vcpu(source).ipis_to_nobody; }
   void record_wake(unsigned index, WakeCause cause) { ++vcpu(index).wakes[static_cast<size_t>(cause)]; }
+
+  // Every counter minus `earlier`'s, which must be a copy of this Stats
+  // taken before (a measuring window's begin).
+  Stats minus(const Stats& earlier) const;
 
   // The source -> destination matrix, sparse: 4,096 vCPUs would need 128 MiB dense.
   const std::map<std::pair<unsigned, unsigned>, uint64_t>& ipi_matrix() const { return matrix_; }

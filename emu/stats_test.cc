@@ -51,5 +51,28 @@ TEST(Stats, NamesAreStable) {
   EXPECT_EQ(to_string(WakeCause::MwaitStore), "mwait-store");
 }
 
+TEST(Stats, AWindowIsTheDifferenceOfTwoSnapshots) {
+  Stats stats(2);
+  stats.record_send(0, IpiMode::Fixed, IpiShorthand::None, 0xfd);
+  stats.record_ipi(0, 1, IpiMode::Fixed, 0xfd, true);
+  stats.vcpu(1).exits[static_cast<size_t>(ExitKind::Hlt)] = 3;
+  stats.vcpu(1).mwait_hints[0] = 2;
+  const Stats begin = stats;
+  stats.record_send(0, IpiMode::Fixed, IpiShorthand::None, 0xfb);
+  stats.record_ipi(0, 1, IpiMode::Fixed, 0xfb, false);
+  stats.vcpu(1).exits[static_cast<size_t>(ExitKind::Hlt)] = 5;
+  stats.vcpu(1).mwait_hints[0] = 2;
+  stats.vcpu(1).run_ns = 40;
+  const Stats window = stats.minus(begin);
+  EXPECT_EQ(window.vcpu(1).received_by_vector.count(0xfd), 0u) << "no change, no entry";
+  EXPECT_EQ(window.vcpu(1).received_by_vector.at(0xfb), 1u);
+  EXPECT_EQ(window.vcpu(1).received_while_running, 1u);
+  EXPECT_EQ(window.vcpu(1).received_while_halted, 0u);
+  EXPECT_EQ(window.vcpu(1).exits[static_cast<size_t>(ExitKind::Hlt)], 2u);
+  EXPECT_TRUE(window.vcpu(1).mwait_hints.empty());
+  EXPECT_EQ(window.vcpu(1).host_busy_ns(), 40u);
+  EXPECT_EQ(window.ipi_matrix().at({0, 1}), 1u);
+}
+
 }  // namespace
 }  // namespace topolab

@@ -265,13 +265,20 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run_cmd->add_option("--report-file", run.report_file, "write the report to this file instead");
   run_cmd->add_option("--svg", run.svg_dir, "write ipi-heatmap.svg and topology.svg into this directory");
+  std::string cost_spec;
+  run_cmd->add_option("--cost", cost_spec,
+                      "cost model: key=value,... over the defaults (docs/cost_model.md), or none,... for an ideal "
+                      "machine; e.g. halt_poll_ns=0,ipiv=1");
   run_cmd->add_flag("--info-lapic", run.info_lapic, "dump every local APIC's state at the end, like QEMU's info lapic");
 
   try {
     auto args = qemu_style_to_cli11(argc, argv);
     app.parse(args);
     if (*cpuid_cmd) return run_cpuid(cpuid);
-    if (*run_cmd) return run_machine(run);
+    if (*run_cmd) {
+      run.machine.cost = CostModel::parse(cost_spec, CostModel::defaults());
+      return run_machine(run);
+    }
     if (*models_cmd) {
       for (const auto& m : cpu_models()) fmt::print("{:<16} {}\n", m.name, m.description);
       fmt::print("\nproperties: l3-cache=on|off, vendor=ID, level=N, xlevel=N, model-id=TEXT, and +F / -F / F=on|off for F in:\n ");
