@@ -2,6 +2,7 @@
 // schema is versioned (kRunReportSchema) and documented in docs/report.md.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "emu/cpuid.h"
@@ -17,7 +18,12 @@ struct RunReportInput {
   const CpuidModel& cpuid;
   const Stats& stats;
   const RunResult& result;
+  const std::optional<MeasureWindow>& window;  // the guest's measuring window
 };
+
+// Host CPU use the cost model predicts for `stats` over `elapsed_ns`, in
+// percent of one host CPU (16 busy vCPUs: 1600).
+double host_cpu_percent(const Stats& stats, uint64_t elapsed_ns);
 
 // One line per vCPU (the first 64; a total line after), then the busiest
 // IPI routes.

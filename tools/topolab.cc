@@ -83,7 +83,7 @@ void write_report(const RunOptions& o, const Machine& machine, const RunResult& 
     write("topology.svg", topology_svg(machine.cpuid()));
   }
   if (o.report == "none") return;
-  RunReportInput in{o.machine, machine.cpuid(), machine.stats(), r};
+  RunReportInput in{o.machine, machine.cpuid(), machine.stats(), r, machine.window()};
   std::string text = o.report == "json" ? format_run_json(in) : format_run_table(in);
   if (o.report_file.empty()) {
     fmt::print(stderr, "{}", text);
