@@ -171,7 +171,25 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
     state_ = State::Halted;
     in_mwait_ = false;
     ++machine_.stats_.vcpu(index_).hlt_entries;
-    halted_since_ = now();
+    halted_since_ = accrued_until_ = now();
+    poll_busy_ns_ = machine_.config_.cost.halt_poll_ns;
+  }
+
+  // Books the halt up to `t` (halted time, and host CPU while the host
+  // halt-polls or the vCPU sits in MWAIT), so a measuring window that ends
+  // during a halt gets its share of it.
+  void accrue_idle(uint64_t t) {
+    if (state_ != State::Halted || t <= accrued_until_) return;
+    VcpuStats& s = machine_.stats_.vcpu(index_);
+    s.halted_ns += t - accrued_until_;
+    if (in_mwait_) {
+      s.host_mwait_ns += t - accrued_until_;
+    } else {
+      const uint64_t busy_end = halted_since_ + poll_busy_ns_;
+      const uint64_t from = std::max(accrued_until_, halted_since_), to = std::min(t, busy_end);
+      if (to > from) s.host_poll_ns += to - from;
+    }
+    accrued_until_ = t;
   }
 
   // MONITOR: arms the line with a copy of what it holds now.
@@ -196,7 +214,8 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
     state_ = State::Halted;
     in_mwait_ = true;
     mwait_breaks_on_interrupt_ = break_on_interrupt;
-    halted_since_ = now();
+    halted_since_ = accrued_until_ = now();
+    poll_busy_ns_ = 0;
   }
 
   // Resumes a halted vCPU for an event at `event_ns`, as the cost model
@@ -214,20 +233,16 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
         // Passed through: out of C1. Trapped: the guest was spinning
         // through MWAIT exits, busy too, and sees the event at once.
         if (cost.mwait_passthrough) resume = event + cost.mwait_wake_ns;
-        s.host_mwait_ns += resume - halted_since_;
       } else if (waited > 0 && waited <= cost.halt_poll_ns) {
         ++s.halt_poll_hits;
-        s.host_poll_ns += waited;
         resume = event + cost.poll_wake_ns;
+        poll_busy_ns_ = resume - halted_since_;  // it polled, then entered
       } else if (waited > 0) {
-        if (cost.halt_poll_ns) {
-          ++s.halt_poll_misses;
-          s.host_poll_ns += cost.halt_poll_ns;
-        }
+        if (cost.halt_poll_ns) ++s.halt_poll_misses;
         resume = event + cost.halt_wake_ns;
       }
       catch_up(resume);
-      s.halted_ns += now() - halted_since_;
+      accrue_idle(now());
       leave_mwait();
     } else {
       catch_up(event_ns);
@@ -237,7 +252,7 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   }
 
   void enter_wait_for_sipi() {
-    if (state_ == State::Halted) machine_.stats_.vcpu(index_).halted_ns += now() - halted_since_;
+    accrue_idle(now());
     state_ = State::WaitForSipi;
     leave_mwait();
     ever_monitored_ = false;
@@ -412,6 +427,8 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   uint64_t idle_ns_ = 0;  // halted, waiting to resume, or waiting for SIPI
   uint64_t exit_ns_ = 0;  // in modelled VM exits
   uint64_t halted_since_ = 0;
+  uint64_t accrued_until_ = 0;  // the halt is booked in the stats up to here
+  uint64_t poll_busy_ns_ = 0;   // the host is busy this long from halted_since_
   // MONITOR/MWAIT.
   bool in_mwait_ = false;  // while Halted: parked by MWAIT, not HLT
   bool mwait_breaks_on_interrupt_ = false;
@@ -485,15 +502,8 @@ RunResult Machine::finish(RunResult::Outcome outcome, std::string diagnosis) {
     result.instructions += cpu->instructions();
     result.virtual_ns = std::max(result.virtual_ns, cpu->now());
   }
-  // vCPUs still halted at the end were halted until the end; a passed-through
-  // MWAIT kept its host CPU busy that long.
-  for (const auto& cpu : cpus_)
-    if (cpu->state() == Cpu::State::Halted) {
-      VcpuStats& s = stats_.vcpu(cpu->index());
-      const uint64_t rest = result.virtual_ns - std::min(result.virtual_ns, cpu->halted_since());
-      s.halted_ns += rest;
-      if (cpu->parked_in_mwait()) s.host_mwait_ns += rest;
-    }
+  // vCPUs still halted at the end were halted until the end.
+  for (const auto& cpu : cpus_) cpu->accrue_idle(result.virtual_ns);
   // A window the guest began but did not end ends with the run.
   if (window_begin_ && (!window_ || !window_->ended_by_guest)) {
     window_ = MeasureWindow{.begin_ns = window_->begin_ns,
@@ -513,11 +523,11 @@ void Machine::settle_stats() {
   }
 }
 
-// Begin and End take the time of the vCPU that wrote the port. Halt and
-// poll times accrue when a vCPU resumes, so a vCPU halted across a mark
-// brings its whole halt into the window it resumes in.
+// Begin and End take the time of the vCPU that wrote the port; halts in
+// progress are booked up to it.
 void Machine::on_measure_mark(MeasurePort::Mark mark) {
   const uint64_t at = running_ ? running_->now() : 0;
+  for (const auto& cpu : cpus_) cpu->accrue_idle(at);
   settle_stats();
   if (mark == MeasurePort::Mark::Begin) {
     window_begin_ = stats_;

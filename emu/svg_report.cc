@@ -147,4 +147,66 @@ std::string topology_svg(const CpuidModel& model) {
   return fmt::to_string(out);
 }
 
+std::string bar_chart_svg(const BarChart& chart) {
+  static const char* kColours[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948"};
+  constexpr unsigned kBarWidth = 34, kGroupGap = 30, kPlotHeight = 300, kLeft = 90, kTop = 60, kBottom = 90;
+  const size_t nseries = std::max<size_t>(1, chart.series.size());
+  const unsigned group_width = static_cast<unsigned>(nseries) * kBarWidth + kGroupGap;
+  const unsigned plot_width = std::max<unsigned>(300, static_cast<unsigned>(chart.groups.size()) * group_width);
+  const unsigned width = kLeft + plot_width + 40, height = kTop + kPlotHeight + kBottom;
+  double max = 0;
+  for (const auto& g : chart.groups)
+    for (double v : g.values) max = std::max(max, v);
+  // A round top for the axis: 1, 2 or 5 times a power of ten.
+  double top = 1;
+  if (max > 0) {
+    double p = std::pow(10.0, std::floor(std::log10(max)));
+    top = max <= p ? p : max <= 2 * p ? 2 * p : max <= 5 * p ? 5 * p : 10 * p;
+  }
+  auto y_of = [&](double v) { return kTop + kPlotHeight - kPlotHeight * (v / top); };
+  auto number = [](double v) {
+    return v >= 100 || v == std::floor(v) ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v);
+  };
+
+  fmt::memory_buffer out;
+  appendf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\">\n",
+          width, height);
+  appendf(out, "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
+  appendf(out, "<text x=\"{}\" y=\"24\" font-size=\"15\">{}</text>\n", kLeft, escape(chart.title));
+  for (int tick = 0; tick <= 4; ++tick) {
+    double v = top * tick / 4;
+    appendf(out, "<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n", kLeft, kLeft + plot_width,
+            y_of(v), y_of(v));
+    appendf(out, "<text x=\"{}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"end\" dominant-baseline=\"middle\">{}</text>\n",
+            kLeft - 6, y_of(v), number(v));
+  }
+  appendf(out, "<text x=\"20\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\" transform=\"rotate(-90 20 {})\">{}</text>\n",
+          kTop + kPlotHeight / 2, kTop + kPlotHeight / 2, escape(chart.value_label));
+  for (size_t g = 0; g < chart.groups.size(); ++g) {
+    const auto& group = chart.groups[g];
+    const double x0 = kLeft + kGroupGap / 2.0 + g * group_width;
+    for (size_t s = 0; s < group.values.size(); ++s) {
+      const double v = group.values[s], x = x0 + s * kBarWidth, y = y_of(v);
+      appendf(out, "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{:.1f}\" fill=\"{}\"><title>{}: {}</title></rect>\n",
+              x, y, kBarWidth - 4, kTop + kPlotHeight - y, kColours[s % std::size(kColours)],
+              escape(s < chart.series.size() ? chart.series[s] : ""), number(v));
+      appendf(out, "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"9\" text-anchor=\"middle\">{}</text>\n",
+              x + (kBarWidth - 4) / 2.0, y - 3, number(v));
+      if (s < group.notes.size() && !group.notes[s].empty())
+        appendf(out, "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"9\" text-anchor=\"middle\">{}</text>\n",
+                x + (kBarWidth - 4) / 2.0, y - 13, escape(group.notes[s]));
+    }
+    appendf(out, "<text x=\"{:.1f}\" y=\"{}\" font-size=\"10\" text-anchor=\"end\" transform=\"rotate(-30 {:.1f} {})\">{}</text>\n",
+            x0 + group.values.size() * kBarWidth / 2.0, kTop + kPlotHeight + 16,
+            x0 + group.values.size() * kBarWidth / 2.0, kTop + kPlotHeight + 16, escape(group.label));
+  }
+  for (size_t s = 0; s < chart.series.size(); ++s) {
+    const unsigned x = kLeft + 10 + static_cast<unsigned>(s) * 150;
+    appendf(out, "<rect x=\"{}\" y=\"36\" width=\"12\" height=\"12\" fill=\"{}\"/>\n", x, kColours[s % std::size(kColours)]);
+    appendf(out, "<text x=\"{}\" y=\"46\" font-size=\"11\">{}</text>\n", x + 16, escape(chart.series[s]));
+  }
+  appendf(out, "</svg>\n");
+  return fmt::to_string(out);
+}
+
 }  // namespace topolab

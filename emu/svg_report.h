@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "emu/cpuid.h"
 #include "emu/stats.h"
@@ -16,5 +17,20 @@ std::string ipi_heatmap_svg(const Stats& stats, const Topology& topology);
 // One box per package, die and core; one cell per thread with its CPU
 // index and APIC ID; threads that share Linux's LLC share a colour band.
 std::string topology_svg(const CpuidModel& model);
+
+// A grouped bar chart: one group per label, one bar per series in each,
+// each bar with its value (and an optional note) written on it.
+struct BarChart {
+  std::string title;
+  std::string value_label;          // the y axis
+  std::vector<std::string> series;  // the legend, in bar order
+  struct Group {
+    std::string label;
+    std::vector<double> values;      // one per series
+    std::vector<std::string> notes;  // empty, or one per series
+  };
+  std::vector<Group> groups;
+};
+std::string bar_chart_svg(const BarChart& chart);
 
 }  // namespace topolab

@@ -40,5 +40,23 @@ TEST(TopologyPicture, EveryCpuOnceColouredByItsLlc) {
   EXPECT_NE(svg.find("package 1"), std::string::npos);
 }
 
+TEST(BarChartSvg, DrawsOneBarPerValueWithItsNumber) {
+  BarChart chart{.title = "RES IPIs <per s>",
+                 .value_label = "IPI/s",
+                 .series = {"l3-cache=off", "l3-cache=on"},
+                 .groups = {{.label = "8 vCPUs", .values = {560000, 40000}, .notes = {"", "-93%"}},
+                            {.label = "16 vCPUs", .values = {0, 12.5}, .notes = {}}}};
+  const std::string svg = bar_chart_svg(chart);
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("RES IPIs &lt;per s&gt;"), std::string::npos);
+  EXPECT_NE(svg.find(">560000<"), std::string::npos);
+  EXPECT_NE(svg.find(">12.5<"), std::string::npos);
+  EXPECT_NE(svg.find(">-93%<"), std::string::npos);
+  size_t bars = 0;
+  for (size_t at = svg.find("<rect x="); at != std::string::npos; at = svg.find("<rect x=", at + 1)) ++bars;
+  EXPECT_EQ(bars, 4u + 2u) << "four bars and two legend swatches";
+  EXPECT_EQ(svg, bar_chart_svg(chart)) << "the same chart gives the same bytes";
+}
+
 }  // namespace
 }  // namespace topolab

@@ -1771,5 +1771,122 @@ TEST_F(VcpuTest, PausesAreCounted) {
   EXPECT_EQ(cpu.instructions(), 1u + 10 * 3 + 1);
 }
 
+TEST_F(VcpuTest, MonitorInALoopStopsEveryTime) {
+  boot32({
+      0xbb, 0x03, 0x00, 0x00, 0x00,  // 1000: mov ebx, 3
+      0xb8, 0x40, 0x50, 0x00, 0x00,  // 1005: mov eax, 0x5040
+      0x0f, 0x01, 0xc8,              // 100a: monitor
+      0x4b,                          // 100d: dec ebx
+      0x75, 0xf5,                    // 100e: jnz 0x1005
+      0xf4,                          // 1010: hlt
+  });
+  for (int i = 0; i < 3; ++i) {
+    const VcpuExit exit = run_expecting(VcpuExit::Reason::Monitor);
+    EXPECT_EQ(exit.rip, 0x100au);
+    cpu.retire_emulated_instruction();
+  }
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(cpu.instructions(), 1u + 3 * 4 + 1);
+}
+
+TEST_F(VcpuTest, MonitorAsTheFirstInstructionOfARunStops) {
+  boot32({
+      0xb8, 0x40, 0x50, 0x00, 0x00,  // 1000: mov eax, 0x5040
+      0xeb, 0x00,                    // 1005: jmp 0x1007 (ends the block)
+      0x0f, 0x01, 0xc8,              // 1007: monitor
+      0xf4,                          // 100a: hlt
+  });
+  const VcpuExit quantum = run_expecting(VcpuExit::Reason::QuantumEnd, 2);
+  EXPECT_EQ(quantum.rip, 0x1007u);
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::Monitor);
+  EXPECT_EQ(exit.rip, 0x1007u);
+  cpu.retire_emulated_instruction();
+  run_expecting(VcpuExit::Reason::Halt);
+}
+
+// INIT brings real mode from a context saved elsewhere; the engine must keep
+// its own CPU model (Unicorn runs MONITOR and MWAIT itself, as a NOP and a
+// HLT, on a model whose internal features have MONITOR).
+TEST(VcpuEngineCpu, MonitorStopsAfterInitAndSipiOnEveryEngineCpu) {
+  for (EngineCpu engine_cpu : {EngineCpu::Qemu64, EngineCpu::SkylakeServer, EngineCpu::Epyc}) {
+    GuestRam ram(kRamBytes);
+    FakeHost host;
+    Vcpu cpu(0, ram, host, engine_cpu);
+    host.cpu = &cpu;
+    const Bytes code = {
+        0xb8, 0x40, 0x00,  // 8000: mov ax, 0x40
+        0x0f, 0x01, 0xc8,  // 8003: monitor
+        0xf4,              // 8006: hlt
+    };
+    std::copy(code.begin(), code.end(), ram.bytes(0x8000, code.size()).begin());
+    cpu.reset_for_init();
+    cpu.start_at_sipi(0x08);
+    const VcpuExit exit = cpu.run(kBudget);
+    EXPECT_EQ(exit.reason, VcpuExit::Reason::Monitor) << static_cast<int>(engine_cpu) << ": " << exit.detail;
+    EXPECT_EQ(exit.address, 0x40u) << "DS:AX, DS = 0 after INIT";
+  }
+}
+
+TEST_F(VcpuTest, MonitorAfterAHaltStops) {
+  boot32({
+      0xf4,                          // 1000: hlt
+      0xb8, 0x40, 0x50, 0x00, 0x00,  // 1001: mov eax, 0x5040
+      0x0f, 0x01, 0xc8,              // 1006: monitor
+      0xf4,                          // 1009: hlt
+  });
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(run_expecting(VcpuExit::Reason::Monitor).rip, 0x1006u);
+}
+
+TEST_F(VcpuTest, MonitorStopsWhileTheInterruptWindowIsWatched) {
+  boot64({
+      0x4c, 0x89, 0xf0,  // mov rax, r14
+      0x89, 0xd1,        // mov ecx, edx
+      0x0f, 0x01, 0xc8,  // monitor
+      0xf4,              // hlt
+  });
+  cpu.stop_when_interruptible(true);
+  EXPECT_EQ(run_expecting(VcpuExit::Reason::Monitor).rip, kSnippet64 + 5);
+}
+
+TEST(VcpuEngineCpu, MonitorAfterAHaltOnAnApStops) {
+  GuestRam ram(kRamBytes);
+  FakeHost host;
+  Vcpu cpu(1, ram, host);
+  host.cpu = &cpu;
+  const Bytes code = {
+      0xf4,              // 8000: hlt
+      0xb8, 0x40, 0x00,  // 8001: mov ax, 0x40
+      0x0f, 0x01, 0xc8,  // 8004: monitor
+      0xf4,              // 8007: hlt
+  };
+  std::copy(code.begin(), code.end(), ram.bytes(0x8000, code.size()).begin());
+  cpu.reset_for_init();
+  cpu.start_at_sipi(0x08);
+  EXPECT_EQ(cpu.run(kBudget).reason, VcpuExit::Reason::Halt);
+  const VcpuExit exit = cpu.run(kBudget);
+  EXPECT_EQ(exit.reason, VcpuExit::Reason::Monitor) << exit.detail;
+  EXPECT_EQ(exit.rip, 4u);
+}
+
+TEST_F(InjectionTest, MonitorAfterAnInterruptHandlerReturnedStops) {
+  write_gdt32();
+  write_idtr(0x7FF);
+  set_gate32(0x20, 0x1100);
+  load(0x1100, kHandlerIncEcx32);
+  boot32(kProtectedModeSetup + Bytes{
+                                   0xfb,                          // 1013: sti
+                                   0xf4,                          // 1014: hlt
+                                   0xfa,                          // 1015: cli
+                                   0xb8, 0x40, 0x50, 0x00, 0x00,  // 1016: mov eax, 0x5040
+                                   0x0f, 0x01, 0xc8,              // 101b: monitor
+                                   0xf4,                          // 101e: hlt
+                               });
+  run_expecting(VcpuExit::Reason::Halt);
+  ASSERT_TRUE(cpu.inject_interrupt(0x20));
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::Monitor);
+  EXPECT_EQ(exit.rip, 0x101bu);
+}
+
 }  // namespace
 }  // namespace topolab
