@@ -5,6 +5,8 @@
  *
  * cmdline: mode=halt | spin | ud | divide | unmapped | msr | exit256
  *                | init_self | ipi_nobody | reserved_delivery | no_idt_interrupt
+ *                | mwait_no_monitor | mwait_bad_hint | monitor_mmio
+ *                | monitor_absent
  *   halt      cli; hlt: nothing can ever wake the CPU
  *   spin      an endless loop: only the time limit ends it
  *   ud        ud2, with no IDT to handle #UD
@@ -26,6 +28,17 @@
  *                      interrupt, and the #GP and #DF that follow, have no
  *                      usable gate (a triple fault; topolab: a crash
  *                      diagnosis)
+ * MONITOR/MWAIT (SDM Vol. 2B; run with -cpu MODEL,+monitor except for
+ * monitor_absent):
+ *   mwait_no_monitor   cli; MWAIT (EAX=0, ECX=0) with no MONITOR ever armed
+ *                      (hardware: a no-op; topolab: a bad-input diagnosis)
+ *   mwait_bad_hint     MONITOR on a RAM line, then MWAIT with EAX=0x20 (C3),
+ *                      a hint CPUID.5:EDX does not enumerate (topolab: a
+ *                      bad-input diagnosis)
+ *   monitor_mmio       MONITOR on 0xFEE00000, the local APIC page (topolab:
+ *                      a bad-input diagnosis)
+ *   monitor_absent     MONITOR on a CPU model without CPUID.1:ECX[3] (e.g.
+ *                      plain qemu64): #UD, with no IDT to handle it
  */
 #include "lib/cmdline.h"
 #include "lib/io.h"
@@ -42,6 +55,21 @@
 #define APIC_REG_ESR		0x280
 #define APIC_REG_ICR_LO		0x300
 #define APIC_REG_ICR_HI		0x310
+#define APIC_DEFAULT_BASE	0xFEE00000u
+
+/* A RAM line for MONITOR to arm. */
+static volatile uint32_t monitor_line[16] __attribute__((aligned(64)));
+
+/* MONITOR DS:eAX, ECX = 0 (no extensions), EDX = 0 (no hints). */
+static void monitor(uintptr_t addr)
+{
+	__asm__ volatile("monitor" : : "a"(addr), "c"(0), "d"(0) : "memory");
+}
+
+static void mwait(uint32_t hint)
+{
+	__asm__ volatile("mwait" : : "a"(hint), "c"(0) : "memory");
+}
 
 static volatile uint32_t *apic_reg(uint32_t off)
 {
@@ -69,7 +97,8 @@ int main(const struct multiboot_info *mbi)
 	(void)mbi;
 	if (!cmdline_str("mode", mode, sizeof(mode))) {
 		printf("misbehave: give mode=halt|spin|ud|divide|unmapped|msr|exit256|"
-		       "init_self|ipi_nobody|reserved_delivery|no_idt_interrupt\n");
+		       "init_self|ipi_nobody|reserved_delivery|no_idt_interrupt|"
+		       "mwait_no_monitor|mwait_bad_hint|monitor_mmio|monitor_absent\n");
 		return EXIT_FAIL;
 	}
 	printf("misbehave: mode=%s\n", mode);
@@ -123,6 +152,17 @@ int main(const struct multiboot_info *mbi)
 		send_ipi(0, (1u << 18) | (1u << 14) | 0x40);
 		for (int i = 0; i < 100000; i++)
 			__asm__ volatile("sti; hlt");
+	} else if (!strcmp(mode, "mwait_no_monitor")) {
+		__asm__ volatile("cli");
+		mwait(0);
+	} else if (!strcmp(mode, "mwait_bad_hint")) {
+		__asm__ volatile("cli");
+		monitor((uintptr_t)monitor_line);
+		mwait(0x20);	/* EAX[7:4] = 2: C3 */
+	} else if (!strcmp(mode, "monitor_mmio")) {
+		monitor(APIC_DEFAULT_BASE);
+	} else if (!strcmp(mode, "monitor_absent")) {
+		monitor((uintptr_t)monitor_line);
 	}
 	printf("misbehave: mode %s did not misbehave\n", mode);
 	return EXIT_FAIL;

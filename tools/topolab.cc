@@ -16,6 +16,7 @@
 #include "emu/machine.h"
 #include "emu/run_report.h"
 #include "emu/svg_report.h"
+#include "tools/experiments.h"
 
 namespace {
 
@@ -216,6 +217,61 @@ int run_cpuid(const CpuidOptions& o) {
   return 0;
 }
 
+struct ExperimentCli {
+  ExperimentOptions options;
+  std::string format = "table";
+  std::string cost_spec;
+};
+
+void write_text_file(const std::filesystem::path& path, const std::string& text) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0)
+    throw ConfigError(fmt::format("cannot write {}", path.string()));
+}
+
+// `topolab experiment NAME`: the tables (or JSON) on stdout, progress on
+// stderr, results.json and the charts into --output.
+int run_experiment(ExperimentCli& cli, const std::filesystem::path& self) {
+  ExperimentOptions& o = cli.options;
+  if (o.name.empty()) {
+    fmt::print("experiments (topolab experiment NAME):\n");
+    for (const auto& [name, what] : experiment_names()) fmt::print("  {:<10} {}\n", name, what);
+    return 0;
+  }
+  o.json = cli.format == "json";
+  o.cost = CostModel::parse(cli.cost_spec, CostModel::defaults());
+  if (o.sched_image.empty()) o.sched_image = (self.parent_path() / "testcases" / "sched.elf").string();
+  const std::vector<ExperimentCase> cases = experiment_cases(o);
+  if (!o.output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.output_dir, ec);
+    if (ec) throw ConfigError(fmt::format("--output {}: {}", o.output_dir, ec.message()));
+  }
+  fmt::print(stderr, "topolab experiment {}: {} machines, {} at a time\n", o.name, cases.size(), o.jobs);
+  std::vector<CaseMeasurement> results;
+  try {
+    results = run_experiment_cases(o, cases, stderr);
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const ImageError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    fmt::print(stderr, "topolab: experiment {}: {}\n", o.name, e.what());
+    return kExitGuestFailed;
+  }
+  const std::string tables = format_experiment_tables(o, results);
+  const std::string json = format_experiment_json(o, results);
+  fmt::print("{}", o.json ? json : tables);
+  if (!o.output_dir.empty()) {
+    const std::filesystem::path dir(o.output_dir);
+    write_text_file(dir / "results.json", json);
+    write_text_file(dir / "results.txt", tables);
+    for (const auto& [name, svg] : experiment_charts(o, results)) write_text_file(dir / name, svg);
+    fmt::print(stderr, "wrote {}\n", (dir / "results.json").string());
+  }
+  return 0;
+}
+
 void add_topology_options(CLI::App* app, std::string& smp, std::string& cpu) {
   app->add_option("--smp", smp, "QEMU -smp: [cpus=]N[,maxcpus=,sockets=,dies=,modules=,cores=,threads=]")
       ->capture_default_str();
@@ -271,6 +327,32 @@ int main(int argc, char** argv) {
                       "machine; e.g. halt_poll_ns=0,ipiv=1");
   run_cmd->add_flag("--info-lapic", run.info_lapic, "dump every local APIC's state at the end, like QEMU's info lapic");
 
+  ExperimentCli experiment;
+  CLI::App* experiment_cmd = app.add_subcommand(
+      "experiment", "run an experiment of the l3-cache debate (l3-cache) or of halt polling (halt-poll); "
+                    "no NAME lists them");
+  experiment_cmd->add_option("name", experiment.options.name, "l3-cache or halt-poll");
+  experiment_cmd->add_option("--output", experiment.options.output_dir,
+                             "also write results.json, results.txt and the SVG charts into this directory");
+  experiment_cmd->add_option("--format", experiment.format, "stdout: table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  experiment_cmd->add_option("--kernel", experiment.options.kernel,
+                             "the guest kernel's wake-list IPI: 2016 (RES, the seeds) or 6.x (CAL)")
+      ->check(CLI::IsMember({"2016", "6.x"}))
+      ->capture_default_str();
+  experiment_cmd->add_option("--jobs", experiment.options.jobs, "machines to run at once")
+      ->check(CLI::Range(1u, 64u))
+      ->capture_default_str();
+  experiment_cmd->add_option("--quantum", experiment.options.quantum, "instructions per scheduling slice")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1'000'000}))
+      ->capture_default_str();
+  experiment_cmd->add_option("--scale", experiment.options.scale_percent, "workload size in percent")
+      ->check(CLI::Range(1u, 10000u))
+      ->capture_default_str();
+  experiment_cmd->add_option("--cost", experiment.cost_spec, "cost model over the defaults, as for run");
+  experiment_cmd->add_option("--image", experiment.options.sched_image, "the sched kernel (default: beside topolab)");
+
   try {
     auto args = qemu_style_to_cli11(argc, argv);
     app.parse(args);
@@ -279,6 +361,7 @@ int main(int argc, char** argv) {
       run.machine.cost = CostModel::parse(cost_spec, CostModel::defaults());
       return run_machine(run);
     }
+    if (*experiment_cmd) return run_experiment(experiment, std::filesystem::canonical("/proc/self/exe"));
     if (*models_cmd) {
       for (const auto& m : cpu_models()) fmt::print("{:<16} {}\n", m.name, m.description);
       fmt::print("\nproperties: l3-cache=on|off, vendor=ID, level=N, xlevel=N, model-id=TEXT, and +F / -F / F=on|off for F in:\n ");

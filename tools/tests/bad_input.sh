@@ -83,6 +83,12 @@ expect 126 "guest exit 256 does not fit" -- run "$bad" -append mode=exit256
 expect 126 "took an INIT and waits for a SIPI" -- run "$bad" -append mode=init_self
 expect 126 "reserved delivery mode 011b" -- run "$bad" -append mode=reserved_delivery
 expect 126 "has no usable handler" -- run "$bad" -append mode=no_idt_interrupt
+# MONITOR/MWAIT: bad input stops the run; without +monitor they are #UD.
+expect 126 "with no MONITOR before it" -- run "$bad" -cpu qemu64,+monitor -append mode=mwait_no_monitor
+expect 126 "with hint EAX 0x20: this CPU model enumerates no C-state sub-states" -- \
+  run "$bad" -cpu Skylake-Server,+monitor -append mode=mwait_bad_hint
+expect 126 "on 0xfee00000, which is not RAM (the local APIC page)" -- run "$bad" -cpu qemu64,+monitor -append mode=monitor_mmio
+expect 126 "invalid opcode: monitor at" -- run "$bad" -cpu qemu64 -append mode=monitor_absent
 
 echo "$passed passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -1,0 +1,77 @@
+// The experiments of the l3-cache debate and of guest halt-polling, one
+// command each: a fixed set of machines boots the testcases/sched kernel
+// with one workload each, and the tables, JSON and SVG charts compare what
+// the guest's scheduler did (IPIs, HLT exits) and what the cost model says
+// it cost (time, host CPU). Every number comes from virtual time, so the
+// same experiment prints the same bytes on any host.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "emu/machine.h"
+
+namespace topolab {
+
+// One machine of an experiment.
+struct ExperimentCase {
+  std::string workload;  // messaging, pipe, ctxsw
+  std::string topology;  // what the tables call the machine
+  std::string setting;   // what this case changes: "l3-cache=on", "haltpoll=10000"
+  MachineConfig config;
+};
+
+// What one case measured, from the guest's measuring window.
+struct CaseMeasurement {
+  ExperimentCase spec;
+  std::map<std::string, std::string> sched;  // the guest's sched-result line
+  uint64_t window_ns = 0;
+  uint64_t res_ipis = 0;  // RESCHEDULE_VECTOR 0xFD received
+  uint64_t cal_ipis = 0;  // CALL_FUNCTION_SINGLE_VECTOR 0xFB received
+  uint64_t hlt_exits = 0;
+  uint64_t halt_poll_hits = 0;
+  uint64_t mwait_wakes = 0;  // MWAITs ended by a store
+  unsigned vcpus = 0;
+  double host_cpu_percent = 0;
+
+  double per_second(uint64_t count) const { return window_ns ? count * 1e9 / window_ns : 0; }
+  uint64_t sched_number(const std::string& key) const;  // 0 when absent
+};
+
+// The guest's "sched-result: k=v k=v" line, from its serial output.
+std::optional<std::map<std::string, std::string>> parse_sched_result(const std::string& serial);
+
+struct ExperimentOptions {
+  std::string name;         // l3-cache or halt-poll
+  std::string sched_image;  // testcases/sched.elf
+  std::string output_dir;   // results.json and the SVG charts; empty: none
+  bool json = false;        // print JSON instead of the tables
+  std::string kernel = "2016";  // 2016: wake lists send RES; 6.x: CAL
+  uint64_t quantum = 1000;      // small: shared-memory wakeups are timed to it
+  unsigned jobs = 2;            // machines run side by side
+  unsigned scale_percent = 100; // workload size (tests run them small)
+  CostModel cost = CostModel::defaults();
+};
+
+// The names `topolab experiment` takes, with one line on each.
+const std::vector<std::pair<std::string, std::string>>& experiment_names();
+
+// The cases of an experiment. Throws ConfigError for an unknown name.
+std::vector<ExperimentCase> experiment_cases(const ExperimentOptions& options);
+
+// Runs every case (options.jobs at a time; `progress` gets one line per
+// case) and throws std::runtime_error naming the case if a guest failed.
+std::vector<CaseMeasurement> run_experiment_cases(const ExperimentOptions& options,
+                                                  const std::vector<ExperimentCase>& cases, std::FILE* progress);
+
+std::string format_experiment_tables(const ExperimentOptions& options, const std::vector<CaseMeasurement>& results);
+std::string format_experiment_json(const ExperimentOptions& options, const std::vector<CaseMeasurement>& results);
+// File name -> SVG text.
+std::map<std::string, std::string> experiment_charts(const ExperimentOptions& options,
+                                                     const std::vector<CaseMeasurement>& results);
+
+}  // namespace topolab

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# The scheduler guest (testcases/sched): every workload under a few idle
+# modes, each ending with exit 0 and a well-formed sched-result line; the
+# consequences of the wakeup mechanism that follow from the topology alone
+# (not from the cost model); the AMD control; bad command lines; and the
+# same output byte for byte on a second run.
+# Usage: sched.sh TOPOLAB IMAGES_DIR [mwait]
+#   mwait: only the idle=mwait cases (they need MONITOR/MWAIT in topolab).
+set -uo pipefail
+topolab=$1 images=$2 only=${3:-}
+image=$images/sched.elf
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0 passed=0
+keys="workload idle wakelist cpus llc_size loops groups elapsed_cycles elapsed_ns ns_per_op ops
+      wakeups direct queued ipi_res ipi_cal ipi_total poll_wakes idle_entries halts mwaits
+      poll_timeouts migrations forks switches"
+
+S8="8,sockets=1,cores=8,threads=1"
+S16="16,sockets=1,cores=8,threads=2"
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+pass() { echo "PASS: $*"; passed=$((passed + 1)); }
+
+# sched NAME SMP CPU APPEND: runs quietly; leaves the result line in $tmp/NAME.
+sched() {
+  local name=$1 smp=$2 cpu=$3 append=$4
+  timeout 120 "$topolab" run "$image" --smp "$smp" --cpu "$cpu" --quantum 1000 --report none \
+    --append "$append quiet=1" >"$tmp/$name.out" 2>"$tmp/$name.err"
+  local status=$?
+  local line
+  line=$(grep -a '^sched-result: ' "$tmp/$name.out")
+  if [ "$status" -ne 0 ] || [ "$(grep -c . "$tmp/$name.out")" -ne 1 ] || [ -z "$line" ]; then
+    fail "$name: status $status (want 0) and exactly one sched-result line; got:"
+    sed 's/^/    /' "$tmp/$name.out" "$tmp/$name.err" | head -8
+    return 1
+  fi
+  for k in $keys; do
+    if ! grep -qE "(^| )$k=[^ ]+( |$)" <<<"$line"; then
+      fail "$name: no $k= in: $line"
+      return 1
+    fi
+  done
+  echo "$line" >"$tmp/$name"
+  return 0
+}
+
+# field NAME KEY: the value of KEY in NAME's result line.
+field() { grep -oE "(^| )$2=[^ ]+" "$tmp/$1" | head -1 | cut -d= -f2-; }
+
+# check NAME EXPR: EXPR in terms of $key shell variables set from the line.
+check() {
+  local name=$1 expr=$2
+  [ -f "$tmp/$name" ] || return
+  local vars=""
+  for k in wakeups direct queued ipi_res ipi_cal ipi_total poll_wakes halts mwaits loops ops; do
+    vars+="local $k=$(field "$name" "$k"); "
+  done
+  if (eval "$vars"; eval "(( $expr ))"); then
+    pass "$name: $expr ($(cut -d' ' -f2- "$tmp/$name" | cut -c1-160))"
+  else
+    fail "$name: $expr does not hold: $(cat "$tmp/$name")"
+  fi
+}
+
+if [ "$only" = mwait ]; then
+  sched mwait_ctxsw 4 Skylake-Server,+monitor "workload=ctxsw idle=mwait loops=200" &&
+    check mwait_ctxsw "mwaits > 0 && poll_wakes > 0 && halts == 0"
+  sched mwait_msg 8 qemu64,+monitor "workload=messaging idle=mwait loops=5" &&
+    check mwait_msg "mwaits > 0 && halts == 0"
+  echo "sched.sh mwait: $passed passed, $failures failed"
+  [ "$failures" -eq 0 ]
+  exit
+fi
+
+# pipe on 1 socket x 8 cores: without a shared LLC both tasks end up on one
+# CPU (sync wakeups stay on the waker's CPU) and hardly any IPI is sent; with
+# one, select_idle_sibling spreads them and every wakeup kicks a halted CPU.
+sched pipe_l3off "$S8" Skylake-Server,l3-cache=off "workload=pipe loops=300" &&
+  check pipe_l3off "ipi_total < 10 && halts < 10"
+sched pipe_l3on "$S8" Skylake-Server,l3-cache=on "workload=pipe loops=300" &&
+  check pipe_l3on "ipi_res >= 2 * loops && halts >= 2 * loops"
+sched pipe_cal "$S8" Skylake-Server,l3-cache=on "workload=pipe loops=300 wakelist=cal" &&
+  check pipe_cal "ipi_cal >= 2 * loops && direct == 0"
+sched pipe_poll "$S16" Skylake-Server "workload=pipe loops=300 idle=poll" &&
+  check pipe_poll "ipi_total < 10 && poll_wakes >= 2 * loops && halts == 0"
+
+# messaging: outside a shared LLC wakeups go through the wake list.
+sched msg_l3off "$S8" Skylake-Server,l3-cache=off "workload=messaging loops=10" &&
+  check msg_l3off "queued > direct && ipi_res > 0"
+sched msg_l3on "$S16" Skylake-Server,l3-cache=on "workload=messaging loops=10" &&
+  check msg_l3on "queued == 0 && direct > 0"
+sched msg_haltpoll 4 Skylake-Server "workload=messaging loops=10 groups=2 idle=haltpoll=20000" &&
+  check msg_haltpoll "ops == 2 * 20 * 20 * loops"
+
+# ctxsw across CPUs 0 and 1: halt needs an IPI per wakeup, polling none.
+sched ctxsw_halt 4 Skylake-Server "workload=ctxsw loops=300" &&
+  check ctxsw_halt "ipi_res == ops && halts >= ops"
+sched ctxsw_haltpoll 4 Skylake-Server "workload=ctxsw loops=300 idle=haltpoll=500000" &&
+  check ctxsw_haltpoll "ipi_res < 10 && poll_wakes >= ops - 10"
+sched ctxsw_poll 4 Skylake-Server "workload=ctxsw loops=300 idle=poll" &&
+  check ctxsw_poll "ipi_total < 10 && halts == 0"
+
+# The AMD control: on qemu64 (family 15) Linux's LLC is the package with or
+# without an L3, so l3-cache changes no decision and no count.
+for w in pipe messaging; do
+  for l3 in on off; do
+    sched "amd_${w}_$l3" "$S8" "qemu64,l3-cache=$l3" "workload=$w loops=20"
+  done
+  if [ -f "$tmp/amd_${w}_on" ] && cmp -s "$tmp/amd_${w}_on" "$tmp/amd_${w}_off"; then
+    pass "qemu64 $w: the same sched-result with l3-cache=on and off"
+  else
+    fail "qemu64 $w: l3-cache changed the sched-result"
+  fi
+done
+
+# Bad command lines: a FAIL line naming the problem and exit status 1.
+bad() {
+  local append=$1 cpu=$2 fragment=$3
+  timeout 60 "$topolab" run "$image" --smp 2 --cpu "$cpu" --report none --append "$append" \
+    >"$tmp/bad.out" 2>&1
+  local status=$?
+  if [ "$status" -eq 1 ] && grep -q "^FAIL: .*$fragment" "$tmp/bad.out"; then
+    pass "'$append' -> 1: $(grep '^FAIL' "$tmp/bad.out")"
+  else
+    fail "'$append' -> status $status, want 1 and a FAIL line with '$fragment'"
+    sed 's/^/    /' "$tmp/bad.out" | head -5
+  fi
+}
+bad "workload=nosuch" Skylake-Server "workload= wants"
+bad "idle=haltpoll=soon" Skylake-Server "idle= wants"
+bad "wakelist=ipi" Skylake-Server "wakelist= wants"
+bad "loops=0" Skylake-Server "loops= wants"
+bad "cpus=3" Skylake-Server "more CPUs than"
+bad "idle=mwait" Skylake-Server,-monitor "CPUID.01H:ECX\[3\]"
+
+# Determinism: the whole output, report included, twice.
+for i in 1 2; do
+  "$topolab" run "$image" --smp "$S16" --cpu Skylake-Server --quantum 1000 \
+    --append "workload=messaging loops=10" >"$tmp/det$i" 2>&1
+done
+if cmp -s "$tmp/det1" "$tmp/det2"; then
+  pass "two runs of messaging on 16 vCPUs are byte-identical"
+else
+  fail "two runs of messaging on 16 vCPUs differ"
+  diff "$tmp/det1" "$tmp/det2" | head -10
+fi
+
+echo "sched.sh: $passed passed, $failures failed"
+[ "$failures" -eq 0 ]
