@@ -39,9 +39,10 @@ constexpr uint8_t kDesc_L1d32K = 0x2c, kDesc_L1i32K = 0x30, kDesc_L2_2M = 0x7d, 
 // (the model's features filtered by what TCG implements), less what the CPU
 // underneath topolab cannot execute. Unicorn 2.0.1 is QEMU 5.0's TCG with
 // its own feature filter: it raises #UD for AVX, AVX2, FMA, F16C, POPCNT,
-// MOVBE, PCLMULQDQ, RDRAND, XSAVE/XGETBV, CLFLUSHOPT, CLWB, RDFSBASE and
-// MONITOR whatever CPU model it is given (the cpu_features testcase runs one
-// instruction per advertised bit). EPYC keeps TOPOEXT, which QEMU 7.2's TCG
+// MOVBE, PCLMULQDQ, RDRAND, XSAVE/XGETBV, CLFLUSHOPT, CLWB and RDFSBASE
+// whatever CPU model it is given (the cpu_features testcase runs one
+// instruction per advertised bit). MONITOR/MWAIT, which it #UDs too, the
+// machine emulates, so EPYC keeps MONITOR as in QEMU 7.2. EPYC keeps TOPOEXT, which QEMU 7.2's TCG
 // drops although it only describes topology: without it no guest would read
 // 0x8000001D/1E. docs/deviations.md lists all of this.
 std::vector<CpuModelDef> make_models() {
@@ -95,7 +96,7 @@ std::vector<CpuModelDef> make_models() {
           .brand = "AMD EPYC Processor",
           .features = {
               {FW::Leaf1Edx, 0x078bfbfd},
-              {FW::Leaf1Ecx, 0x82182201},  // SSE3 SSSE3 CX16 SSE4.1 SSE4.2 AES HYPERVISOR
+              {FW::Leaf1Ecx, 0x82182209},  // SSE3 MONITOR SSSE3 CX16 SSE4.1 SSE4.2 AES HYPERVISOR
               {FW::Leaf6Eax, 0x00000004},  // ARAT
               {FW::Leaf7Ebx, 0x00180188},  // BMI1 SMEP BMI2 ADX SMAP
               {FW::Ext1Edx, 0x2dd3fbfd},   // SYSCALL NX MMXEXT PDPE1GB RDTSCP LM + AMD aliases
