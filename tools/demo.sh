@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: set up, build, and run topolab's default demo (the 16-vCPU
-# l3-cache machine as CPUID describes it, then a guest checking it).
+# l3-cache machine as CPUID describes it, a guest checking it, and the
+# l3-cache experiment).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/build.sh >/dev/null

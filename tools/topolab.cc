@@ -170,26 +170,6 @@ int run_machine(const RunOptions& o) {
   return status;
 }
 
-// The default job: the 16-vCPU machine of the l3-cache debate as CPUID
-// describes it, then the topology_check guest reading it on the boot CPU.
-int run_demo(const std::filesystem::path& self) {
-  auto image = self.parent_path() / "testcases" / "topology_check.elf";
-  fmt::print("== topolab cpuid -smp {} -cpu {}\n\n", kDemoSmp, kDemoCpu);
-  std::fflush(stdout);
-  CpuidModel model(Topology::parse(kDemoSmp), parse_cpu(kDemoCpu));
-  std::string table = format_topology_table(model);
-  std::fwrite(table.data(), 1, table.size(), stdout);
-  RunOptions run;
-  run.machine.smp = kDemoSmp;
-  run.machine.cpu = kDemoCpu;
-  run.machine.image = image.string();
-  run.machine.append = "sockets=1 cores=8 threads=2 l3=on";
-  fmt::print("\n== topolab run {} -smp {} -cpu {} -append \"{}\"\n\n", image.string(), kDemoSmp, kDemoCpu,
-             run.machine.append);
-  std::fflush(stdout);
-  return run_machine(run);
-}
-
 struct CpuidOptions {
   std::string smp = "1";       // QEMU's defaults
   std::string cpu = "qemu64";
@@ -270,6 +250,33 @@ int run_experiment(ExperimentCli& cli, const std::filesystem::path& self) {
     fmt::print(stderr, "wrote {}\n", (dir / "results.json").string());
   }
   return 0;
+}
+
+// The default job: the 16-vCPU machine of the l3-cache debate as CPUID
+// describes it, the topology_check guest reading it on the boot CPU, then
+// the l3-cache experiment.
+int run_demo(const std::filesystem::path& self) {
+  auto image = self.parent_path() / "testcases" / "topology_check.elf";
+  fmt::print("== topolab cpuid -smp {} -cpu {}\n\n", kDemoSmp, kDemoCpu);
+  std::fflush(stdout);
+  CpuidModel model(Topology::parse(kDemoSmp), parse_cpu(kDemoCpu));
+  std::string table = format_topology_table(model);
+  std::fwrite(table.data(), 1, table.size(), stdout);
+  RunOptions run;
+  run.machine.smp = kDemoSmp;
+  run.machine.cpu = kDemoCpu;
+  run.machine.image = image.string();
+  run.machine.append = "sockets=1 cores=8 threads=2 l3=on";
+  fmt::print("\n== topolab run {} -smp {} -cpu {} -append \"{}\"\n\n", image.string(), kDemoSmp, kDemoCpu,
+             run.machine.append);
+  std::fflush(stdout);
+  if (int status = run_machine(run); status != 0) return status;
+  // What that topology does to a guest's IPI and HLT traffic.
+  fmt::print("\n== topolab experiment l3-cache\n\n");
+  std::fflush(stdout);
+  ExperimentCli experiment;
+  experiment.options.name = "l3-cache";
+  return run_experiment(experiment, self);
 }
 
 void add_topology_options(CLI::App* app, std::string& smp, std::string& cpu) {
