@@ -113,25 +113,11 @@ void set(CostModel& model, const Parameter& p, std::string_view value) {
 // Every value and its source: docs/cost_model.md (a Skylake-era Xeon at
 // 2 GHz under a 2019+ KVM with APICv, no IPI virtualisation).
 CostModel CostModel::defaults() {
-  CostModel m;
-  m.cpi_milli = 1000;
-  m.freq_mhz = 2000;
-  m.cpuid_exit_ns = 700;
-  m.hlt_exit_ns = 800;
-  m.io_exit_ns = 2000;
-  m.msr_exit_ns = 800;
-  m.icr_exit_ns = 1000;
-  m.icr_send_ns = 400;
-  m.mwait_exit_ns = 700;
-  m.monitor_exit_ns = 700;
-  m.ipi_running_ns = 1500;
-  m.halt_wake_ns = 6000;
-  m.poll_wake_ns = 1000;
-  m.halt_poll_ns = 200'000;
-  m.mwait_passthrough = true;
-  m.mwait_wake_ns = 1000;
-  m.ipiv = false;
-  return m;
+  return CostModel{.cpi_milli = 1000, .freq_mhz = 2000,
+                   .cpuid_exit_ns = 700, .hlt_exit_ns = 800, .io_exit_ns = 2000, .msr_exit_ns = 800,
+                   .icr_exit_ns = 1000, .icr_send_ns = 400, .mwait_exit_ns = 700, .monitor_exit_ns = 700,
+                   .ipi_running_ns = 1500, .halt_wake_ns = 6000, .poll_wake_ns = 1000, .halt_poll_ns = 200'000,
+                   .mwait_passthrough = true, .mwait_wake_ns = 1000, .ipiv = false};
 }
 
 CostModel CostModel::parse(std::string_view spec, const CostModel& base) {

@@ -1012,6 +1012,15 @@ Bytes operator+(Bytes a, const Bytes& b) {
 
 class InjectionTest : public VcpuTest {
  protected:
+  // Vector 0x20 goes to `inc ecx; iretd`; `code` runs after kProtectedModeSetup.
+  void boot_with_handler_for_0x20(const Bytes& code) {
+    write_gdt32();
+    write_idtr(0x7FF);
+    set_gate32(0x20, 0x1100);
+    load(0x1100, kHandlerIncEcx32);
+    boot32(kProtectedModeSetup + code);
+  }
+
   // kProtectedModeSetup, then `sti; hlt; inc ebx; hlt`, run to the first HLT.
   void halt_in_protected_mode_with_interrupts_on() {
     write_gdt32();
@@ -1739,11 +1748,7 @@ TEST_F(VcpuTest, PrefixedMonitorStaysInvalidOpcode) {
 // `sti; mwait`: MWAIT sits in the STI shadow, so no interrupt may come in
 // between (the guest would sleep with its wakeup already taken).
 TEST_F(InjectionTest, StiShadowCoversAnMwaitUntilItIsRetired) {
-  write_gdt32();
-  write_idtr(0x7FF);
-  set_gate32(0x20, 0x1100);
-  load(0x1100, kHandlerIncEcx32);
-  boot32(kProtectedModeSetup + Bytes{
+  boot_with_handler_for_0x20(Bytes{
                                    0xfb,              // 1013: sti
                                    0x0f, 0x01, 0xc9,  // 1014: mwait
                                    0xf4,              // 1017: hlt
@@ -1804,24 +1809,31 @@ TEST_F(VcpuTest, MonitorAsTheFirstInstructionOfARunStops) {
   run_expecting(VcpuExit::Reason::Halt);
 }
 
+// An AP after INIT and SIPI vector 8: real mode at 0x8000, where `code` is.
+struct ApAtSipi {
+  explicit ApAtSipi(const Bytes& code, EngineCpu engine_cpu = EngineCpu::Qemu64) : cpu(1, ram, host, engine_cpu) {
+    host.cpu = &cpu;
+    std::copy(code.begin(), code.end(), ram.bytes(0x8000, code.size()).begin());
+    cpu.reset_for_init();
+    cpu.start_at_sipi(0x08);
+  }
+  GuestRam ram{kRamBytes};
+  FakeHost host;
+  Vcpu cpu;
+};
+
 // INIT brings real mode from a context saved elsewhere; the engine must keep
 // its own CPU model (Unicorn runs MONITOR and MWAIT itself, as a NOP and a
 // HLT, on a model whose internal features have MONITOR).
 TEST(VcpuEngineCpu, MonitorStopsAfterInitAndSipiOnEveryEngineCpu) {
   for (EngineCpu engine_cpu : {EngineCpu::Qemu64, EngineCpu::SkylakeServer, EngineCpu::Epyc}) {
-    GuestRam ram(kRamBytes);
-    FakeHost host;
-    Vcpu cpu(0, ram, host, engine_cpu);
-    host.cpu = &cpu;
-    const Bytes code = {
-        0xb8, 0x40, 0x00,  // 8000: mov ax, 0x40
-        0x0f, 0x01, 0xc8,  // 8003: monitor
-        0xf4,              // 8006: hlt
-    };
-    std::copy(code.begin(), code.end(), ram.bytes(0x8000, code.size()).begin());
-    cpu.reset_for_init();
-    cpu.start_at_sipi(0x08);
-    const VcpuExit exit = cpu.run(kBudget);
+    ApAtSipi ap({
+                    0xb8, 0x40, 0x00,  // 8000: mov ax, 0x40
+                    0x0f, 0x01, 0xc8,  // 8003: monitor
+                    0xf4,              // 8006: hlt
+                },
+                engine_cpu);
+    const VcpuExit exit = ap.cpu.run(kBudget);
     EXPECT_EQ(exit.reason, VcpuExit::Reason::Monitor) << static_cast<int>(engine_cpu) << ": " << exit.detail;
     EXPECT_EQ(exit.address, 0x40u) << "DS:AX, DS = 0 after INIT";
   }
@@ -1850,31 +1862,20 @@ TEST_F(VcpuTest, MonitorStopsWhileTheInterruptWindowIsWatched) {
 }
 
 TEST(VcpuEngineCpu, MonitorAfterAHaltOnAnApStops) {
-  GuestRam ram(kRamBytes);
-  FakeHost host;
-  Vcpu cpu(1, ram, host);
-  host.cpu = &cpu;
-  const Bytes code = {
+  ApAtSipi ap({
       0xf4,              // 8000: hlt
       0xb8, 0x40, 0x00,  // 8001: mov ax, 0x40
       0x0f, 0x01, 0xc8,  // 8004: monitor
       0xf4,              // 8007: hlt
-  };
-  std::copy(code.begin(), code.end(), ram.bytes(0x8000, code.size()).begin());
-  cpu.reset_for_init();
-  cpu.start_at_sipi(0x08);
-  EXPECT_EQ(cpu.run(kBudget).reason, VcpuExit::Reason::Halt);
-  const VcpuExit exit = cpu.run(kBudget);
+  });
+  EXPECT_EQ(ap.cpu.run(kBudget).reason, VcpuExit::Reason::Halt);
+  const VcpuExit exit = ap.cpu.run(kBudget);
   EXPECT_EQ(exit.reason, VcpuExit::Reason::Monitor) << exit.detail;
   EXPECT_EQ(exit.rip, 4u);
 }
 
 TEST_F(InjectionTest, MonitorAfterAnInterruptHandlerReturnedStops) {
-  write_gdt32();
-  write_idtr(0x7FF);
-  set_gate32(0x20, 0x1100);
-  load(0x1100, kHandlerIncEcx32);
-  boot32(kProtectedModeSetup + Bytes{
+  boot_with_handler_for_0x20(Bytes{
                                    0xfb,                          // 1013: sti
                                    0xf4,                          // 1014: hlt
                                    0xfa,                          // 1015: cli
