@@ -152,14 +152,19 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   // waiting.
   uint64_t now() const { return run_ns() + exit_ns_ + idle_ns_; }
 
-  // A modelled VM exit: its count, and its cost on this vCPU's clock.
+  // A modelled VM exit: its count, and its cost on this vCPU's clock. Exit
+  // costs count against the slice like instructions: a slice whose exits
+  // took it past its planned end stops at the next block boundary, so no
+  // vCPU runs ahead of the others by more than about a quantum of time.
   void charge_exit(ExitKind kind) {
     uint64_t ns = machine_.config_.cost.exit_ns(kind);
     VcpuStats& s = machine_.stats_.vcpu(index_);
     ++s.exits[static_cast<size_t>(kind)];
     s.exit_ns += ns;
     exit_ns_ += ns;
+    if (ns && vcpu_ && now() >= slice_end_ns_) vcpu_->request_stop();
   }
+  void begin_slice(uint64_t end_ns) { slice_end_ns_ = end_ns; }
 
   // Moves a vCPU that was not running forward to `at_ns` (it waited).
   void catch_up(uint64_t at_ns) {
@@ -426,6 +431,7 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   State state_;
   uint64_t idle_ns_ = 0;  // halted, waiting to resume, or waiting for SIPI
   uint64_t exit_ns_ = 0;  // in modelled VM exits
+  uint64_t slice_end_ns_ = 0;  // where the running slice is planned to end
   uint64_t halted_since_ = 0;
   uint64_t accrued_until_ = 0;  // the halt is booked in the stats up to here
   uint64_t poll_busy_ns_ = 0;   // the host is busy this long from halted_since_
@@ -882,6 +888,7 @@ RunResult Machine::run() {
         (cpu->apic().pending_vector() && !cpu->vcpu()->interrupt_window_open()) ||
         (cpu->nmi_pending() && cpu->vcpu()->nmi_blocked()));
     running_ = cpu;
+    cpu->begin_slice(now + config_.cost.ns_for_instructions(budget));
     VcpuExit exit = cpu->vcpu()->run(budget);
     running_ = nullptr;
     for (const PendingMessage& p : pending_messages_) route(p.sender, p.message, p.at_ns);

@@ -1021,10 +1021,10 @@ std::optional<VcpuExit> Vcpu::Engine::run_until_stop() {
   if (err != UC_ERR_OK) return exit_for_error(err);
   switch (stop_cause) {
     case StopCause::None: {
-      // Unicorn 2.0.1 sometimes ends a run at a MONITOR or MWAIT it raised
-      // #UD for with UC_ERR_OK rather than UC_ERR_INSN_INVALID (seen on
-      // vCPUs started by SIPI, in long mode; docs/unicorn.md). A stop inside
-      // the running block is that: a HLT always ends its block.
+      // Unicorn 2.0.1 ends a run at a MONITOR or MWAIT it raised #UD for
+      // with UC_ERR_OK rather than UC_ERR_INSN_INVALID once a 64-bit guest
+      // has loaded an IDT (docs/unicorn.md). A stop inside the running
+      // block is that: a HLT always ends its block.
       const uint64_t linear = linear_rip();
       if (current && linear >= current->start && linear < current->end())
         if (std::optional<VcpuExit> exit = exit_for_monitor_or_mwait(read_reg(UC_X86_REG_RIP), linear)) return *exit;
