@@ -6,7 +6,8 @@
  *
  * cmdline: mode=store | masked | irq_break | sti_mwait | nmi | pause=N
  *   store      CPU 1, IF=0, MWAIT EAX=0 (C1) ECX=0 until a flag in the
- *              monitored line changes; CPU 0 stores the flag
+ *              monitored line changes; CPU 0 stores the flag. Then the other
+ *              way round: CPU 0 (the BSP) waits, CPU 1 stores
  *   masked     as store, but CPU 0 first sends a fixed IPI: with IF=0 and
  *              ECX[0]=0 it is no break event (SDM Vol. 2B MWAIT), so CPU 1
  *              sleeps on until the store, and the IPI is still pending, its
@@ -156,6 +157,15 @@ static void store_waiter(void *arg)
 	seen = line.flag;
 }
 
+/* CPU 1, for CPU 0's wait: once CPU 0 is about to MWAIT, wait, store. */
+static void store_setter(void *arg)
+{
+	if (!wait_nonzero(&armed, ARMED_LOOPS))
+		return;
+	tsc_delay(DELAY_TSC);
+	line.flag = 2;
+}
+
 static void masked_waiter(void *arg)
 {
 	store_waiter(arg);
@@ -243,6 +253,22 @@ static void test_store(void)
 	report("store.parked", mwaits >= 1,
 	       "CPU 1 saw the flag before its first MWAIT: nothing tested");
 	printf("mwait: store: CPU 1 woke after %u MWAIT%s, %llu TSC cycles\n",
+	       mwaits, mwaits == 1 ? "" : "s", (unsigned long long)waited);
+
+	/* The BSP's turn: CPU 1 is idle again, nothing else reads the line. */
+	line.flag = 0;
+	armed = 0;
+	mwaits = 0;
+	if (!report("store.bsp.started", smp_run_on(1, store_setter, NULL),
+		    "CPU 1 did not take the work"))
+		return;
+	store_waiter(NULL);	/* IF=0 while it waits */
+	irq_enable();
+	report("store.bsp.woken", seen == 2 && smp_wait_done(1),
+	       "CPU 0 read the flag as %u", seen);
+	report("store.bsp.parked", mwaits >= 1,
+	       "CPU 0 saw the flag before its first MWAIT: nothing tested");
+	printf("mwait: store: CPU 0 woke after %u MWAIT%s, %llu TSC cycles\n",
 	       mwaits, mwaits == 1 ? "" : "s", (unsigned long long)waited);
 }
 

@@ -15,7 +15,7 @@ pauses=12345
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 ok() { echo "PASS: $*"; passed=$((passed + 1)); }
 
-# run TAG APPEND: two runs of the image; TAG.{out,err,json}[12].
+# run TAG APPEND: two runs of the image; TAG.{out,err,json,status}[12].
 run() {
   local tag=$1 append=$2 i
   for i in 1 2; do
@@ -100,10 +100,15 @@ PY
 # hint 0 (C1).
 one_mwait='v[1]["monitor_arms"] == 1 and v[1]["mwait_entries"] == 1 and v[1]["mwait_hints"] == {"0x00": 1}'
 
-check store mwait.monitor_present mwait.two_cpus mwait.started store.woken store.saw_flag store.parked
-said store '^mwait: store: CPU 1 woke after 1 MWAIT, ' "one MWAIT, ended by the store"
-report store "vCPU 1's MWAIT ended by vCPU 0's store" \
-  "$one_mwait"' and v[1]["wakes"]["mwait-store"] == 1 and v[1]["wakes"]["interrupt"] == 1'
+check store mwait.monitor_present mwait.two_cpus mwait.started store.woken store.saw_flag store.parked \
+  store.bsp.started store.bsp.woken store.bsp.parked
+said store '^mwait: store: CPU 1 woke after 1 MWAIT, ' "CPU 1: one MWAIT, ended by the store"
+said store '^mwait: store: CPU 0 woke after 1 MWAIT, ' "CPU 0: one MWAIT, ended by the store"
+# Then the BSP's wait, ended by vCPU 1's store (vCPU 1's two interrupt wakes
+# are the library's idle HLT taking each piece of work).
+report store "each vCPU's MWAIT ended by the other's store" \
+  "$one_mwait"' and v[1]["wakes"]["mwait-store"] == 1 and v[1]["wakes"]["interrupt"] == 2 and
+   v[0]["monitor_arms"] == 1 and v[0]["mwait_entries"] == 1 and v[0]["wakes"]["mwait-store"] == 1'
 
 check masked masked.sent masked.woken masked.saw_flag masked.handler_not_run masked.still_pending \
   masked.taken_after_sti
