@@ -24,6 +24,7 @@
 #include "sched/sched.h"
 
 uint32_t llc_id[SCHED_MAX_CPUS];
+unsigned sd_llc_size[SCHED_MAX_CPUS];
 
 static void family_model(uint32_t *family, uint32_t *model)
 {
@@ -135,6 +136,14 @@ unsigned llc_size(unsigned cpu)
 	for (unsigned i = 0; i < cfg.ncpus; i++)
 		n += cpus_share_cache(i, cpu);
 	return n;
+}
+
+/* Linux's per-CPU sd_llc_size (update_top_cache_domain): the CPUs in use
+ * that share this CPU's LLC, itself included; 1 without a shared LLC. */
+void llc_sizes_init(void)
+{
+	for (unsigned cpu = 0; cpu < cfg.ncpus; cpu++)
+		sd_llc_size[cpu] = llc_size(cpu);
 }
 
 /* "sched: LLC groups (CPU indices): 0-7 | 8-15" */

@@ -11,7 +11,31 @@
  *   groups=N    messaging groups of 20 senders + 20 receivers (1, at most 100)
  *   cpus=N      use CPUs 0..N-1 (all)
  *   tsc_khz=N   the TSC rate, to turn cycles into ns (2000000, topolab's)
+ *   op_ns=N     kernel work burnt in every channel write and read of pipe
+ *               and messaging, in ns of TSC time (1000; 0 = none; at most
+ *               10^9). ctxsw burns none, measuring the switch itself, and
+ *               reports op_ns=0. See wait.c.
  *   quiet=1     print only the sched-result line (and FAIL lines)
+ *
+ * Where op_ns=1000 comes from: a Linux pipe or unix-socket write or read
+ * is a syscall that enters and leaves the kernel, looks up the file,
+ * copies the data and (sockets) allocates and frees an skb. I found no
+ * published per-operation figure for a Skylake-era CPU (lmbench's lat_pipe
+ * and lat_unix report round trips, and no Skylake table of theirs turned
+ * up), only round trips of ping-pong benchmarks, each of which is two
+ * writes, two reads, two wakeups and two context switches:
+ * - Linux 6.6 on an 11th-generation Core i7: two processes ping-ponging a
+ *   byte through pipes, 4,820 ns per round trip
+ *   (https://ddumbying.vercel.app/experiments/ctx-switch-overhead);
+ * - Core i7-12650H with KPTI, the tasks pinned to two cores: pipe 6,236 ns
+ *   and unix socket 4,611 ns per round trip (p50), and 101 ns for a bare
+ *   user/kernel crossing (getpid)
+ *   (https://riyaneel.github.io/posts/kernel-tax/).
+ * Taking about 1 us for each wakeup plus switch out of these leaves 0.65
+ * to 1.06 us per write or read, on CPUs newer and clocked higher than a
+ * 2 GHz Skylake server, under kernels with KPTI (which makes each crossing
+ * dearer; the 2016 kernels had none). 1 us is a round figure at the top of
+ * that range, not a measurement.
  *
  * Output: human lines, PASS/FAIL, then one line
  *   sched-result: workload=pipe idle=halt wakelist=res cpus=16 llc_size=16 ...
@@ -20,11 +44,12 @@
  * of the measured window only; per-CPU counts are on the human lines.
  * Exit status 0 only if the workload's data checked out.
  *
- * Boot: the BSP starts the APs, each of which decodes its own LLC id from
- * CPUID (as Linux does per CPU), then switches to its idle task. The BSP
- * queues the controller task (perf's parent: it creates the workload's
- * tasks, opens the window, starts them, waits for them, closes the window
- * and reports) on CPU 0 and becomes CPU 0's idle task too.
+ * Boot: the BSP starts the APs, each of which records its APIC mode and
+ * address (wake.c) and decodes its own LLC id from CPUID (as Linux does per
+ * CPU), then switches to its idle task. The BSP queues the controller task
+ * (perf's parent: it creates the workload's tasks, opens the window, starts
+ * them, waits for them, closes the window and reports) on CPU 0 and becomes
+ * CPU 0's idle task too.
  */
 #include "lib/cmdline.h"
 #include "lib/cpuid.h"
@@ -47,6 +72,7 @@ struct sched_config cfg = {
 	.wakelist = WAKELIST_RES,
 	.groups = 1,
 	.tsc_khz = 2000000,
+	.op_ns = 1000,
 };
 
 static uint32_t default_loops(enum workload w)
@@ -142,6 +168,14 @@ static const char *parse_cmdline(uint32_t *cpus)
 			return nums[i].bad;
 		*nums[i].value = n;
 	}
+	enum cmdline_status op = cmdline_uint("op_ns", &cfg.op_ns);
+
+	if (op == CMDLINE_INVALID || (op == CMDLINE_FOUND && cfg.op_ns > 1000000000u))
+		return "op_ns= wants 0 to 1000000000";
+	if (cfg.workload == WORKLOAD_CTXSW)
+		cfg.op_ns = 0;	/* ctxsw measures the switch itself */
+	cfg.op_cycles = (uint64_t)cfg.op_ns * cfg.tsc_khz / 1000000;
+
 	uint32_t quiet = 0;
 
 	if (cmdline_uint("quiet", &quiet) == CMDLINE_INVALID)
@@ -223,15 +257,15 @@ static void report_results(const struct sched_stats *before, const struct sched_
 	printf("sched-result: workload=%s idle=%s", workload_name(cfg.workload), idle_names[cfg.idle]);
 	if (cfg.idle == IDLE_HALTPOLL)
 		printf(" haltpoll_ns=%u", cfg.haltpoll_ns);
-	printf(" wakelist=%s cpus=%u llc_size=%u loops=%u groups=%u",
+	printf(" wakelist=%s cpus=%u llc_size=%u loops=%u groups=%u op_ns=%u",
 	       cfg.wakelist == WAKELIST_CAL ? "cal" : "res", cfg.ncpus, llc_size(0), cfg.loops,
-	       cfg.groups);
+	       cfg.groups, cfg.op_ns);
 	printf(" elapsed_cycles=%llu elapsed_ns=%llu ns_per_op=%llu ops=%llu",
 	       (unsigned long long)cycles, (unsigned long long)ns,
 	       (unsigned long long)(ns / r->ops), (unsigned long long)r->ops);
 	printf(" wakeups=%llu direct=%llu queued=%llu ipi_res=%llu ipi_cal=%llu ipi_total=%llu"
 	       " poll_wakes=%llu idle_entries=%llu halts=%llu mwaits=%llu poll_timeouts=%llu"
-	       " migrations=%llu forks=%llu switches=%llu\n",
+	       " migrations=%llu wide=%llu forks=%llu switches=%llu\n",
 	       (unsigned long long)total.wakeups, (unsigned long long)total.direct,
 	       (unsigned long long)total.queued, (unsigned long long)total.ipi_res,
 	       (unsigned long long)total.ipi_cal,
@@ -239,7 +273,8 @@ static void report_results(const struct sched_stats *before, const struct sched_
 	       (unsigned long long)total.poll_wakes, (unsigned long long)total.idle_entries,
 	       (unsigned long long)total.halts, (unsigned long long)total.mwaits,
 	       (unsigned long long)total.poll_timeouts, (unsigned long long)total.migrations,
-	       (unsigned long long)total.forks, (unsigned long long)total.switches);
+	       (unsigned long long)total.wide, (unsigned long long)total.forks,
+	       (unsigned long long)total.switches);
 }
 
 static void snapshot(struct sched_stats *out)
@@ -280,6 +315,7 @@ static void controller(void *arg)
 
 static void ap_main(unsigned cpu)
 {
+	apic_cache_this_cpu(cpu);
 	llc_detect_this_cpu(cpu);
 }
 
@@ -306,8 +342,8 @@ static void print_header(void)
 	       workload_name(cfg.workload), cfg.loops);
 	if (cfg.workload == WORKLOAD_MESSAGING)
 		printf(" groups=%u", cfg.groups);
-	printf(" wakelist=%s tsc_khz=%u\n", cfg.wakelist == WAKELIST_CAL ? "cal" : "res",
-	       cfg.tsc_khz);
+	printf(" wakelist=%s tsc_khz=%u op_ns=%u\n", cfg.wakelist == WAKELIST_CAL ? "cal" : "res",
+	       cfg.tsc_khz, cfg.op_ns);
 	printf("sched: idle=%s", cfg.idle == IDLE_HALT ? "halt" : cfg.idle == IDLE_POLL ? "poll" :
 	       cfg.idle == IDLE_MWAIT ? "mwait" : "haltpoll");
 	if (cfg.idle == IDLE_HALTPOLL)
@@ -332,6 +368,7 @@ int main(const struct multiboot_info *mbi)
 	why = smp_init();
 	if (why)
 		fail("sched.smp", why);
+	apic_cache_this_cpu(0);
 	wake_ipi_init();
 	smp_boot_aps(ap_main);
 	llc_detect_this_cpu(0);
@@ -347,8 +384,10 @@ int main(const struct multiboot_info *mbi)
 		fail("sched.cpus", "workload=ctxsw needs 2 CPUs (-smp 2 or more)");
 	if (!idle_mode_usable(&why))
 		fail("sched.idle", why);
+	llc_sizes_init();
 	cfg.mwait_sti = cpuid_is_qemu_tcg();
 	heap_init(ram_end);
+	burn_calibrate();
 	if (!cfg.quiet)
 		print_header();
 

@@ -12,9 +12,18 @@
  *   (Linux would also pull tasks to idle CPUs with newidle/periodic
  *   balancing; leaving it out keeps every migration a wakeup decision).
  * - try_to_wake_up with Linux's p->pi_lock / p->on_rq / p->on_cpu handshake
- *   (wake.c), select_task_rq = wake_affine_idle + select_idle_sibling,
- *   ttwu_queue with a direct enqueue inside the LLC and the remote wake list
- *   (plus a RES or CAL IPI) outside it.
+ *   (wake.c), select_task_rq = wake_wide (decayed wakee flips) +
+ *   wake_affine_idle + select_idle_sibling, ttwu_queue with a direct enqueue
+ *   inside the LLC and the remote wake list (plus a RES or CAL IPI) outside
+ *   it.
+ * - The local APIC's mode and MMIO address cached per CPU when it comes up
+ *   (Linux keeps x2apic_mode and a fixed APIC mapping from boot), so an IPI
+ *   or an EOI is one ICR write or one EOI write, with no RDMSR of
+ *   IA32_APIC_BASE: under KVM every RDMSR of it is an MSR exit (wake.c).
+ * - Per-operation kernel work: every channel write and read of the pipe and
+ *   messaging workloads burns op_ns of TSC time, standing in for the
+ *   syscall, copy and socket work of a Linux pipe or socket operation
+ *   (wait.c; the default and its source are in main.c).
  * - need_resched and polling in one word of one per-CPU cache line, set with
  *   Linux's set_nr_and_not_polling / set_nr_if_polling, so a polling or
  *   MWAITing idle CPU is woken by a store and no IPI (idle.c).
@@ -66,6 +75,11 @@ struct task {
 	struct task *wq_next;		/* wait queue */
 	void (*fn)(void *arg);
 	void *arg;
+	/* wake_wide's heuristic (Linux task_struct): how often this task woke
+	 * a different task than the last one, halved once per second. */
+	struct task *last_wakee;
+	uint32_t wakee_flips;
+	uint64_t wakee_flip_decay_ts;	/* TSC of the last halving */
 	uint32_t canary;		/* last: the stack grows down onto it first */
 };
 
@@ -75,6 +89,7 @@ struct sched_stats {
 	uint64_t direct;		/* ... by enqueueing on the target runqueue */
 	uint64_t queued;		/* ... by pushing onto the target's wake list */
 	uint64_t migrations;		/* ... onto another CPU than it last ran on */
+	uint64_t wide;			/* ... where wake_wide() ruled out wake_affine */
 	uint64_t forks;			/* wake_up_new_task */
 	uint64_t ipi_res;		/* RES IPIs sent */
 	uint64_t ipi_cal;		/* CAL IPIs sent */
@@ -138,6 +153,8 @@ struct sched_config {
 	uint32_t groups;
 	unsigned ncpus;			/* CPUs in use: indices 0..ncpus-1 */
 	uint32_t tsc_khz;
+	uint32_t op_ns;			/* kernel work per channel write or read */
+	uint64_t op_cycles;		/* op_ns in TSC cycles */
 	bool quiet;
 	bool mwait_sti;			/* QEMU TCG: "sti; mwait" with ECX = 0 */
 };
@@ -208,6 +225,7 @@ bool try_to_wake_up(struct task *p, bool sync);
 void wake_up_new_task(struct task *p);
 void sched_ttwu_pending(struct rq *rq);
 void wake_ipi_init(void);
+void apic_cache_this_cpu(unsigned cpu);	/* once per CPU, when it comes up */
 void set_need_resched_local(unsigned cpu);
 void clear_need_resched(unsigned cpu);
 
@@ -218,6 +236,8 @@ __attribute__((noreturn)) void idle_loop(void);
 /* llc.c */
 void llc_detect_this_cpu(unsigned cpu);
 unsigned llc_size(unsigned cpu);
+void llc_sizes_init(void);		/* sd_llc_size[], once cfg.ncpus is known */
+extern unsigned sd_llc_size[SCHED_MAX_CPUS];
 void llc_print(void);
 extern uint32_t llc_id[SCHED_MAX_CPUS];
 
@@ -241,6 +261,8 @@ struct completion {
 	struct waitq waiters;
 };
 
+void burn_calibrate(void);		/* once, before the workload */
+void burn_op(void);			/* op_cycles of TSC time, if any */
 void chan_init(struct chan *c, uint32_t cap, uint32_t size, uint32_t wake_writers_at);
 void chan_send(struct chan *c, const void *msg);
 void chan_recv(struct chan *c, void *msg);

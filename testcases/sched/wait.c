@@ -15,8 +15,67 @@
  * at wake_writers_at (a pipe: any free slot; a socket: a quarter of its
  * buffer, like unix_writable). All wakeups here are sync, as pipes and
  * sockets wake with WF_SYNC.
+ *
+ * Per-operation kernel work (op_ns, main.c): a Linux pipe or socket write
+ * or read is a syscall of about a microsecond (entry and exit, fd lookup,
+ * copying, skb allocation and freeing), where these channels take about a
+ * hundred guest instructions. So each chan_send and chan_recv also burns
+ * op_ns of TSC time (burn_op, interrupts on, no lock held), where Linux
+ * does that work: a write before it queues the data and wakes
+ * the reader (unix_stream_sendmsg allocates and fills the skb first; a pipe
+ * copies in before its wakeup), a read after it has taken the data, before
+ * it wakes blocked writers (pipe_read wakes them at its end, a socket read
+ * when it frees the skb). Completions burn nothing, and neither does the
+ * ctxsw workload (op_cycles = 0), which measures the switch itself.
+ *
+ * burn_op is an RDTSC loop that reads the TSC between chunks of a plain
+ * DEC/JNZ loop rather than at every turn (an emulator traps each RDTSC,
+ * and a read every few instructions made the experiments several times
+ * slower on the host). Each chunk covers half the time still to burn,
+ * by a calibration made once at boot (burn_calibrate, like Linux's
+ * loops_per_jiffy), so it ends within a chunk of 2 loop turns of op_ns
+ * even if the calibration is off by up to 2x, and an interrupt taken
+ * meanwhile counts as time spent, as it would in Linux.
  */
+#include "lib/msr.h"
+
 #include "sched/sched.h"
+
+#define CALIBRATION_SPINS	65536u
+
+static uint64_t spins_per_kcycle = 1;	/* loop turns per 1024 TSC cycles */
+
+static inline void spin(uint64_t n)
+{
+	__asm__ volatile("1: dec %0; jnz 1b" : "+r"(n) : : "cc");
+}
+
+void burn_calibrate(void)
+{
+	uint64_t t0 = rdtsc();
+
+	spin(CALIBRATION_SPINS);
+	uint64_t d = rdtsc() - t0;
+
+	spins_per_kcycle = d ? (uint64_t)CALIBRATION_SPINS * 1024 / d : 1;
+	if (!spins_per_kcycle)
+		spins_per_kcycle = 1;
+}
+
+void burn_op(void)
+{
+	uint64_t n = cfg.op_cycles, start, spent = 0;
+
+	if (!n)
+		return;
+	start = rdtsc();
+	while (spent < n) {
+		uint64_t turns = (n - spent) * spins_per_kcycle / 2048;
+
+		spin(turns ? turns : 1);
+		spent = rdtsc() - start;
+	}
+}
 
 static void waitq_add(struct waitq *wq, struct task *t)
 {
@@ -91,6 +150,7 @@ void chan_init(struct chan *c, uint32_t cap, uint32_t size, uint32_t wake_writer
 
 void chan_send(struct chan *c, const void *msg)
 {
+	burn_op();
 	spin_lock(&c->lock);
 	while (c->count == c->cap)
 		sleep_on(&c->writers, &c->lock);
@@ -116,6 +176,7 @@ void chan_recv(struct chan *c, void *msg)
 	if (c->count <= c->wake_writers_at)
 		writers = waitq_take_all(&c->writers);
 	spin_unlock(&c->lock);
+	burn_op();
 	wake_list_of(writers);
 }
 

@@ -2,8 +2,10 @@
 # The scheduler guest (testcases/sched): every workload under a few idle
 # modes, each ending with exit 0 and a well-formed sched-result line; the
 # consequences of the wakeup mechanism that follow from the topology alone
-# (not from the cost model); the AMD control; bad command lines; and the
-# same output byte for byte on a second run.
+# (not from the cost model), wake_wide and its decay included; the op_ns
+# burn; IPIs and EOIs without MSR exits in xAPIC and x2APIC mode; the AMD
+# control; bad command lines; and the same output byte for byte on a second
+# run.
 # Usage: sched.sh TOPOLAB IMAGES_DIR [mwait]
 #   mwait: only the idle=mwait cases (they need MONITOR/MWAIT in topolab).
 set -uo pipefail
@@ -12,9 +14,9 @@ image=$images/sched.elf
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failures=0 passed=0
-keys="workload idle wakelist cpus llc_size loops groups elapsed_cycles elapsed_ns ns_per_op ops
+keys="workload idle wakelist cpus llc_size loops groups op_ns elapsed_cycles elapsed_ns ns_per_op ops
       wakeups direct queued ipi_res ipi_cal ipi_total poll_wakes idle_entries halts mwaits
-      poll_timeouts migrations forks switches"
+      poll_timeouts migrations wide forks switches"
 
 S8="8,sockets=1,cores=8,threads=1"
 S16="16,sockets=1,cores=8,threads=2"
@@ -22,10 +24,12 @@ S16="16,sockets=1,cores=8,threads=2"
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 pass() { echo "PASS: $*"; passed=$((passed + 1)); }
 
-# sched NAME SMP CPU APPEND: runs quietly; leaves the result line in $tmp/NAME.
+# sched NAME SMP CPU APPEND [REPORT]: runs quietly; leaves the result line in
+# $tmp/NAME (and with REPORT=json the run report in $tmp/NAME.json).
 sched() {
-  local name=$1 smp=$2 cpu=$3 append=$4
-  timeout 120 "$topolab" run "$image" --smp "$smp" --cpu "$cpu" --quantum 1000 --report none \
+  local name=$1 smp=$2 cpu=$3 append=$4 report=(--report none)
+  [ "${5:-}" = json ] && report=(--report json --report-file "$tmp/$name.json")
+  timeout 120 "$topolab" run "$image" --smp "$smp" --cpu "$cpu" --quantum 1000 "${report[@]}" \
     --append "$append quiet=1" >"$tmp/$name.out" 2>"$tmp/$name.err"
   local status=$?
   local line
@@ -53,7 +57,8 @@ check() {
   local name=$1 expr=$2
   [ -f "$tmp/$name" ] || return
   local vars=""
-  for k in wakeups direct queued ipi_res ipi_cal ipi_total poll_wakes halts mwaits loops ops; do
+  for k in wakeups direct queued ipi_res ipi_cal ipi_total poll_wakes halts mwaits loops ops \
+           wide op_ns elapsed_ns; do
     vars+="local $k=$(field "$name" "$k"); "
   done
   if (eval "$vars"; eval "(( $expr ))"); then
@@ -74,12 +79,60 @@ if [ "$only" = mwait ]; then
 fi
 
 # pipe on 1 socket x 8 cores: without a shared LLC both tasks end up on one
-# CPU (sync wakeups stay on the waker's CPU) and hardly any IPI is sent; with
-# one, select_idle_sibling spreads them and every wakeup kicks a halted CPU.
+# CPU (the first sync wakeup pulls the wakee to the waker's CPU) and hardly
+# any IPI is sent. After that every wakeup is wide (sd_llc_size is 1 and
+# both tasks have one wakee flip), so it targets the task's previous CPU,
+# which is that same CPU. With a shared LLC (size 8) nothing is wide,
+# select_idle_sibling spreads them and every wakeup kicks a halted CPU.
 sched pipe_l3off "$S8" Skylake-Server,l3-cache=off "workload=pipe loops=300" &&
-  check pipe_l3off "ipi_total < 10 && halts < 10"
+  check pipe_l3off "ipi_total < 10 && halts < 10 && wide >= wakeups - 2"
 sched pipe_l3on "$S8" Skylake-Server,l3-cache=on "workload=pipe loops=300" &&
-  check pipe_l3on "ipi_res >= 2 * loops && halts >= 2 * loops"
+  check pipe_l3on "ipi_res >= 2 * loops && halts >= 2 * loops && wide == 0"
+# The flips decay once per second of TSC time: with tsc_khz=1000 a "second"
+# is 10^6 cycles (0.5 ms here), after which each task's single flip halves
+# to 0 and stays there (it keeps waking the same task), so wake_wide stops.
+sched pipe_decay "$S8" Skylake-Server,l3-cache=off "workload=pipe loops=2000 tsc_khz=1000" &&
+  check pipe_decay "ipi_total < 10 && wide > 0 && wide < wakeups / 4"
+
+# op_ns: each channel write and read burns op_ns of TSC time, so a pipe
+# round trip (two writes, two reads) on one CPU takes 4 * op_ns longer.
+sched pipe_op0 "$S8" Skylake-Server,l3-cache=off "workload=pipe loops=1000 op_ns=0" &&
+  sched pipe_op1000 "$S8" Skylake-Server,l3-cache=off "workload=pipe loops=1000" && {
+  extra=$(( $(field pipe_op1000 elapsed_ns) - $(field pipe_op0 elapsed_ns) ))
+  if [ "$(field pipe_op1000 op_ns)" = 1000 ] && [ "$(field pipe_op0 op_ns)" = 0 ] &&
+     (( extra >= 4 * 1000 * 1000 && extra <= 4 * 1000 * 1000 * 105 / 100 )); then
+    pass "pipe: op_ns=1000 adds $extra ns to 1000 round trips (4 ops of 1000 ns each, +5% at most)"
+  else
+    fail "pipe: op_ns=1000 adds $extra ns to 1000 round trips, want 4,000,000 to 4,200,000"
+  fi
+}
+
+# IPIs and EOIs use the APIC mode and address cached at bring-up: the
+# measured window has no MSR exits (each would be an RDMSR of
+# IA32_APIC_BASE), and one ICR exit per IPI, in xAPIC mode (8 vCPUs) and in
+# x2APIC mode (300 vCPUs need it; the scheduler uses 8 of them).
+no_msr_exits() {  # NAME
+  python3 - "$tmp/$1.json" "$(field "$1" ipi_total)" <<'PY'
+import json, sys
+vcpus = json.load(open(sys.argv[1]))["window"]["vcpus"]
+msr = sum(v["exits"]["msr"] for v in vcpus)
+icr = sum(v["exits"]["icr"] for v in vcpus)
+ipis = int(sys.argv[2])
+assert ipis > 0 and msr == 0 and icr == ipis, f"msr exits {msr}, icr exits {icr}, IPIs sent {ipis}"
+print(f"no MSR exits, {icr} ICR exits for {ipis} IPIs")
+PY
+}
+for mode in xapic x2apic; do
+  if [ $mode = xapic ]; then
+    sched apic_$mode "$S8" Skylake-Server,l3-cache=on "workload=pipe loops=200" json
+  else
+    sched apic_$mode 300 Skylake-Server,+x2apic "workload=pipe loops=200 cpus=8" json
+  fi && if out=$(no_msr_exits apic_$mode 2>&1); then
+    pass "pipe in $mode mode: $out"
+  else
+    fail "pipe in $mode mode: $(tail -1 <<<"$out")"
+  fi
+done
 sched pipe_cal "$S8" Skylake-Server,l3-cache=on "workload=pipe loops=300 wakelist=cal" &&
   check pipe_cal "ipi_cal >= 2 * loops && direct == 0"
 sched pipe_poll "$S16" Skylake-Server "workload=pipe loops=300 idle=poll" &&
@@ -95,7 +148,7 @@ sched msg_haltpoll 4 Skylake-Server "workload=messaging loops=10 groups=2 idle=h
 
 # ctxsw across CPUs 0 and 1: halt needs an IPI per wakeup, polling none.
 sched ctxsw_halt 4 Skylake-Server "workload=ctxsw loops=300" &&
-  check ctxsw_halt "ipi_res == ops && halts >= ops"
+  check ctxsw_halt "ipi_res == ops && halts >= ops && op_ns == 0"
 sched ctxsw_haltpoll 4 Skylake-Server "workload=ctxsw loops=300 idle=haltpoll=500000" &&
   check ctxsw_haltpoll "ipi_res < 10 && poll_wakes >= ops - 10"
 sched ctxsw_poll 4 Skylake-Server "workload=ctxsw loops=300 idle=poll" &&
@@ -131,6 +184,8 @@ bad "workload=nosuch" Skylake-Server "workload= wants"
 bad "idle=haltpoll=soon" Skylake-Server "idle= wants"
 bad "wakelist=ipi" Skylake-Server "wakelist= wants"
 bad "loops=0" Skylake-Server "loops= wants"
+bad "op_ns=fast" Skylake-Server "op_ns= wants"
+bad "op_ns=1000000001" Skylake-Server "op_ns= wants"
 bad "cpus=3" Skylake-Server "more CPUs than"
 bad "idle=mwait" Skylake-Server,-monitor "CPUID.01H:ECX\[3\]"
 
