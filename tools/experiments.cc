@@ -35,19 +35,37 @@ struct Machine3 {
 // with SMT, the 8-core `perf bench` guest, and an AMD family 15 model whose
 // LLC Linux takes from the package, so that l3-cache cannot matter (control).
 constexpr Machine3 kL3Machines[] = {
-    {"16 vCPUs 1s x 8c x 2t Skylake-Server", "16,sockets=1,cores=8,threads=2", "Skylake-Server"},
-    {"8 vCPUs 1s x 8c Skylake-Server", "8,sockets=1,cores=8,threads=1", "Skylake-Server"},
-    {"8 vCPUs 1s x 8c qemu64 (AMD fam 15h, control)", "8,sockets=1,cores=8,threads=1", "qemu64"},
+    {"16 vCPUs 1s x 8c x 2t Skylake-Server", "16,sockets=1,cores=8,threads=2", "Skylake-Server,+x2apic"},
+    {"8 vCPUs 1s x 8c Skylake-Server", "8,sockets=1,cores=8,threads=1", "Skylake-Server,+x2apic"},
+    {"8 vCPUs 1s x 8c qemu64 (AMD fam 15h, control)", "8,sockets=1,cores=8,threads=1", "qemu64,+x2apic"},
 };
 constexpr unsigned kMessagingLoops = 100;  // perf bench sched messaging's default
 constexpr unsigned kPipeLoops = 10000;
-// The haltpoll seed: a context-switch benchmark on a 10-vCPU guest.
+// The haltpoll seed: a context-switch benchmark on a 10-vCPU guest. As
+// under KVM, the guests get x2APIC (KVM offers it on every model).
 constexpr const char* kHaltPollSmp = "10";
-constexpr const char* kHaltPollCpu = "Skylake-Server,+monitor";
+constexpr const char* kHaltPollCpu = "Skylake-Server,+x2apic,+monitor";
 constexpr unsigned kCtxswLoops = 5000;
 constexpr uint64_t kPollThresholds[] = {10000, 20000, 30000, 500000};
 
 unsigned scaled(unsigned loops, unsigned percent) { return std::max(1u, loops * percent / 100); }
+
+// The quanta of the repeats, in percent of the base quantum.
+constexpr unsigned kQuantumPercent[kMaxRepeats] = {100, 60, 80, 125, 160, 70, 90, 110, 140, 200};
+
+// Every case `repeats` times, repeats of one case next to each other.
+std::vector<ExperimentCase> with_repeats(const ExperimentOptions& o, const std::vector<ExperimentCase>& cases) {
+  const unsigned repeats = std::clamp(o.repeats, 1u, kMaxRepeats);
+  std::vector<ExperimentCase> out;
+  for (const ExperimentCase& c : cases)
+    for (unsigned r = 0; r < repeats; ++r) {
+      ExperimentCase run = c;
+      run.repeat = r;
+      run.config.quantum = std::max<uint64_t>(1, o.quantum * kQuantumPercent[r] / 100);
+      out.push_back(run);
+    }
+  return out;
+}
 
 std::string wakelist_for(const std::string& kernel) { return kernel == "6.x" ? "cal" : "res"; }
 
@@ -69,7 +87,7 @@ std::vector<ExperimentCase> l3_cache_cases(const ExperimentOptions& o) {
     unsigned loops = scaled(std::string(workload) == "pipe" ? kPipeLoops : kMessagingLoops, o.scale_percent);
     for (const Machine3& m : kL3Machines)
       for (const char* l3 : {"off", "on"})
-        cases.push_back({workload, m.name, fmt::format("l3-cache={}", l3),
+        cases.push_back({workload, m.name, fmt::format("l3-cache={}", l3), 0,
                          base_config(o, m.smp, fmt::format("{},l3-cache={}", m.cpu, l3),
                                      fmt::format("workload={} loops={} wakelist={} quiet=1", workload, loops,
                                                  wakelist_for(o.kernel)))});
@@ -85,7 +103,7 @@ std::vector<ExperimentCase> halt_poll_cases(const ExperimentOptions& o) {
                                   fmt::format("workload=ctxsw loops={} idle={} wakelist={} quiet=1", loops, idle,
                                               wakelist_for(o.kernel)));
     c.cost.halt_poll_ns = host_poll_ns;
-    return ExperimentCase{"ctxsw", machine, std::move(setting), c};
+    return ExperimentCase{"ctxsw", machine, std::move(setting), 0, c};
   };
   std::vector<ExperimentCase> cases;
   cases.push_back(make("no polling", "halt", 0));
@@ -175,56 +193,73 @@ std::string kernel_words(const std::string& kernel) {
                          : "wake lists send RES IPIs, as the seeds' 2016 kernels";
 }
 
+double ipis_per_vcpu(const CaseMeasurement& r) {
+  return double(r.res_ipis + r.cal_ipis) / std::max(1u, r.vcpus * r.runs);
+}
+
+std::string spread(const CaseMeasurement& r) {
+  return r.runs < 2 ? std::string("-") : fmt::format("{}-{}", rate(r.ipi_rate_min), rate(r.ipi_rate_max));
+}
+
+std::string time_spread(const CaseMeasurement& r) {
+  return r.runs < 2 ? std::string("-") : fmt::format("{:.2f}-{:.2f}", r.window_min_ns / 1e6, r.window_max_ns / 1e6);
+}
+
 void l3_tables(fmt::memory_buffer& out, const ExperimentOptions& o, const std::vector<CaseMeasurement>& results) {
   for (const char* workload : {"messaging", "pipe"}) {
     std::vector<const CaseMeasurement*> rows;
     for (const auto& r : results)
       if (r.spec.workload == workload) rows.push_back(&r);
     if (rows.empty()) continue;
-    appendf(out, "== {}: {}, {} loops; {}\n", workload,
+    appendf(out, "== {}: {}, {} loops, op_ns {}; {}; {} run(s) each\n", workload,
             std::string(workload) == "pipe" ? "two tasks ping-ponging (perf bench sched pipe)"
                                             : "20 senders x 20 receivers (perf bench sched messaging -g 1)",
-            rows.front()->sched_number("loops"), kernel_words(o.kernel));
-    appendf(out, "{:<46} {:<9} {:>8} {:>8} {:>9} {:>8} {:>10} {:>10} {:>7}\n", "machine", "l3-cache", "RES/s", "CAL/s",
-            "RES+CAL/s", "HLT/s", "time ms", "IPIs/vCPU", "%CPU");
+            rows.front()->sched_number("loops"), rows.front()->sched_number("op_ns"), kernel_words(o.kernel),
+            rows.front()->runs);
+    appendf(out, "{:<46} {:<8} {:>8} {:>8} {:>9} {:>15} {:>8} {:>8} {:>13} {:>9} {:>6}\n", "machine", "l3-cache",
+            "RES/s", "CAL/s", "RES+CAL/s", "(spread)", "HLT/s", "time ms", "(spread)", "IPIs/vCPU", "%CPU");
     for (size_t i = 0; i + 1 < rows.size(); i += 2) {
       const CaseMeasurement* pair[2] = {rows[i], rows[i + 1]};
       for (int k = 0; k < 2; ++k) {
         const CaseMeasurement& r = *pair[k];
-        appendf(out, "{:<46} {:<9} {:>8} {:>8} {:>9} {:>8} {:>10.3f} {:>10.1f} {:>7.0f}\n", k == 0 ? r.spec.topology : "",
-                r.spec.setting.substr(r.spec.setting.find('=') + 1), rate(r.per_second(r.res_ipis)),
-                rate(r.per_second(r.cal_ipis)), rate(r.per_second(r.res_ipis + r.cal_ipis)),
-                rate(r.per_second(r.hlt_exits)), r.window_ns / 1e6,
-                double(r.res_ipis + r.cal_ipis) / std::max(1u, r.vcpus), r.host_cpu_percent);
+        appendf(out, "{:<46} {:<8} {:>8} {:>8} {:>9} {:>15} {:>8} {:>8.3f} {:>13} {:>9.1f} {:>6.0f}\n",
+                k == 0 ? r.spec.topology : "", r.spec.setting.substr(r.spec.setting.find('=') + 1),
+                rate(r.per_second(r.res_ipis)), rate(r.per_second(r.cal_ipis)),
+                rate(r.per_second(r.res_ipis + r.cal_ipis)), spread(r), rate(r.per_second(r.hlt_exits)),
+                r.mean_window_ns() / 1e6, time_spread(r), ipis_per_vcpu(r), r.host_cpu_percent);
       }
       const CaseMeasurement &off = *pair[0], &on = *pair[1];
-      appendf(out, "{:<46} {:<9} {:>8} {:>8} {:>9} {:>8} {:>10} {:>10} {:>7}\n", "", "change",
+      appendf(out, "{:<46} {:<8} {:>8} {:>8} {:>9} {:>15} {:>8} {:>8} {:>13} {:>9} {:>6}\n", "", "change",
               change(off.per_second(off.res_ipis), on.per_second(on.res_ipis)),
               change(off.per_second(off.cal_ipis), on.per_second(on.cal_ipis)),
-              change(off.per_second(off.res_ipis + off.cal_ipis), on.per_second(on.res_ipis + on.cal_ipis)),
+              change(off.per_second(off.res_ipis + off.cal_ipis), on.per_second(on.res_ipis + on.cal_ipis)), "",
               change(off.per_second(off.hlt_exits), on.per_second(on.hlt_exits)),
-              change(double(off.window_ns), double(on.window_ns)),
-              change(double(off.res_ipis + off.cal_ipis), double(on.res_ipis + on.cal_ipis)),
+              change(off.mean_window_ns(), on.mean_window_ns()), "", change(ipis_per_vcpu(off), ipis_per_vcpu(on)),
               change(off.host_cpu_percent, on.host_cpu_percent));
     }
     appendf(out, "\n");
   }
-  appendf(out, "RES = vector 0xFD, CAL = vector 0xFB, received in the guest's measuring window; per second and time\n"
-               "are virtual; IPIs/vCPU = (RES + CAL) received per vCPU; %CPU = modelled host CPU (100 = one CPU).\n");
+  appendf(out, "RES = vector 0xFD, CAL = vector 0xFB, received in the guest's measuring window; rates are totals\n"
+               "over all runs of a case divided by their total virtual time, (spread) the lowest and highest run;\n"
+               "time = mean virtual run time; IPIs/vCPU = (RES + CAL) received per vCPU and run; %CPU = modelled\n"
+               "host CPU (100 = one CPU). The runs of a case differ only in the quantum, i.e. in how finely the\n"
+               "vCPUs interleave; the guest does the same work in each.\n");
 }
 
 void halt_poll_table(fmt::memory_buffer& out, const ExperimentOptions& o, const std::vector<CaseMeasurement>& results) {
   if (results.empty()) return;
-  appendf(out, "== halt-poll: ctxsw (two tasks on vCPUs 0 and 1 waking each other), {} round trips, {}; {}\n",
-          results.front().sched_number("loops"), results.front().spec.topology, kernel_words(o.kernel));
+  appendf(out, "== halt-poll: ctxsw (two tasks on vCPUs 0 and 1 waking each other), {} round trips, {}; {}; {} run(s) each\n",
+          results.front().sched_number("loops"), results.front().spec.topology, kernel_words(o.kernel),
+          results.front().runs);
   appendf(out, "{:<28} {:>10} {:>8} {:>9} {:>9} {:>10} {:>11}\n", "configuration", "ns/ctxsw", "%CPU", "HLT/s", "IPI/s",
           "poll hits", "mwait wakes");
   for (const auto& r : results)
     appendf(out, "{:<28} {:>10} {:>8.1f} {:>9} {:>9} {:>10} {:>11}\n", r.spec.setting, r.sched_number("ns_per_op"),
             r.host_cpu_percent, rate(r.per_second(r.hlt_exits)), rate(r.per_second(r.res_ipis + r.cal_ipis)),
-            r.halt_poll_hits, r.mwait_wakes);
-  appendf(out, "\nns/ctxsw: the guest's own measure (elapsed / switches); %CPU = modelled host CPU over the\n"
-               "guest's measuring window (100 = one CPU); poll hits: wakeups the host caught while halt-polling.\n");
+            r.halt_poll_hits / r.runs, r.mwait_wakes / r.runs);
+  appendf(out, "\nns/ctxsw: the guest's own measure (elapsed / switches), mean of the runs; %CPU = modelled host CPU\n"
+               "over the guest's measuring window (100 = one CPU); poll hits, mwait wakes: per run (wakeups the host\n"
+               "caught while halt-polling; MWAITs ended by a store).\n");
 }
 
 }  // namespace
@@ -269,8 +304,8 @@ const std::vector<std::pair<std::string, std::string>>& experiment_names() {
 }
 
 std::vector<ExperimentCase> experiment_cases(const ExperimentOptions& options) {
-  if (options.name == "l3-cache") return l3_cache_cases(options);
-  if (options.name == "halt-poll") return halt_poll_cases(options);
+  if (options.name == "l3-cache") return with_repeats(options, l3_cache_cases(options));
+  if (options.name == "halt-poll") return with_repeats(options, halt_poll_cases(options));
   std::string known;
   for (const auto& [name, what] : experiment_names()) known += fmt::format("{}{}", known.empty() ? "" : ", ", name);
   throw ConfigError(fmt::format("experiment {}: no such experiment (known: {})", options.name, known));
@@ -295,8 +330,9 @@ std::vector<CaseMeasurement> run_experiment_cases(const ExperimentOptions& optio
       std::lock_guard lock(progress_lock);
       ++done;
       if (progress)
-        fmt::print(progress, "[{:>2}/{}] {} on {} with {}: {} ({:.1f} s)\n", done, cases.size(), cases[i].workload,
-                   cases[i].topology, cases[i].setting, failures[i] ? "FAILED" : "done", seconds);
+        fmt::print(progress, "[{:>3}/{}] {} on {} with {}, quantum {}: {} ({:.1f} s)\n", done, cases.size(),
+                   cases[i].workload, cases[i].topology, cases[i].setting, cases[i].config.quantum,
+                   failures[i] ? "FAILED" : "done", seconds);
     }
   };
   const unsigned jobs = std::clamp<unsigned>(options.jobs, 1, static_cast<unsigned>(std::max<size_t>(1, cases.size())));
@@ -311,55 +347,114 @@ std::vector<CaseMeasurement> run_experiment_cases(const ExperimentOptions& optio
   return out;
 }
 
-std::string format_experiment_tables(const ExperimentOptions& options, const std::vector<CaseMeasurement>& results) {
+std::vector<CaseMeasurement> combine_repeats(const std::vector<CaseMeasurement>& runs) {
+  std::vector<CaseMeasurement> out;
+  for (const CaseMeasurement& r : runs) {
+    const double rate = r.per_second(r.res_ipis + r.cal_ipis);
+    const bool same_case = !out.empty() && out.back().spec.workload == r.spec.workload &&
+                           out.back().spec.topology == r.spec.topology && out.back().spec.setting == r.spec.setting;
+    if (!same_case) {
+      CaseMeasurement first = r;
+      first.runs = 1;
+      first.window_min_ns = first.window_max_ns = r.window_ns;
+      first.ipi_rate_min = first.ipi_rate_max = rate;
+      first.sched["ns_per_op"] = fmt::format("{}", r.sched_number("ns_per_op"));
+      out.push_back(first);
+      continue;
+    }
+    CaseMeasurement& c = out.back();
+    // Host CPU and ns per operation: means weighted by time and by run.
+    c.host_cpu_percent = (c.host_cpu_percent * c.window_ns + r.host_cpu_percent * r.window_ns) /
+                         std::max<double>(1, c.window_ns + r.window_ns);
+    const uint64_t ns_per_op = (c.sched_number("ns_per_op") * c.runs + r.sched_number("ns_per_op")) / (c.runs + 1);
+    c.sched["ns_per_op"] = fmt::format("{}", ns_per_op);
+    ++c.runs;
+    c.window_ns += r.window_ns;
+    c.res_ipis += r.res_ipis;
+    c.cal_ipis += r.cal_ipis;
+    c.hlt_exits += r.hlt_exits;
+    c.halt_poll_hits += r.halt_poll_hits;
+    c.mwait_wakes += r.mwait_wakes;
+    c.window_min_ns = std::min(c.window_min_ns, r.window_ns);
+    c.window_max_ns = std::max(c.window_max_ns, r.window_ns);
+    c.ipi_rate_min = std::min(c.ipi_rate_min, rate);
+    c.ipi_rate_max = std::max(c.ipi_rate_max, rate);
+  }
+  return out;
+}
+
+std::string format_experiment_tables(const ExperimentOptions& options, const std::vector<CaseMeasurement>& runs) {
+  const std::vector<CaseMeasurement> results = combine_repeats(runs);
   fmt::memory_buffer out;
   if (options.name == "l3-cache") l3_tables(out, options, results);
   else halt_poll_table(out, options, results);
-  appendf(out, "cost model: {}; quantum {} instructions\n", options.cost.to_string(), options.quantum);
+  appendf(out, "cost model: {}; quanta around {} instructions\n", options.cost.to_string(), options.quantum);
   return fmt::to_string(out);
 }
 
-std::string format_experiment_json(const ExperimentOptions& options, const std::vector<CaseMeasurement>& results) {
+namespace {
+
+nlohmann::ordered_json case_json(const CaseMeasurement& r, bool combined) {
+  nlohmann::ordered_json c;
+  c["workload"] = r.spec.workload;
+  c["machine"] = r.spec.topology;
+  c["setting"] = r.spec.setting;
+  c["smp"] = r.spec.config.smp;
+  c["cpu"] = r.spec.config.cpu;
+  c["append"] = r.spec.config.append;
+  c["cost"] = r.spec.config.cost.to_string();
+  if (combined) {
+    c["runs"] = r.runs;
+    c["mean_window_ns"] = r.mean_window_ns();
+    c["window_ns_min"] = r.window_min_ns;
+    c["window_ns_max"] = r.window_max_ns;
+    c["ipi_per_s_min"] = r.ipi_rate_min;
+    c["ipi_per_s_max"] = r.ipi_rate_max;
+  } else {
+    c["quantum"] = r.spec.config.quantum;
+  }
+  c["window_ns"] = r.window_ns;
+  c["vcpus"] = r.vcpus;
+  c["res_ipis"] = r.res_ipis;
+  c["cal_ipis"] = r.cal_ipis;
+  c["res_per_s"] = r.per_second(r.res_ipis);
+  c["cal_per_s"] = r.per_second(r.cal_ipis);
+  c["ipis_per_vcpu"] = ipis_per_vcpu(r);
+  c["hlt_exits"] = r.hlt_exits;
+  c["hlt_per_s"] = r.per_second(r.hlt_exits);
+  c["halt_poll_hits"] = r.halt_poll_hits;
+  c["mwait_store_wakes"] = r.mwait_wakes;
+  c["host_cpu_percent"] = r.host_cpu_percent;
+  nlohmann::ordered_json sched = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : r.sched) sched[k] = v;
+  c[combined ? "guest_first_run" : "guest"] = sched;
+  return c;
+}
+
+}  // namespace
+
+// "cases": each case over its runs (sums, and the spread); "runs": every
+// run as measured.
+std::string format_experiment_json(const ExperimentOptions& options, const std::vector<CaseMeasurement>& runs) {
   using nlohmann::ordered_json;
   ordered_json j;
   j["schema"] = "topolab.experiment/1";
   j["experiment"] = options.name;
   j["kernel"] = options.kernel;
   j["quantum"] = options.quantum;
+  j["repeats"] = options.repeats;
   j["scale_percent"] = options.scale_percent;
-  ordered_json cases = ordered_json::array();
-  for (const auto& r : results) {
-    ordered_json c;
-    c["workload"] = r.spec.workload;
-    c["machine"] = r.spec.topology;
-    c["setting"] = r.spec.setting;
-    c["smp"] = r.spec.config.smp;
-    c["cpu"] = r.spec.config.cpu;
-    c["append"] = r.spec.config.append;
-    c["cost"] = r.spec.config.cost.to_string();
-    c["window_ns"] = r.window_ns;
-    c["vcpus"] = r.vcpus;
-    c["res_ipis"] = r.res_ipis;
-    c["cal_ipis"] = r.cal_ipis;
-    c["res_per_s"] = r.per_second(r.res_ipis);
-    c["cal_per_s"] = r.per_second(r.cal_ipis);
-    c["ipis_per_vcpu"] = double(r.res_ipis + r.cal_ipis) / std::max(1u, r.vcpus);
-    c["hlt_exits"] = r.hlt_exits;
-    c["hlt_per_s"] = r.per_second(r.hlt_exits);
-    c["halt_poll_hits"] = r.halt_poll_hits;
-    c["mwait_store_wakes"] = r.mwait_wakes;
-    c["host_cpu_percent"] = r.host_cpu_percent;
-    ordered_json sched = ordered_json::object();
-    for (const auto& [k, v] : r.sched) sched[k] = v;
-    c["guest"] = sched;
-    cases.push_back(c);
-  }
+  ordered_json cases = ordered_json::array(), all = ordered_json::array();
+  for (const auto& r : combine_repeats(runs)) cases.push_back(case_json(r, true));
+  for (const auto& r : runs) all.push_back(case_json(r, false));
   j["cases"] = cases;
+  j["runs"] = all;
   return j.dump(2) + "\n";
 }
 
 std::map<std::string, std::string> experiment_charts(const ExperimentOptions& options,
-                                                     const std::vector<CaseMeasurement>& results) {
+                                                     const std::vector<CaseMeasurement>& runs) {
+  const std::vector<CaseMeasurement> results = combine_repeats(runs);
   std::map<std::string, std::string> charts;
   if (options.name == "l3-cache") {
     for (const char* workload : {"messaging", "pipe"}) {

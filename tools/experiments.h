@@ -22,14 +22,19 @@ struct ExperimentCase {
   std::string workload;  // messaging, pipe, ctxsw
   std::string topology;  // what the tables call the machine
   std::string setting;   // what this case changes: "l3-cache=on", "haltpoll=10000"
+  unsigned repeat = 0;   // which perturbation of the case (its quantum)
   MachineConfig config;
 };
 
-// What one case measured, from the guest's measuring window.
+// What one case measured, from the guest's measuring window; combined over
+// its repeats, the counts and window_ns are sums (rates are ratios of sums).
 struct CaseMeasurement {
   ExperimentCase spec;
   std::map<std::string, std::string> sched;  // the guest's sched-result line
+  unsigned runs = 1;
   uint64_t window_ns = 0;
+  uint64_t window_min_ns = 0, window_max_ns = 0;
+  double ipi_rate_min = 0, ipi_rate_max = 0;  // RES + CAL per second
   uint64_t res_ipis = 0;  // RESCHEDULE_VECTOR 0xFD received
   uint64_t cal_ipis = 0;  // CALL_FUNCTION_SINGLE_VECTOR 0xFB received
   uint64_t hlt_exits = 0;
@@ -39,6 +44,7 @@ struct CaseMeasurement {
   double host_cpu_percent = 0;
 
   double per_second(uint64_t count) const { return window_ns ? count * 1e9 / window_ns : 0; }
+  double mean_window_ns() const { return runs ? double(window_ns) / runs : 0; }
   uint64_t sched_number(const std::string& key) const;  // 0 when absent
 };
 
@@ -52,6 +58,10 @@ struct ExperimentOptions {
   bool json = false;        // print JSON instead of the tables
   std::string kernel = "2016";  // 2016: wake lists send RES; 6.x: CAL
   uint64_t quantum = 1000;      // small: shared-memory wakeups are timed to it
+  // Each case runs this often, at quanta around `quantum` (the interleaving
+  // of the vCPUs changes; the guest does not), and the tables show the
+  // combined result and the spread: one deterministic run is one sample.
+  unsigned repeats = 5;
   unsigned jobs = 2;            // machines run side by side
   unsigned scale_percent = 100; // workload size (tests run them small)
   CostModel cost = CostModel::defaults();
@@ -67,6 +77,10 @@ std::vector<ExperimentCase> experiment_cases(const ExperimentOptions& options);
 // case) and throws std::runtime_error naming the case if a guest failed.
 std::vector<CaseMeasurement> run_experiment_cases(const ExperimentOptions& options,
                                                   const std::vector<ExperimentCase>& cases, std::FILE* progress);
+// One measurement per case from the runs of its repeats (which follow one
+// another in `runs`).
+std::vector<CaseMeasurement> combine_repeats(const std::vector<CaseMeasurement>& runs);
+inline constexpr unsigned kMaxRepeats = 10;
 
 std::string format_experiment_tables(const ExperimentOptions& options, const std::vector<CaseMeasurement>& results);
 std::string format_experiment_json(const ExperimentOptions& options, const std::vector<CaseMeasurement>& results);

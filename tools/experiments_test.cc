@@ -30,22 +30,39 @@ TEST(ExperimentCases, L3CacheRunsBothWorkloadsOnThreeMachinesOffThenOn) {
   ExperimentOptions o;
   o.name = "l3-cache";
   o.sched_image = "sched.elf";
+  o.repeats = 1;
   const auto cases = experiment_cases(o);
   ASSERT_EQ(cases.size(), 12u);
   EXPECT_EQ(cases[0].workload, "messaging");
-  EXPECT_EQ(cases[0].config.cpu, "Skylake-Server,l3-cache=off");
-  EXPECT_EQ(cases[1].config.cpu, "Skylake-Server,l3-cache=on");
+  EXPECT_EQ(cases[0].config.cpu, "Skylake-Server,+x2apic,l3-cache=off");
+  EXPECT_EQ(cases[1].config.cpu, "Skylake-Server,+x2apic,l3-cache=on");
   EXPECT_EQ(cases[0].config.smp, "16,sockets=1,cores=8,threads=2");
-  EXPECT_EQ(cases[5].config.cpu, "qemu64,l3-cache=on");
+  EXPECT_EQ(cases[5].config.cpu, "qemu64,+x2apic,l3-cache=on");
   EXPECT_EQ(cases[6].workload, "pipe");
   EXPECT_NE(cases[0].config.append.find("wakelist=res"), std::string::npos);
   o.kernel = "6.x";
   EXPECT_NE(experiment_cases(o)[0].config.append.find("wakelist=cal"), std::string::npos);
 }
 
+TEST(ExperimentCases, RepeatsFollowEachOtherAtOtherQuanta) {
+  ExperimentOptions o;
+  o.name = "halt-poll";
+  o.quantum = 1000;
+  o.repeats = 3;
+  const auto cases = experiment_cases(o);
+  ASSERT_EQ(cases.size(), 33u);
+  EXPECT_EQ(cases[0].config.quantum, 1000u);
+  EXPECT_EQ(cases[1].config.quantum, 600u);
+  EXPECT_EQ(cases[2].config.quantum, 800u);
+  EXPECT_EQ(cases[2].setting, cases[0].setting);
+  EXPECT_EQ(cases[2].repeat, 2u);
+  EXPECT_NE(cases[3].setting, cases[0].setting);
+}
+
 TEST(ExperimentCases, HaltPollVariesOnlyThePolling) {
   ExperimentOptions o;
   o.name = "halt-poll";
+  o.repeats = 1;
   o.cost = CostModel::defaults();
   const auto cases = experiment_cases(o);
   ASSERT_EQ(cases.size(), 11u);
@@ -80,6 +97,22 @@ CaseMeasurement measured(const std::string& workload, const std::string& setting
   m.vcpus = 8;
   m.sched = {{"loops", "100"}, {"ns_per_op", "1234"}};
   return m;
+}
+
+TEST(ExperimentTables, RepeatsCombineIntoSumsAndASpread) {
+  std::vector<CaseMeasurement> runs = {measured("pipe", "l3-cache=on", 100, 1'000'000),
+                                       measured("pipe", "l3-cache=on", 300, 1'000'000),
+                                       measured("pipe", "l3-cache=off", 0, 2'000'000)};
+  runs[0].sched["ns_per_op"] = "100";
+  runs[1].sched["ns_per_op"] = "300";
+  const auto cases = combine_repeats(runs);
+  ASSERT_EQ(cases.size(), 2u);
+  EXPECT_EQ(cases[0].runs, 2u);
+  EXPECT_DOUBLE_EQ(cases[0].per_second(cases[0].res_ipis), 200'000.0);
+  EXPECT_DOUBLE_EQ(cases[0].ipi_rate_min, 100'000.0);
+  EXPECT_DOUBLE_EQ(cases[0].ipi_rate_max, 300'000.0);
+  EXPECT_EQ(cases[0].sched_number("ns_per_op"), 200u);
+  EXPECT_EQ(cases[1].runs, 1u);
 }
 
 TEST(ExperimentTables, L3CacheShowsRatesAndTheChange) {

@@ -354,6 +354,10 @@ int main(int argc, char** argv) {
   experiment_cmd->add_option("--quantum", experiment.options.quantum, "instructions per scheduling slice")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1'000'000}))
       ->capture_default_str();
+  experiment_cmd->add_option("--repeats", experiment.options.repeats,
+                             "runs per case, at quanta around --quantum (the spread shows how robust a result is)")
+      ->check(CLI::Range(1u, kMaxRepeats))
+      ->capture_default_str();
   experiment_cmd->add_option("--scale", experiment.options.scale_percent, "workload size in percent")
       ->check(CLI::Range(1u, 10000u))
       ->capture_default_str();

@@ -12,7 +12,7 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 # A run small enough for a test: the mechanisms, not the statistics.
 run() {  # NAME OUTDIR
-  timeout 600 "$topolab" experiment "$1" --scale 5 --output "$2" >"$2.stdout" 2>"$2.stderr"
+  timeout 600 "$topolab" experiment "$1" --scale 5 --repeats 2 --output "$2" >"$2.stdout" 2>"$2.stderr"
 }
 
 check_experiment() {  # NAME CASES CHARTS...
@@ -31,15 +31,19 @@ check_experiment() {  # NAME CASES CHARTS...
   for svg in "$@"; do
     head -c 4 "$tmp/$name.1/$svg" | grep -q '<svg' || fail "$name: $svg is no SVG"
   done
-  grep -q "^\[ *$cases/$cases\]" "$tmp/$name.1.stderr" || fail "$name: no progress line for case $cases of $cases"
+  grep -q "^\[ *$((2 * cases))/$((2 * cases))\]" "$tmp/$name.1.stderr" || fail "$name: no progress line for run $((2 * cases))"
   python3 - "$tmp/$name.1/results.json" "$cases" <<'PY' || fail "$name: results.json"
 import json, sys
 j = json.load(open(sys.argv[1]))
 assert j["schema"] == "topolab.experiment/1", j["schema"]
 assert len(j["cases"]) == int(sys.argv[2]), len(j["cases"])
+assert len(j["runs"]) == 2 * int(sys.argv[2]), len(j["runs"])
 for c in j["cases"]:
-    assert c["window_ns"] > 0, c
-    assert c["guest"]["workload"] == c["workload"], c
+    assert c["runs"] == 2 and c["window_ns"] > 0, c
+    assert c["guest_first_run"]["workload"] == c["workload"], c
+for r in j["runs"]:
+    assert r["guest"]["workload"] == r["workload"], r
+assert j["runs"][0]["quantum"] != j["runs"][1]["quantum"], "repeats run at other quanta"
 PY
   echo "ok: $name ($cases machines, deterministic)"
 }
@@ -62,7 +66,7 @@ assert off["res_ipis"] * 10 < on["res_ipis"], (off["res_ipis"], on["res_ipis"])
 assert off["hlt_exits"] * 10 < on["hlt_exits"], (off["hlt_exits"], on["hlt_exits"])
 for w in ("pipe", "messaging"):
     a, b = case(w, "qemu64", "l3-cache=off"), case(w, "qemu64", "l3-cache=on")
-    assert a["guest"] == b["guest"] and a["res_ipis"] == b["res_ipis"], w
+    assert a["guest_first_run"] == b["guest_first_run"] and a["res_ipis"] == b["res_ipis"], w
 PY
 
 # Bad input.
