@@ -126,7 +126,6 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   Vcpu* vcpu() { return vcpu_.get(); }
   State state() const { return state_; }
   bool nmi_pending() const { return nmi_pending_; }
-  uint64_t halted_since() const { return halted_since_; }
 
   // IPIs sent at a time this running vCPU has not reached yet, by time.
   void defer(const PendingMessage& m) { inbox_.emplace(m.at_ns, m); }
@@ -215,6 +214,12 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
     return !std::equal(bytes.begin(), bytes.end(), monitor_snapshot_.begin());
   }
   bool parked_in_mwait() const { return state_ == State::Halted && in_mwait_; }
+  // "halted" or "in MWAIT on line 0x...", for diagnoses.
+  std::string idle_state() const {
+    if (!parked_in_mwait()) return "halted";
+    return fmt::format("in MWAIT on line {:#x}{}", monitor_line_,
+                       mwait_breaks_on_interrupt_ ? " (interrupts break it)" : "");
+  }
   void park_in_mwait(bool break_on_interrupt) {
     state_ = State::Halted;
     in_mwait_ = true;
@@ -810,8 +815,8 @@ std::string Machine::deadlock_diagnosis() const {
     VcpuState s = const_cast<Cpu&>(cpu).vcpu()->state();
     const LocalApic& apic = cpu.apic();
     std::optional<uint8_t> pending = apic.pending_vector();
-    return fmt::format("cpu {} halted with interrupts {} at RIP {:#x} (APIC {}, TPR {:#x}, PPR {:#x}, {})", cpu.index(),
-                       s.rflags & kRflagsIf ? "enabled" : "disabled", s.rip,
+    return fmt::format("cpu {} {} with interrupts {} at RIP {:#x} (APIC {}, TPR {:#x}, PPR {:#x}, {})", cpu.index(),
+                       cpu.idle_state(), s.rflags & kRflagsIf ? "enabled" : "disabled", s.rip,
                        apic.software_enabled() ? "enabled" : "software-disabled", apic.task_priority(),
                        apic.processor_priority(),
                        pending ? fmt::format("vector {:#x} pending", *pending) : std::string("nothing pending"));
@@ -820,7 +825,8 @@ std::string Machine::deadlock_diagnosis() const {
     if (cpus_[0]->state() == Cpu::State::WaitForSipi)
       return "cpu 0 took an INIT and waits for a SIPI that no other vCPU can send";
     VcpuState s = cpus_[0]->vcpu()->state();
-    return fmt::format("the guest halted with interrupts {} at cpu 0 RIP {:#x} RSP {:#x} CR0 {:#x} and nothing can wake it",
+    return fmt::format("the guest {} with interrupts {} at cpu 0 RIP {:#x} RSP {:#x} CR0 {:#x} and nothing can wake it",
+                       cpus_[0]->parked_in_mwait() ? "waits " + cpus_[0]->idle_state() : std::string("halted"),
                        s.rflags & kRflagsIf ? "enabled" : "disabled", s.rip, s.rsp, s.cr0);
   }
   std::string text = "guest deadlock: no vCPU can run and nothing can wake one:";

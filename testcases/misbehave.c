@@ -6,7 +6,7 @@
  * cmdline: mode=halt | spin | ud | divide | unmapped | msr | exit256
  *                | init_self | ipi_nobody | reserved_delivery | no_idt_interrupt
  *                | mwait_no_monitor | mwait_bad_hint | monitor_mmio
- *                | monitor_absent
+ *                | monitor_absent | mwait_forever
  *   halt      cli; hlt: nothing can ever wake the CPU
  *   spin      an endless loop: only the time limit ends it
  *   ud        ud2, with no IDT to handle #UD
@@ -39,6 +39,8 @@
  *                      a bad-input diagnosis)
  *   monitor_absent     MONITOR on a CPU model without CPUID.1:ECX[3] (e.g.
  *                      plain qemu64): #UD, with no IDT to handle it
+ *   mwait_forever      cli; MONITOR; MWAIT (ECX=0) in a loop: no store, and
+ *                      no interrupt may break it: the vCPU sleeps for ever
  */
 #include "lib/cmdline.h"
 #include "lib/io.h"
@@ -98,7 +100,8 @@ int main(const struct multiboot_info *mbi)
 	if (!cmdline_str("mode", mode, sizeof(mode))) {
 		printf("misbehave: give mode=halt|spin|ud|divide|unmapped|msr|exit256|"
 		       "init_self|ipi_nobody|reserved_delivery|no_idt_interrupt|"
-		       "mwait_no_monitor|mwait_bad_hint|monitor_mmio|monitor_absent\n");
+		       "mwait_no_monitor|mwait_bad_hint|monitor_mmio|monitor_absent|"
+		       "mwait_forever\n");
 		return EXIT_FAIL;
 	}
 	printf("misbehave: mode=%s\n", mode);
@@ -163,6 +166,12 @@ int main(const struct multiboot_info *mbi)
 		monitor(APIC_DEFAULT_BASE);
 	} else if (!strcmp(mode, "monitor_absent")) {
 		monitor((uintptr_t)monitor_line);
+	} else if (!strcmp(mode, "mwait_forever")) {
+		__asm__ volatile("cli");
+		for (;;) {
+			monitor((uintptr_t)monitor_line);
+			mwait(0);
+		}
 	}
 	printf("misbehave: mode %s did not misbehave\n", mode);
 	return EXIT_FAIL;

@@ -85,6 +85,7 @@ expect 126 "reserved delivery mode 011b" -- run "$bad" -append mode=reserved_del
 expect 126 "has no usable handler" -- run "$bad" -append mode=no_idt_interrupt
 # MONITOR/MWAIT: bad input stops the run; without +monitor they are #UD.
 expect 126 "with no MONITOR before it" -- run "$bad" -cpu qemu64,+monitor -append mode=mwait_no_monitor
+expect 126 "the guest waits in MWAIT on line" -- run "$bad" -cpu qemu64,+monitor -append mode=mwait_forever
 expect 126 "with hint EAX 0x20: this CPU model enumerates no C-state sub-states" -- \
   run "$bad" -cpu Skylake-Server,+monitor -append mode=mwait_bad_hint
 expect 126 "on 0xfee00000, which is not RAM (the local APIC page)" -- run "$bad" -cpu qemu64,+monitor -append mode=monitor_mmio
