@@ -153,13 +153,11 @@ CostModel CostModel::parse(std::string_view spec, const CostModel& base) {
 std::vector<std::pair<std::string, std::string>> CostModel::entries() const {
   std::vector<std::pair<std::string, std::string>> out;
   for (const Parameter& p : kParameters) {
-    std::string value;
     switch (p.unit) {
-      case Unit::CpiMilli: value = milli_text(this->*p.number); break;
-      case Unit::Flag: value = this->*p.flag ? "1" : "0"; break;
-      default: value = fmt::format("{}", this->*p.number); break;
+      case Unit::CpiMilli: out.emplace_back(p.key, milli_text(this->*p.number)); break;
+      case Unit::Flag: out.emplace_back(p.key, fmt::format("{:d}", this->*p.flag)); break;
+      default: out.emplace_back(p.key, fmt::format("{}", this->*p.number)); break;
     }
-    out.emplace_back(p.key, std::move(value));
   }
   return out;
 }
