@@ -51,6 +51,10 @@ PY
 check_experiment l3-cache 12 l3-cache-messaging.svg l3-cache-pipe.svg
 check_experiment halt-poll 11 halt-poll.svg
 
+# Machines run side by side in threads; how many must not matter.
+timeout 600 "$topolab" experiment halt-poll --scale 5 --repeats 2 --jobs 1 >"$tmp/jobs1.stdout" 2>/dev/null
+cmp -s "$tmp/jobs1.stdout" "$tmp/halt-poll.1.stdout" || fail "halt-poll: --jobs 1 prints other results than --jobs 2"
+
 # The mechanism behind the seeds' pipe result: on 8 Intel vCPUs without a
 # shared L3 both tasks end up on one CPU and need no IPIs; with one, each
 # wakeup of the other task goes to an idle CPU and needs a RES IPI. The AMD
