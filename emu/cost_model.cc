@@ -15,6 +15,10 @@ namespace {
 constexpr uint64_t kMaxNs = 1'000'000'000;  // one second: anything above is a typo
 constexpr uint64_t kMaxCpiMilli = 100'000;  // CPI 100
 constexpr uint64_t kMaxFreqMhz = 100'000;
+// A CPU retiring more than this many instructions per ns (20 at 2 GHz and
+// CPI 0.1) is a typo; it would also make every ns of virtual time cost
+// the host a long run.
+constexpr uint64_t kMaxInstructionsPerNs = 10;
 
 enum class Unit { Ns, CpiMilli, Mhz, Flag };
 
@@ -147,6 +151,10 @@ CostModel CostModel::parse(std::string_view spec, const CostModel& base) {
     if (!seen.insert(key).second) throw ConfigError(fmt::format("--cost {}: given twice", key));
     set(model, *found, item.substr(eq + 1));
   }
+  if (model.freq_mhz > kMaxInstructionsPerNs * model.cpi_milli)  // instructions per ns = freq_mhz / cpi_milli
+    throw ConfigError(fmt::format("--cost cpi={},freq_mhz={}: {:.0f} instructions per ns; at most {} make a CPU",
+                                  milli_text(model.cpi_milli), model.freq_mhz,
+                                  double(model.freq_mhz) / double(model.cpi_milli), kMaxInstructionsPerNs));
   return model;
 }
 
@@ -187,7 +195,8 @@ uint64_t CostModel::ns_for_instructions(uint64_t instructions) const {
 }
 
 uint64_t CostModel::instructions_for_ns(uint64_t ns) const {
-  return static_cast<uint64_t>(static_cast<unsigned __int128>(ns) * freq_mhz / cpi_milli);
+  const unsigned __int128 n = static_cast<unsigned __int128>(ns) * freq_mhz / cpi_milli;
+  return n > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(n);
 }
 
 }  // namespace topolab

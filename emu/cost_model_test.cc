@@ -35,7 +35,7 @@ TEST(CostModel, NoneIsTheIdealMachine) {
 TEST(CostModel, CpiKeepsUpToThreeDecimals) {
   EXPECT_EQ(CostModel::parse("cpi=0.5", {}).cpi_milli, 500u);
   EXPECT_EQ(CostModel::parse("cpi=2", {}).cpi_milli, 2000u);
-  EXPECT_EQ(CostModel::parse("cpi=0.125", {}).cpi_milli, 125u);
+  EXPECT_EQ(CostModel::parse("cpi=0.125,freq_mhz=1000", {}).cpi_milli, 125u);
   EXPECT_THROW(CostModel::parse("cpi=0.0001", {}), ConfigError);
   EXPECT_THROW(CostModel::parse("cpi=0", {}), ConfigError);
   EXPECT_THROW(CostModel::parse("cpi=1e3", {}), ConfigError);
@@ -53,6 +53,12 @@ TEST(CostModel, BadInputNamesTheKey) {
       EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
     }
   }
+}
+
+TEST(CostModel, RefusesAnAbsurdlyFastCpu) {
+  EXPECT_THROW(CostModel::parse("cpi=0.001,freq_mhz=100000", CostModel::defaults()), ConfigError);
+  EXPECT_THROW(CostModel::parse("cpi=0.1,freq_mhz=3000", CostModel::defaults()), ConfigError);
+  EXPECT_NO_THROW(CostModel::parse("cpi=0.25,freq_mhz=2500", CostModel::defaults()));  // 10 per ns
 }
 
 TEST(CostModel, TimeFollowsCpiAndClock) {

@@ -128,7 +128,7 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   bool nmi_pending() const { return nmi_pending_; }
 
   // IPIs sent at a time this running vCPU has not reached yet, by time.
-  void defer(const PendingMessage& m) { inbox_.emplace(m.at_ns, m); }
+  void defer(const PendingMessage& m) { inbox_.emplace(m.arrive_ns, m); }
   std::optional<uint64_t> next_arrival() const {
     if (inbox_.empty()) return std::nullopt;
     return inbox_.begin()->first;
@@ -239,7 +239,10 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
       const uint64_t event = std::max(event_ns, halted_since_);
       const uint64_t waited = event - halted_since_;
       uint64_t resume = event;
-      if (in_mwait_) {
+      if (waited == 0) {
+        // The event was there when it halted: HLT (KVM checks before it
+        // blocks or polls) and MWAIT (the CPU does not enter C1) go on.
+      } else if (in_mwait_) {
         // Passed through: out of C1. Trapped: the guest was spinning
         // through MWAIT exits, busy too, and sees the event at once.
         if (cost.mwait_passthrough) resume = event + cost.mwait_wake_ns;
@@ -410,7 +413,8 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   // with IPI virtualisation, the CPU) sends it.
   void send(const ApicMessage& message, uint64_t written_ns) {
     const CostModel& cost = machine_.config_.cost;
-    machine_.pending_messages_.push_back({index_, message, written_ns + (cost.ipiv ? 0 : cost.icr_send_ns)});
+    const uint64_t sent = written_ns + (cost.ipiv ? 0 : cost.icr_send_ns);
+    machine_.pending_messages_.push_back({index_, message, sent, sent});
     vcpu_->request_stop();
   }
 
@@ -488,8 +492,10 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
   std::vector<MultibootModule> modules = read_modules(config.initrd, ram_.size());
   // The guest sees the file name without its directories (QEMU passes the
   // path as typed), so where the image sits cannot change what it does.
-  MultibootBoot boot =
-      load_multiboot(ram_, image, std::filesystem::path(config.image).filename().string(), config.append, modules);
+  MultibootBoot boot = load_multiboot(
+      ram_, image,
+      config.image_name.empty() ? std::filesystem::path(config.image).filename().string() : config.image_name,
+      config.append, modules);
 
   cpus_.reserve(cpuid_.topology().cpus());
   for (unsigned i = 0; i < cpuid_.topology().cpus(); ++i) cpus_.push_back(std::make_unique<Cpu>(*this, i));
@@ -534,10 +540,13 @@ void Machine::settle_stats() {
   }
 }
 
-// Begin and End take the time of the vCPU that wrote the port; halts in
-// progress are booked up to it.
+// A mark takes the settled time, not the writing vCPU's clock: halts in
+// progress are booked up to it and no later wakeup can come before it, so
+// nothing is booked twice and a window never ends before it began, even
+// when another vCPU (behind in time) writes its end. The price: a window's
+// bounds are as exact as the vCPUs are close in time, about a quantum.
 void Machine::on_measure_mark(MeasurePort::Mark mark) {
-  const uint64_t at = running_ ? running_->now() : 0;
+  const uint64_t at = std::max(settled_time(), window_ ? window_->begin_ns : 0);
   for (const auto& cpu : cpus_) cpu->accrue_idle(at);
   settle_stats();
   if (mark == MeasurePort::Mark::Begin) {
@@ -615,7 +624,7 @@ uint64_t Machine::total_instructions() const {
   return total;
 }
 
-void Machine::route(unsigned sender, const ApicMessage& message, uint64_t at_ns) {
+void Machine::route(unsigned sender, const ApicMessage& message, uint64_t sent_ns) {
   if (message.delivery_mode == ApicDeliveryMode::Reserved) {
     // SDM 10.6.1: delivery mode 011b is reserved; what hardware does with it
     // is undefined, so the run stops here rather than guess.
@@ -646,35 +655,42 @@ void Machine::route(unsigned sender, const ApicMessage& message, uint64_t at_ns)
   for (Cpu* target : targets) {
     // A running target sees the IPI ipi_running_ns after the send (a self
     // IPI at once): one whose clock is behind that waits for it in its inbox.
+    // If it halts first, the IPI finds it halted, at its send time (below).
     if (target->state() == Cpu::State::Running) {
-      const uint64_t arrival = at_ns + (target->index() == sender ? 0 : config_.cost.ipi_running_ns);
+      const uint64_t arrival = sent_ns + (target->index() == sender ? 0 : config_.cost.ipi_running_ns);
       if (target->now() < arrival) {
-        target->defer({sender, message, arrival});
+        target->defer({sender, message, sent_ns, arrival});
         continue;
       }
     }
-    deliver(sender, *target, message, at_ns);
+    deliver(sender, *target, message, sent_ns);
   }
 }
 
-void Machine::deliver(unsigned sender, Cpu& target, const ApicMessage& message, uint64_t at_ns) {
+void Machine::deliver(unsigned sender, Cpu& target, const ApicMessage& message, uint64_t sent_ns) {
   bool was_halted = target.state() == Cpu::State::Halted;
+  // The wakeup of a halted vCPU starts at the send: KVM kicks a blocked
+  // vCPU from the sender's exit (halt_wake_ns covers the rest). A vCPU in
+  // MWAIT is in guest mode (passed through, or spinning on trapped MWAITs)
+  // and gets a posted interrupt, as a running one does.
+  const uint64_t wake_event =
+      sent_ns + (target.parked_in_mwait() && target.index() != sender ? config_.cost.ipi_running_ns : 0);
   ApicAcceptResult accepted = target.apic().accept(message);
   switch (accepted.kind) {
     case ApicAccept::Interrupt:
-      if (target.can_wake()) target.wake(at_ns, WakeCause::Interrupt);
+      if (target.can_wake()) target.wake(wake_event, WakeCause::Interrupt);
       break;
     case ApicAccept::Nmi:
       target.set_nmi_pending(true);
-      if (target.can_wake()) target.wake(at_ns, WakeCause::Nmi);
+      if (target.can_wake()) target.wake(wake_event, WakeCause::Nmi);
       break;
     case ApicAccept::Init:
-      target.catch_up(at_ns);
+      target.catch_up(sent_ns);
       target.enter_wait_for_sipi();
       break;
     case ApicAccept::StartUp:
       // A STARTUP to a vCPU that is not waiting for one is ignored (SDM 8.4.4.1).
-      if (target.state() == Cpu::State::WaitForSipi) target.start_at_sipi(accepted.vector, at_ns);
+      if (target.state() == Cpu::State::WaitForSipi) target.start_at_sipi(accepted.vector, sent_ns);
       break;
     case ApicAccept::Dropped:
     case ApicAccept::Refused:
@@ -708,7 +724,7 @@ std::optional<RunResult> Machine::handle_exit(Cpu& cpu, const VcpuExit& exit) {
       // A halted vCPU's clock jumps to whatever wakes it: IPIs already sent
       // to it arrive now, each at its own time.
       for (const PendingMessage& m : cpu.take_arrivals(std::numeric_limits<uint64_t>::max()))
-        deliver(m.sender, cpu, m.message, m.at_ns);
+        deliver(m.sender, cpu, m.message, m.sent_ns);
       if (cpu.can_wake())
         cpu.wake(cpu.now(), cpu.nmi_pending() && !vcpu.nmi_blocked() ? WakeCause::Nmi : WakeCause::Interrupt);
       return std::nullopt;
@@ -797,16 +813,24 @@ std::optional<RunResult> Machine::emulate_mwait(Cpu& cpu, const VcpuExit& exit) 
   }
   cpu.park_in_mwait(extensions & kMwaitBreakOnInterrupt);
   for (const PendingMessage& m : cpu.take_arrivals(std::numeric_limits<uint64_t>::max()))
-    deliver(m.sender, cpu, m.message, m.at_ns);
+    deliver(m.sender, cpu, m.message, m.sent_ns);
   if (cpu.can_wake())
     cpu.wake(cpu.now(), cpu.nmi_pending() && !vcpu.nmi_blocked() ? WakeCause::Nmi : WakeCause::Interrupt);
   return std::nullopt;
 }
 
-void Machine::check_monitored_lines(Cpu& writer) {
+void Machine::check_monitored_lines(Cpu& writer, uint64_t slice_end_ns) {
   for (auto& cpu : cpus_)
     if (cpu.get() != &writer && cpu->parked_in_mwait() && cpu->monitored_line_changed())
-      cpu->wake(writer.now(), WakeCause::MwaitStore);
+      cpu->wake(slice_end_ns, WakeCause::MwaitStore);
+}
+
+uint64_t Machine::settled_time() const {
+  uint64_t t = std::numeric_limits<uint64_t>::max();
+  for (const auto& cpu : cpus_)
+    if (cpu->state() == Cpu::State::Running) t = std::min(t, cpu->now());
+  for (const PendingMessage& p : pending_messages_) t = std::min(t, p.sent_ns);
+  return t == std::numeric_limits<uint64_t>::max() ? 0 : t;
 }
 
 std::string Machine::deadlock_diagnosis() const {
@@ -846,7 +870,7 @@ std::string Machine::deadlock_diagnosis() const {
 RunResult Machine::run() {
   const uint64_t limit_ns = static_cast<uint64_t>(config_.time_limit_seconds * 1e9);
   while (true) {
-    for (const PendingMessage& p : pending_messages_) route(p.sender, p.message, p.at_ns);
+    for (const PendingMessage& p : pending_messages_) route(p.sender, p.message, p.sent_ns);
     pending_messages_.clear();
     if (debug_exit_.value()) return finish(RunResult::Outcome::GuestExit, "");
 
@@ -870,7 +894,7 @@ RunResult Machine::run() {
                                 config_.time_limit_seconds, total_instructions(),
                                 cpu->index(), cpu->vcpu()->state().rip));
 
-    for (const PendingMessage& m : cpu->take_arrivals(now)) deliver(m.sender, *cpu, m.message, m.at_ns);
+    for (const PendingMessage& m : cpu->take_arrivals(now)) deliver(m.sender, *cpu, m.message, m.sent_ns);
     cpu->apic().on_time(now);
     if (auto failure = deliver_pending(*cpu))
       return finish(RunResult::Outcome::Crashed,
@@ -897,7 +921,10 @@ RunResult Machine::run() {
     cpu->begin_slice(now + config_.cost.ns_for_instructions(budget));
     VcpuExit exit = cpu->vcpu()->run(budget);
     running_ = nullptr;
-    for (const PendingMessage& p : pending_messages_) route(p.sender, p.message, p.at_ns);
+    // Stores of this slice wake MWAITs at the slice's end, before whatever
+    // its exit (a HLT, an INIT it sent itself) does to its clock.
+    check_monitored_lines(*cpu, cpu->now());
+    for (const PendingMessage& p : pending_messages_) route(p.sender, p.message, p.sent_ns);
     pending_messages_.clear();
     cpu->sync_apic_page();
     if (guest_error_) return finish(RunResult::Outcome::Crashed, *guest_error_);
@@ -906,7 +933,6 @@ RunResult Machine::run() {
     if (cpu->state() == Cpu::State::WaitForSipi) continue;
     if (debug_exit_.value()) return finish(RunResult::Outcome::GuestExit, "");
     if (auto result = handle_exit(*cpu, exit)) return *result;
-    check_monitored_lines(*cpu);
   }
 }
 

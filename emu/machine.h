@@ -39,6 +39,9 @@ struct MachineConfig {
   std::string cpu = "qemu64";
   uint64_t ram_mib = 128;
   std::string image;
+  // The name the guest sees as the first word of its command line; empty:
+  // the image's file name, as QEMU passes it.
+  std::string image_name;
   std::string append;
   std::vector<std::string> initrd;  // "PATH[ ARGS]" each, as QEMU's -initrd
   // The run ends, as an error, once every running vCPU's virtual time
@@ -98,12 +101,15 @@ class Machine {
  private:
   class Cpu;
   friend class Cpu;
-  // An ICR write on its way: routed once the sender's slice ends, and held
-  // in a running target's inbox until the target's clock reaches at_ns.
+  // An ICR write on its way: sent at sent_ns (the write, plus the part of
+  // its exit before KVM sends it), routed once the sender's slice ends, and
+  // held in a running target's inbox until the target's clock reaches
+  // arrive_ns (the posted-interrupt latency later).
   struct PendingMessage {
     unsigned sender;
     ApicMessage message;
-    uint64_t at_ns;
+    uint64_t sent_ns;
+    uint64_t arrive_ns;
   };
 
   Cpu* pick_next(uint64_t limit_ns);
@@ -112,14 +118,19 @@ class Machine {
   // diagnosis when the guest has no usable handler for it.
   std::optional<std::string> deliver_pending(Cpu& cpu);
   uint64_t total_instructions() const;
-  void route(unsigned sender, const ApicMessage& message, uint64_t at_ns);
-  // Hands one IPI to one target APIC at `at_ns` and acts on what it accepted.
-  void deliver(unsigned sender, Cpu& target, const ApicMessage& message, uint64_t at_ns);
+  void route(unsigned sender, const ApicMessage& message, uint64_t sent_ns);
+  // Hands one IPI sent at `sent_ns` to one target APIC and acts on what it
+  // accepted.
+  void deliver(unsigned sender, Cpu& target, const ApicMessage& message, uint64_t sent_ns);
   std::optional<RunResult> handle_exit(Cpu& cpu, const VcpuExit& exit);
   std::optional<RunResult> emulate_monitor(Cpu& cpu, const VcpuExit& exit);
   std::optional<RunResult> emulate_mwait(Cpu& cpu, const VcpuExit& exit);
-  // Wakes vCPUs parked in MWAIT whose line `writer` changed in its slice.
-  void check_monitored_lines(Cpu& writer);
+  // Wakes vCPUs parked in MWAIT whose line `writer` changed in the slice
+  // that ended at `slice_end_ns`.
+  void check_monitored_lines(Cpu& writer, uint64_t slice_end_ns);
+  // The earliest time any wakeup still to come can carry: no vCPU's clock,
+  // and no IPI waiting to be routed, is earlier.
+  uint64_t settled_time() const;
   void on_measure_mark(MeasurePort::Mark mark);
   // Brings the per-vCPU counters that live in the vCPUs up to date.
   void settle_stats();

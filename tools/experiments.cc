@@ -74,6 +74,7 @@ MachineConfig base_config(const ExperimentOptions& o, const char* smp, std::stri
   c.smp = smp;
   c.cpu = std::move(cpu);
   c.image = o.sched_image;
+  c.image_name = "sched.elf";  // where the image sits must not change the run
   c.append = std::move(append);
   c.quantum = o.quantum;
   c.time_limit_seconds = kCaseTimeLimitSeconds;
@@ -159,6 +160,7 @@ CaseMeasurement measure_case(const ExperimentCase& spec) {
   auto sched = parse_sched_result(serial);
   if (!sched) throw std::runtime_error(fmt::format("{}: the guest printed no sched-result line", where()));
   m.sched = *sched;
+  m.ns_per_op_sum = m.sched_number("ns_per_op");
   const std::optional<MeasureWindow>& w = machine.window();
   if (!w || !w->ended_by_guest)
     throw std::runtime_error(fmt::format("{}: the guest did not mark its measuring window (port 0x4a0)", where()));
@@ -316,15 +318,17 @@ std::vector<CaseMeasurement> run_experiment_cases(const ExperimentOptions& optio
   std::vector<std::optional<CaseMeasurement>> results(cases.size());
   std::vector<std::exception_ptr> failures(cases.size());
   std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};  // one failure ends the experiment: no run starts after it
   std::mutex progress_lock;
   size_t done = 0;
   auto worker = [&] {
-    for (size_t i = next++; i < cases.size(); i = next++) {
+    for (size_t i = next++; i < cases.size() && !failed; i = next++) {
       const auto start = std::chrono::steady_clock::now();
       try {
         results[i] = run_case(cases[i]);
       } catch (...) {
         failures[i] = std::current_exception();
+        failed = true;
       }
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::lock_guard lock(progress_lock);
@@ -340,6 +344,8 @@ std::vector<CaseMeasurement> run_experiment_cases(const ExperimentOptions& optio
   for (unsigned j = 1; j < jobs; ++j) threads.emplace_back(worker);
   worker();
   for (auto& t : threads) t.join();
+  // The first failure in case order, so which one is named does not depend
+  // on the threads.
   for (size_t i = 0; i < cases.size(); ++i)
     if (failures[i]) std::rethrow_exception(failures[i]);
   std::vector<CaseMeasurement> out;
@@ -358,7 +364,6 @@ std::vector<CaseMeasurement> combine_repeats(const std::vector<CaseMeasurement>&
       first.runs = 1;
       first.window_min_ns = first.window_max_ns = r.window_ns;
       first.ipi_rate_min = first.ipi_rate_max = rate;
-      first.sched["ns_per_op"] = fmt::format("{}", r.sched_number("ns_per_op"));
       out.push_back(first);
       continue;
     }
@@ -366,9 +371,9 @@ std::vector<CaseMeasurement> combine_repeats(const std::vector<CaseMeasurement>&
     // Host CPU and ns per operation: means weighted by time and by run.
     c.host_cpu_percent = (c.host_cpu_percent * c.window_ns + r.host_cpu_percent * r.window_ns) /
                          std::max<double>(1, c.window_ns + r.window_ns);
-    const uint64_t ns_per_op = (c.sched_number("ns_per_op") * c.runs + r.sched_number("ns_per_op")) / (c.runs + 1);
-    c.sched["ns_per_op"] = fmt::format("{}", ns_per_op);
     ++c.runs;
+    c.ns_per_op_sum += r.ns_per_op_sum;
+    c.sched["ns_per_op"] = fmt::format("{}", c.ns_per_op_sum / c.runs);
     c.window_ns += r.window_ns;
     c.res_ipis += r.res_ipis;
     c.cal_ipis += r.cal_ipis;
@@ -388,7 +393,13 @@ std::string format_experiment_tables(const ExperimentOptions& options, const std
   fmt::memory_buffer out;
   if (options.name == "l3-cache") l3_tables(out, options, results);
   else halt_poll_table(out, options, results);
-  appendf(out, "cost model: {}; quanta around {} instructions\n", options.cost.to_string(), options.quantum);
+  std::string cost = options.cost.to_string();
+  if (options.name == "halt-poll") {  // each configuration sets its own host polling
+    const size_t at = cost.find("halt_poll_ns=");
+    const size_t end = cost.find(',', at);
+    cost.replace(at, end - at, "halt_poll_ns=(per configuration)");
+  }
+  appendf(out, "cost model: {}; quanta around {} instructions\n", cost, options.quantum);
   return fmt::to_string(out);
 }
 

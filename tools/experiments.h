@@ -35,6 +35,7 @@ struct CaseMeasurement {
   uint64_t window_ns = 0;
   uint64_t window_min_ns = 0, window_max_ns = 0;
   double ipi_rate_min = 0, ipi_rate_max = 0;  // RES + CAL per second
+  uint64_t ns_per_op_sum = 0;                  // the guest's ns_per_op, over the runs
   uint64_t res_ipis = 0;  // RESCHEDULE_VECTOR 0xFD received
   uint64_t cal_ipis = 0;  // CALL_FUNCTION_SINGLE_VECTOR 0xFB received
   uint64_t hlt_exits = 0;

@@ -103,15 +103,15 @@ TEST(ExperimentTables, RepeatsCombineIntoSumsAndASpread) {
   std::vector<CaseMeasurement> runs = {measured("pipe", "l3-cache=on", 100, 1'000'000),
                                        measured("pipe", "l3-cache=on", 300, 1'000'000),
                                        measured("pipe", "l3-cache=off", 0, 2'000'000)};
-  runs[0].sched["ns_per_op"] = "100";
-  runs[1].sched["ns_per_op"] = "300";
+  runs[0].ns_per_op_sum = 100;
+  runs[1].ns_per_op_sum = 301;
   const auto cases = combine_repeats(runs);
   ASSERT_EQ(cases.size(), 2u);
   EXPECT_EQ(cases[0].runs, 2u);
   EXPECT_DOUBLE_EQ(cases[0].per_second(cases[0].res_ipis), 200'000.0);
   EXPECT_DOUBLE_EQ(cases[0].ipi_rate_min, 100'000.0);
   EXPECT_DOUBLE_EQ(cases[0].ipi_rate_max, 300'000.0);
-  EXPECT_EQ(cases[0].sched_number("ns_per_op"), 200u);
+  EXPECT_EQ(cases[0].sched_number("ns_per_op"), 200u) << "the mean of the runs";
   EXPECT_EQ(cases[1].runs, 1u);
 }
 
