@@ -9,7 +9,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=1000
 for spec in none none,halt_wake_ns=10000 none,halt_wake_ns=10000,halt_poll_ns=1000000,poll_wake_ns=100 \
-            none,halt_wake_ns=10000,halt_poll_ns=1000 none,icr_exit_ns=1000,ipiv=1 default; do
+            none,halt_wake_ns=10000,halt_poll_ns=1000 none,icr_exit_ns=1000,ipiv=1 none,ipi_running_ns=500000 \
+            default; do
   args=(--cost "$spec")
   [ "$spec" = default ] && args=()
   if ! "$topolab" run "$images/ipi_pingpong.elf" -smp 2 -cpu Skylake-Server -append "iterations=$n" "${args[@]}" \
@@ -48,6 +49,11 @@ miss = load("none,halt_wake_ns=10000,halt_poll_ns=1000")
 misses = total(miss, "halt_poll_misses")
 check(misses >= 2 * n and abs(total(miss, "host_poll_ns") - misses * 1000) <= 1000,
       f"a 1 us window misses every wakeup and polls 1 us each time ({misses} misses)")
+
+posted = load("none,ipi_running_ns=500000")
+check(posted["virtual_ns"] == none["virtual_ns"],
+      "an IPI to a halted vCPU takes the host's wake path, not the posted-interrupt latency, "
+      f"whichever vCPU the host ran first ({posted['virtual_ns']} ns against {none['virtual_ns']})")
 
 ipiv = load("none,icr_exit_ns=1000,ipiv=1")
 check(exits(ipiv, "icr") == 0 and total(ipiv, "exit_ns") == 0, "with ipiv=1 ICR writes do not exit")
