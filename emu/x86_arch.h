@@ -34,6 +34,40 @@ enum Vector : uint8_t {
   kControlProtection = 21,   // #CP
 };
 
+// --- Control registers and flags the paging rules read (SDM Vol. 3A 2.5,
+// 2.2.1; Vol. 1 3.4.3 for RFLAGS) ---
+constexpr uint64_t kCr0Wp = uint64_t{1} << 16;      // CR0.WP: write protect (supervisor writes honour R/W)
+constexpr uint64_t kCr0Pg = uint64_t{1} << 31;      // CR0.PG: paging
+constexpr uint64_t kCr4Pse = uint64_t{1} << 4;      // CR4.PSE: 4-MByte pages in 32-bit paging
+constexpr uint64_t kCr4Pae = uint64_t{1} << 5;      // CR4.PAE: 64-bit paging-structure entries
+constexpr uint64_t kCr4La57 = uint64_t{1} << 12;    // CR4.LA57: 5-level paging
+constexpr uint64_t kCr4Smep = uint64_t{1} << 20;    // CR4.SMEP: supervisor-mode execution prevention
+constexpr uint64_t kCr4Smap = uint64_t{1} << 21;    // CR4.SMAP: supervisor-mode access prevention
+constexpr uint64_t kCr4Pke = uint64_t{1} << 22;     // CR4.PKE: protection keys for user-mode pages
+constexpr uint64_t kEferLma = uint64_t{1} << 10;    // IA32_EFER.LMA: long mode active
+constexpr uint64_t kEferNxe = uint64_t{1} << 11;    // IA32_EFER.NXE: execute-disable (XD) bit enable
+constexpr uint64_t kRflagsAc = uint64_t{1} << 18;   // RFLAGS.AC: alignment check / SMAP override
+
+// --- Paging-structure entry bits, common to every paging mode where they
+// exist (SDM Vol. 3A 4.3 tables 4-4..4-6, 4.4.2 tables 4-8..4-11, 4.5.4
+// tables 4-15..4-20) ---
+constexpr uint64_t kPteP = uint64_t{1} << 0;        // present
+constexpr uint64_t kPteRw = uint64_t{1} << 1;       // read/write: 0 = writes may not be allowed
+constexpr uint64_t kPteUs = uint64_t{1} << 2;       // user/supervisor: 0 = user-mode accesses not allowed
+constexpr uint64_t kPteA = uint64_t{1} << 5;        // accessed
+constexpr uint64_t kPteD = uint64_t{1} << 6;        // dirty (entries that map a page)
+constexpr uint64_t kPtePs = uint64_t{1} << 7;       // page size: the entry maps a large page
+constexpr uint64_t kPteXd = uint64_t{1} << 63;      // execute-disable (PAE and 4/5-level, with EFER.NXE)
+constexpr unsigned kPtePkShift = 59;                // bits 62:59: protection key (4/5-level leaf entries)
+
+// --- #PF error code (SDM Vol. 3A 4.7, figure 4-12) ---
+constexpr uint32_t kPfErrorP = 1u << 0;             // 0: not-present page; 1: protection violation (or RSVD)
+constexpr uint32_t kPfErrorWr = 1u << 1;            // the access was a write
+constexpr uint32_t kPfErrorUs = 1u << 2;            // the access was a user-mode access
+constexpr uint32_t kPfErrorRsvd = 1u << 3;          // a reserved bit was set in a paging-structure entry
+constexpr uint32_t kPfErrorId = 1u << 4;            // instruction fetch (with SMEP, or PAE paging and NXE)
+constexpr uint32_t kPfErrorPk = 1u << 5;            // protection-key violation
+
 // An exception as the CPU raises it: the vector, the error code it pushes
 // (none for the vectors that push none), and for #PF the linear address
 // that goes to CR2.
