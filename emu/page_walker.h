@@ -35,6 +35,13 @@
 //     MMIO) reads as all ones (open bus), which sets reserved bits in every
 //     64-bit format, so it gives #PF(P|RSVD) rather than a device read.
 //
+// Where this differs from QEMU 7.2's walker (target/i386/tcg/sysemu/
+// excp_helper.c, which Unicorn 2.1.3 runs for the guest's own accesses):
+//   - a reserved-bit fault reports P|RSVD as the SDM says (4.7: RSVD "can be
+//     set only if bit 0 is also set"); QEMU 7.2 reports RSVD without P;
+//   - QEMU sets A in each valid upper-level entry as it walks, even when the
+//     walk then faults; here a faulting walk sets nothing (see above).
+//
 // Not modelled: supervisor protection keys (CR4.PKS), CET shadow stacks (the
 // SS error-code bit), HLAT, SGX (bit 15), linear-address masking, memory
 // types (PWT/PCD/PAT/MTRRs). 1-GByte pages (CPUID.80000001H:EDX[26]) and
