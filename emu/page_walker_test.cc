@@ -82,7 +82,9 @@ class Tables {
       path.push_back(entry_address);
       if ((uint64_t{1} << shift) == size) {
         uint64_t e = pa | leaf | (size > k4K ? kPtePs : 0);
-        if (mode_ == PagingMode::k32Bit && size == k4M) e = (pa & 0xffc0'0000) | (((pa >> 32) & 0xff) << 13) | leaf | kPtePs;
+        // A 4-MByte PDE keeps physical-address bits 39:32 in its bits 20:13 (PSE-36).
+        if (mode_ == PagingMode::k32Bit && size == k4M)
+          e = (pa & 0xffc0'0000) | (((pa >> 32) & 0xff) << 13) | leaf | kPtePs;
         put(entry_address, e);
         return path;
       }
@@ -299,86 +301,133 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(
         // P = 0: not present, with the access bits.
         ErrorCase{.name = "NotPresentRead", .leaf = kPteRw | kPteUs, .error = 0},
-        ErrorCase{.name = "NotPresentUserWrite", .leaf = kPteRw | kPteUs, .access = Access::kWrite, .who = kUser, .error = W | U},
+        ErrorCase{.name = "NotPresentUserWrite", .leaf = kPteRw | kPteUs, .access = Access::kWrite, .who = kUser,
+                  .error = W | U},
         ErrorCase{.name = "NotPresentUpperLevel", .upper = kPteRw | kPteUs, .error = 0},
         ErrorCase{.name = "NotPresentFetchNxe", .leaf = 0, .access = Access::kFetch, .error = I},
-        ErrorCase{.name = "NotPresentFetchNoNxeNoSmep", .leaf = 0, .efer_clear = kEferNxe, .access = Access::kFetch, .error = 0},
+        ErrorCase{.name = "NotPresentFetchNoNxeNoSmep", .leaf = 0, .efer_clear = kEferNxe, .access = Access::kFetch,
+                  .error = 0},
         ErrorCase{.name = "NotPresentReservedBitsUnchecked", .leaf = kPteRw | (uint64_t{1} << 51), .error = 0},
         // U/S.
         ErrorCase{.name = "UserReadsSupervisorPage", .leaf = kPteP | kPteRw, .who = kUser, .error = P | U},
-        ErrorCase{.name = "UserReadsViaSupervisorPde", .upper = kPteP | kPteRw, .who = kUser, .error = P | U},
+        ErrorCase{.name = "UserReadsViaSupervisorUpperEntries", .upper = kPteP | kPteRw, .who = kUser, .error = P | U},
         ErrorCase{.name = "UserReadsUserPage", .who = kUser, .error = kAllowed},
-        ErrorCase{.name = "ImplicitSupervisorAtCpl3", .leaf = kPteP | kPteRw, .who = kImplicitSupervisor, .error = kAllowed},
+        ErrorCase{.name = "ImplicitSupervisorAtCpl3", .leaf = kPteP | kPteRw, .who = kImplicitSupervisor,
+                  .error = kAllowed},
         ErrorCase{.name = "SupervisorReadsUserPage", .who = kSupervisor, .error = kAllowed},
         // R/W and CR0.WP.
-        ErrorCase{.name = "UserWritesReadOnly", .leaf = kPteP | kPteUs, .access = Access::kWrite, .who = kUser, .error = P | W | U},
-        ErrorCase{.name = "UserWritesReadOnlyWp0", .leaf = kPteP | kPteUs, .cr0_clear = kCr0Wp, .access = Access::kWrite, .who = kUser, .error = P | W | U},
-        ErrorCase{.name = "UserWritesViaReadOnlyPdpte", .upper = kPteP | kPteUs, .access = Access::kWrite, .who = kUser, .error = P | W | U},
+        ErrorCase{.name = "UserWritesReadOnly", .leaf = kPteP | kPteUs, .access = Access::kWrite, .who = kUser,
+                  .error = P | W | U},
+        ErrorCase{.name = "UserWritesReadOnlyWp0", .leaf = kPteP | kPteUs, .cr0_clear = kCr0Wp,
+                  .access = Access::kWrite, .who = kUser, .error = P | W | U},
+        ErrorCase{.name = "UserWritesViaReadOnlyUpperEntries", .upper = kPteP | kPteUs, .access = Access::kWrite,
+                  .who = kUser, .error = P | W | U},
         ErrorCase{.name = "SupervisorWritesReadOnlyWp1", .leaf = kPteP, .access = Access::kWrite, .error = P | W},
-        ErrorCase{.name = "SupervisorWritesReadOnlyWp0", .leaf = kPteP, .cr0_clear = kCr0Wp, .access = Access::kWrite, .error = kAllowed},
+        ErrorCase{.name = "SupervisorWritesReadOnlyWp0", .leaf = kPteP, .cr0_clear = kCr0Wp, .access = Access::kWrite,
+                  .error = kAllowed},
         // XD with IA32_EFER.NXE, and I/D.
         ErrorCase{.name = "FetchXd", .leaf = kUserRw | kPteXd, .access = Access::kFetch, .error = P | I},
-        ErrorCase{.name = "UserFetchXdInPml4e", .upper = kUserRw | kPteXd, .access = Access::kFetch, .who = kUser, .error = P | U | I},
+        ErrorCase{.name = "UserFetchXdInUpperEntries", .upper = kUserRw | kPteXd, .access = Access::kFetch, .who = kUser,
+                  .error = P | U | I},
         ErrorCase{.name = "ReadXdIsFine", .leaf = kUserRw | kPteXd, .access = Access::kRead, .error = kAllowed},
         ErrorCase{.name = "XdWithoutNxeIsReserved", .leaf = kUserRw | kPteXd, .efer_clear = kEferNxe, .error = P | R},
-        ErrorCase{.name = "FetchWithoutNxeHasNoId", .leaf = kPteP | kPteRw, .efer_clear = kEferNxe, .access = Access::kFetch, .who = kUser, .error = P | U},
+        ErrorCase{.name = "FetchWithoutNxeHasNoId", .leaf = kPteP | kPteRw, .efer_clear = kEferNxe,
+                  .access = Access::kFetch, .who = kUser, .error = P | U},
         // SMEP (CR4 bit 20).
-        ErrorCase{.name = "SmepSupervisorFetchUserPage", .cr4_set = kCr4Smep, .access = Access::kFetch, .error = P | I},
-        ErrorCase{.name = "SmepGivesIdWithoutNxe", .cr4_set = kCr4Smep, .efer_clear = kEferNxe, .access = Access::kFetch, .error = P | I},
-        ErrorCase{.name = "SmepSupervisorFetchSupervisorPage", .leaf = kPteP | kPteRw, .cr4_set = kCr4Smep, .access = Access::kFetch, .error = kAllowed},
+        ErrorCase{.name = "SmepSupervisorFetchUserPage", .cr4_set = kCr4Smep, .access = Access::kFetch,
+                  .error = P | I},
+        ErrorCase{.name = "SmepGivesIdWithoutNxe", .cr4_set = kCr4Smep, .efer_clear = kEferNxe,
+                  .access = Access::kFetch, .error = P | I},
+        ErrorCase{.name = "SmepSupervisorFetchSupervisorPage", .leaf = kPteP | kPteRw, .cr4_set = kCr4Smep,
+                  .access = Access::kFetch, .error = kAllowed},
         ErrorCase{.name = "NoSmepSupervisorFetchUserPage", .access = Access::kFetch, .error = kAllowed},
-        ErrorCase{.name = "SmepUserFetchUserPage", .cr4_set = kCr4Smep, .access = Access::kFetch, .who = kUser, .error = kAllowed},
+        ErrorCase{.name = "SmepUserFetchUserPage", .cr4_set = kCr4Smep, .access = Access::kFetch, .who = kUser,
+                  .error = kAllowed},
         // SMAP (CR4 bit 21) and RFLAGS.AC.
         ErrorCase{.name = "SmapReadAc0", .cr4_set = kCr4Smap, .error = P},
         ErrorCase{.name = "SmapWriteAc0", .cr4_set = kCr4Smap, .access = Access::kWrite, .error = P | W},
         ErrorCase{.name = "SmapReadAc1", .cr4_set = kCr4Smap, .rflags = kRflagsAc, .error = kAllowed},
-        ErrorCase{.name = "SmapWriteAc1StillHonoursWp", .leaf = kPteP | kPteUs, .cr4_set = kCr4Smap, .rflags = kRflagsAc, .access = Access::kWrite, .error = P | W},
-        ErrorCase{.name = "SmapImplicitIgnoresAc", .cr4_set = kCr4Smap, .rflags = kRflagsAc, .who = kImplicitSupervisor, .error = P},
+        ErrorCase{.name = "SmapWriteAc1StillHonoursWp", .leaf = kPteP | kPteUs, .cr4_set = kCr4Smap,
+                  .rflags = kRflagsAc, .access = Access::kWrite, .error = P | W},
+        ErrorCase{.name = "SmapImplicitIgnoresAc", .cr4_set = kCr4Smap, .rflags = kRflagsAc,
+                  .who = kImplicitSupervisor, .error = P},
         ErrorCase{.name = "SmapSupervisorPage", .leaf = kPteP | kPteRw, .cr4_set = kCr4Smap, .error = kAllowed},
         ErrorCase{.name = "SmapUserAccess", .cr4_set = kCr4Smap, .who = kUser, .error = kAllowed},
-        ErrorCase{.name = "SmapFetchIsSmepsBusiness", .cr4_set = kCr4Smap, .access = Access::kFetch, .error = kAllowed},
+        ErrorCase{.name = "SmapFetchIsSmepsBusiness", .cr4_set = kCr4Smap, .access = Access::kFetch,
+                  .error = kAllowed},
         // Protection keys (CR4.PKE, PKRU).
-        ErrorCase{.name = "PkAccessDisableUserRead", .leaf = kUserRw | kKey1, .cr4_set = kCr4Pke, .pkru = kPkruAd1, .who = kUser, .error = P | U | K},
-        ErrorCase{.name = "PkAccessDisableSupervisorRead", .leaf = kUserRw | kKey1, .cr4_set = kCr4Pke, .pkru = kPkruAd1, .error = P | K},
-        ErrorCase{.name = "PkWriteDisableUserWrite", .leaf = kUserRw | kKey1, .cr4_set = kCr4Pke, .pkru = kPkruWd1, .access = Access::kWrite, .who = kUser, .error = P | W | U | K},
-        ErrorCase{.name = "PkWriteDisableUserWriteWp0", .leaf = kUserRw | kKey1, .cr0_clear = kCr0Wp, .cr4_set = kCr4Pke, .pkru = kPkruWd1, .access = Access::kWrite, .who = kUser, .error = P | W | U | K},
-        ErrorCase{.name = "PkWriteDisableUserRead", .leaf = kUserRw | kKey1, .cr4_set = kCr4Pke, .pkru = kPkruWd1, .who = kUser, .error = kAllowed},
-        ErrorCase{.name = "PkWriteDisableSupervisorWriteWp1", .leaf = kUserRw | kKey1, .cr4_set = kCr4Pke, .pkru = kPkruWd1, .access = Access::kWrite, .error = P | W | K},
-        ErrorCase{.name = "PkWriteDisableSupervisorWriteWp0", .leaf = kUserRw | kKey1, .cr0_clear = kCr0Wp, .cr4_set = kCr4Pke, .pkru = kPkruWd1, .access = Access::kWrite, .error = kAllowed},
-        ErrorCase{.name = "PkAndReadOnly", .leaf = kPteP | kPteUs | kKey1, .cr4_set = kCr4Pke, .pkru = kPkruWd1, .access = Access::kWrite, .who = kUser, .error = P | W | U | K},
-        ErrorCase{.name = "PkOtherKey", .leaf = kUserRw | kKey1, .cr4_set = kCr4Pke, .pkru = 0xffff'fff3, .who = kUser, .error = kAllowed},
-        ErrorCase{.name = "PkNotForFetches", .leaf = kUserRw | kKey1, .cr4_set = kCr4Pke, .pkru = kPkruAd1, .access = Access::kFetch, .who = kUser, .error = kAllowed},
-        ErrorCase{.name = "PkNotForSupervisorPages", .leaf = kPteP | kPteRw | kKey1, .cr4_set = kCr4Pke, .pkru = kPkruAd1, .error = kAllowed},
+        ErrorCase{.name = "PkAccessDisableUserRead", .leaf = kUserRw | kKey1, .cr4_set = kCr4Pke, .pkru = kPkruAd1,
+                  .who = kUser, .error = P | U | K},
+        ErrorCase{.name = "PkAccessDisableSupervisorRead", .leaf = kUserRw | kKey1, .cr4_set = kCr4Pke,
+                  .pkru = kPkruAd1, .error = P | K},
+        ErrorCase{.name = "PkWriteDisableUserWrite", .leaf = kUserRw | kKey1, .cr4_set = kCr4Pke, .pkru = kPkruWd1,
+                  .access = Access::kWrite, .who = kUser, .error = P | W | U | K},
+        ErrorCase{.name = "PkWriteDisableUserWriteWp0", .leaf = kUserRw | kKey1, .cr0_clear = kCr0Wp,
+                  .cr4_set = kCr4Pke, .pkru = kPkruWd1, .access = Access::kWrite, .who = kUser,
+                  .error = P | W | U | K},
+        ErrorCase{.name = "PkWriteDisableUserRead", .leaf = kUserRw | kKey1, .cr4_set = kCr4Pke, .pkru = kPkruWd1,
+                  .who = kUser, .error = kAllowed},
+        ErrorCase{.name = "PkWriteDisableSupervisorWriteWp1", .leaf = kUserRw | kKey1, .cr4_set = kCr4Pke,
+                  .pkru = kPkruWd1, .access = Access::kWrite, .error = P | W | K},
+        ErrorCase{.name = "PkWriteDisableSupervisorWriteWp0", .leaf = kUserRw | kKey1, .cr0_clear = kCr0Wp,
+                  .cr4_set = kCr4Pke, .pkru = kPkruWd1, .access = Access::kWrite, .error = kAllowed},
+        ErrorCase{.name = "PkAndReadOnly", .leaf = kPteP | kPteUs | kKey1, .cr4_set = kCr4Pke, .pkru = kPkruWd1,
+                  .access = Access::kWrite, .who = kUser, .error = P | W | U | K},
+        ErrorCase{.name = "PkOtherKey", .leaf = kUserRw | kKey1, .cr4_set = kCr4Pke, .pkru = 0xffff'fff3, .who = kUser,
+                  .error = kAllowed},
+        ErrorCase{.name = "PkNotForFetches", .leaf = kUserRw | kKey1, .cr4_set = kCr4Pke, .pkru = kPkruAd1,
+                  .access = Access::kFetch, .who = kUser, .error = kAllowed},
+        ErrorCase{.name = "PkNotForSupervisorPages", .leaf = kPteP | kPteRw | kKey1, .cr4_set = kCr4Pke,
+                  .pkru = kPkruAd1, .error = kAllowed},
         ErrorCase{.name = "PkeOff", .leaf = kUserRw | kKey1, .pkru = kPkruAd1, .who = kUser, .error = kAllowed},
         // RSVD: always with P (reserved bits are checked only in present entries).
         ErrorCase{.name = "RsvdAboveMaxphyaddrInPte", .leaf = kUserRw | (uint64_t{1} << 40), .error = P | R},
-        ErrorCase{.name = "RsvdAboveMaxphyaddrInPml4e", .poke_level = 0, .poke = uint64_t{1} << 51, .access = Access::kWrite, .who = kUser, .error = P | R | W | U},
-        ErrorCase{.name = "IgnoredBit52WithMaxphyaddr52", .leaf = kUserRw | (uint64_t{1} << 52), .maxphyaddr = 52, .error = kAllowed},
+        ErrorCase{.name = "RsvdAboveMaxphyaddrInPml4e", .poke_level = 0, .poke = uint64_t{1} << 51,
+                  .access = Access::kWrite, .who = kUser, .error = P | R | W | U},
+        ErrorCase{.name = "IgnoredBit52WithMaxphyaddr52", .leaf = kUserRw | (uint64_t{1} << 52), .maxphyaddr = 52,
+                  .error = kAllowed},
         ErrorCase{.name = "RsvdPsInPml4e", .poke_level = 0, .poke = kPtePs, .error = P | R},
-        ErrorCase{.name = "RsvdPsInPml5e", .mode = PagingMode::k5Level, .poke_level = 0, .poke = kPtePs, .error = P | R},
+        ErrorCase{.name = "RsvdPsInPml5e", .mode = PagingMode::k5Level, .poke_level = 0, .poke = kPtePs,
+                  .error = P | R},
         ErrorCase{.name = "Rsvd2MPdeBit13", .size = k2M, .leaf = kUserRw | (uint64_t{1} << 13), .error = P | R},
         ErrorCase{.name = "Rsvd2MPdeBit20", .size = k2M, .leaf = kUserRw | (uint64_t{1} << 20), .error = P | R},
-        ErrorCase{.name = "Pat2MPdeBit12IsFine", .size = k2M, .leaf = kUserRw | (uint64_t{1} << 12), .error = kAllowed},
+        ErrorCase{.name = "Pat2MPdeBit12IsFine", .size = k2M, .leaf = kUserRw | (uint64_t{1} << 12),
+                  .error = kAllowed},
         ErrorCase{.name = "Rsvd1GPdpteBit29", .size = k1G, .leaf = kUserRw | (uint64_t{1} << 29), .error = P | R},
-        ErrorCase{.name = "RsvdFetchHasId", .leaf = kUserRw | (uint64_t{1} << 45), .access = Access::kFetch, .error = P | R | I},
+        ErrorCase{.name = "RsvdFetchHasId", .leaf = kUserRw | (uint64_t{1} << 45), .access = Access::kFetch,
+                  .error = P | R | I},
         ErrorCase{.name = "RsvdWinsOverUs", .leaf = kPteP | (uint64_t{1} << 45), .who = kUser, .error = P | R | U},
         ErrorCase{.name = "IgnoredBits62To52AreFine", .upper = kUserRw | (uint64_t{0x7ff} << 52), .error = kAllowed},
         // 32-bit paging: 4-byte entries, no XD, CR4.PSE.
-        ErrorCase{.name = "Bit32NotPresentUserWrite", .mode = PagingMode::k32Bit, .leaf = kPteRw, .access = Access::kWrite, .who = kUser, .error = W | U},
-        ErrorCase{.name = "Bit32UserReadsSupervisorPage", .mode = PagingMode::k32Bit, .leaf = kPteP | kPteRw, .who = kUser, .error = P | U},
-        ErrorCase{.name = "Bit32FetchHasNoId", .mode = PagingMode::k32Bit, .leaf = 0, .access = Access::kFetch, .error = 0},
-        ErrorCase{.name = "Bit32SmepGivesId", .mode = PagingMode::k32Bit, .cr4_set = kCr4Smep, .access = Access::kFetch, .error = P | I},
-        ErrorCase{.name = "Bit32Rsvd4MBit21", .mode = PagingMode::k32Bit, .size = k4M, .leaf = kUserRw | (uint64_t{1} << 21), .error = P | R},
-        ErrorCase{.name = "Bit32Rsvd4MAboveMaxphyaddr36", .mode = PagingMode::k32Bit, .size = k4M, .leaf = kUserRw | (uint64_t{1} << 17), .maxphyaddr = 36, .error = P | R},
-        ErrorCase{.name = "Bit32PsIgnoredWithoutPse", .mode = PagingMode::k32Bit, .poke_level = 0, .poke = kPtePs, .cr4_clear = kCr4Pse, .error = kAllowed},
+        ErrorCase{.name = "Bit32NotPresentUserWrite", .mode = PagingMode::k32Bit, .leaf = kPteRw,
+                  .access = Access::kWrite, .who = kUser, .error = W | U},
+        ErrorCase{.name = "Bit32UserReadsSupervisorPage", .mode = PagingMode::k32Bit, .leaf = kPteP | kPteRw,
+                  .who = kUser, .error = P | U},
+        ErrorCase{.name = "Bit32FetchHasNoId", .mode = PagingMode::k32Bit, .leaf = 0, .access = Access::kFetch,
+                  .error = 0},
+        ErrorCase{.name = "Bit32SmepGivesId", .mode = PagingMode::k32Bit, .cr4_set = kCr4Smep,
+                  .access = Access::kFetch, .error = P | I},
+        ErrorCase{.name = "Bit32Rsvd4MBit21", .mode = PagingMode::k32Bit, .size = k4M,
+                  .leaf = kUserRw | (uint64_t{1} << 21), .error = P | R},
+        ErrorCase{.name = "Bit32Rsvd4MAboveMaxphyaddr36", .mode = PagingMode::k32Bit, .size = k4M,
+                  .leaf = kUserRw | (uint64_t{1} << 17), .maxphyaddr = 36, .error = P | R},
+        ErrorCase{.name = "Bit32PsIgnoredWithoutPse", .mode = PagingMode::k32Bit, .poke_level = 0, .poke = kPtePs,
+                  .cr4_clear = kCr4Pse, .error = kAllowed},
         // PAE paging: PDPTEs, XD, reserved bits 62:M.
-        ErrorCase{.name = "PaePdpteRwIsReserved", .mode = PagingMode::kPae, .poke_level = 0, .poke = kPteRw, .error = P | R},
-        ErrorCase{.name = "PaePdpteXdIsReserved", .mode = PagingMode::kPae, .poke_level = 0, .poke = kPteXd, .access = Access::kFetch, .error = P | R | I},
-        ErrorCase{.name = "PaeRsvdBit62InPte", .mode = PagingMode::kPae, .leaf = kUserRw | (uint64_t{1} << 62), .error = P | R},
-        ErrorCase{.name = "PaeFetchXd", .mode = PagingMode::kPae, .upper = kUserRw | kPteXd, .access = Access::kFetch, .who = kUser, .error = P | U | I},
-        ErrorCase{.name = "PaeXdWithoutNxeIsReserved", .mode = PagingMode::kPae, .leaf = kUserRw | kPteXd, .efer_clear = kEferNxe, .error = P | R},
-        ErrorCase{.name = "PaeSupervisorWritesReadOnly", .mode = PagingMode::kPae, .leaf = kPteP | kPteUs, .access = Access::kWrite, .error = P | W},
-        ErrorCase{.name = "PaeNoProtectionKeys", .mode = PagingMode::kPae, .leaf = kUserRw, .cr4_set = kCr4Pke, .pkru = ~0u, .who = kUser, .error = kAllowed}),
+        ErrorCase{.name = "PaePdpteRwIsReserved", .mode = PagingMode::kPae, .poke_level = 0, .poke = kPteRw,
+                  .error = P | R},
+        ErrorCase{.name = "PaePdpteXdIsReserved", .mode = PagingMode::kPae, .poke_level = 0, .poke = kPteXd,
+                  .access = Access::kFetch, .error = P | R | I},
+        ErrorCase{.name = "PaeRsvdBit62InPte", .mode = PagingMode::kPae, .leaf = kUserRw | (uint64_t{1} << 62),
+                  .error = P | R},
+        ErrorCase{.name = "PaeFetchXd", .mode = PagingMode::kPae, .upper = kUserRw | kPteXd, .access = Access::kFetch,
+                  .who = kUser, .error = P | U | I},
+        ErrorCase{.name = "PaeXdWithoutNxeIsReserved", .mode = PagingMode::kPae, .leaf = kUserRw | kPteXd,
+                  .efer_clear = kEferNxe, .error = P | R},
+        ErrorCase{.name = "PaeSupervisorWritesReadOnly", .mode = PagingMode::kPae, .leaf = kPteP | kPteUs,
+                  .access = Access::kWrite, .error = P | W},
+        ErrorCase{.name = "PaeNoProtectionKeys", .mode = PagingMode::kPae, .leaf = kUserRw, .cr4_set = kCr4Pke,
+                  .pkru = ~0u, .who = kUser, .error = kAllowed}),
     [](const testing::TestParamInfo<ErrorCase>& info) { return info.param.name; });
 
 TEST(PaePdpte, NotPresentIsAPageFault) {
@@ -395,7 +444,8 @@ TEST(Canonical, NonCanonicalIsGpOrSsNotPf) {
   PagingState s = state_for(PagingMode::k4Level, Tables(ram, PagingMode::k4Level).cr3());
   const Fault gp{kGeneralProtection, 0u, 0};
   const Fault ss{kStackFault, 0u, 0};
-  for (uint64_t linear : {uint64_t{0x0000'8000'0000'0000}, uint64_t{0xffff'7fff'ffff'ffff}, uint64_t{0x8000'0000'0000'0000}}) {
+  const uint64_t kNonCanonical[] = {0x0000'8000'0000'0000, 0xffff'7fff'ffff'ffff, 0x8000'0000'0000'0000};
+  for (uint64_t linear : kNonCanonical) {
     EXPECT_EQ(translate(ram, s, linear, Access::kRead, kSupervisor).fault, gp) << std::hex << linear;
     EXPECT_EQ(translate(ram, s, linear, Access::kWrite, Accessor{0, false, true}).fault, ss) << std::hex << linear;
   }
@@ -403,7 +453,8 @@ TEST(Canonical, NonCanonicalIsGpOrSsNotPf) {
   EXPECT_EQ(translate(ram, s, kHigherHalf, Access::kRead, kSupervisor).fault, page_fault(0, kHigherHalf));
   // 57-bit linear addresses with CR4.LA57.
   s.cr4 |= kCr4La57;
-  EXPECT_EQ(translate(ram, s, 0x0000'8000'0000'0000, Access::kRead, kSupervisor).fault, page_fault(0, 0x0000'8000'0000'0000));
+  const uint64_t kBit47 = 0x0000'8000'0000'0000;
+  EXPECT_EQ(translate(ram, s, kBit47, Access::kRead, kSupervisor).fault, page_fault(0, kBit47));
   EXPECT_EQ(translate(ram, s, 0x0100'0000'0000'0000, Access::kRead, kSupervisor).fault, gp);
 }
 
@@ -591,7 +642,8 @@ TEST_F(Paged, NonCanonicalAnywhereBeatsAPageFault) {
   std::array<uint8_t, 16> out{};
   // The first half is canonical but not mapped; the second half is past bit 47.
   EXPECT_EQ(mem.read(0x7fff'ffff'fff8, out.data(), out.size(), kUser), (Fault{kGeneralProtection, 0u, 0}));
-  EXPECT_EQ(mem.write(0x7fff'ffff'fff8, out.data(), out.size(), Accessor{3, false, true}), (Fault{kStackFault, 0u, 0}));
+  const Accessor user_stack{3, false, true};
+  EXPECT_EQ(mem.write(0x7fff'ffff'fff8, out.data(), out.size(), user_stack), (Fault{kStackFault, 0u, 0}));
 }
 
 TEST_F(Paged, HigherHalfFrame) {
