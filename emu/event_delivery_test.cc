@@ -3,12 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "emu/fake_linear_memory.h"
+#include "emu/x86_test_printers.h"
 
 namespace topolab::x86 {
-
-// gtest prints a Fault by its name, not its bytes.
-void PrintTo(const Fault& f, std::ostream* os) { *os << describe(Event::from_fault(f)); }
-
 namespace {
 
 // One small guest for every test. Linear memory 0..0x20000:
