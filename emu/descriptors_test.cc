@@ -91,6 +91,19 @@ INSTANTIATE_TEST_SUITE_P(Sdm, ReadDescriptor,
                                          SelectorCase{"LDT entry 2 is past limit 0x0f", 0x14, LookupStatus::kBeyondLimit, 0}),
                          [](const auto& info) { return "case" + std::to_string(info.index); });
 
+TEST(ReadDescriptor, SixteenByteTssDescriptorInLongMode) {
+  FakeLinearMemory mem;
+  mem.put<uint64_t>(0x1028, 0x12008b3456780067);
+  mem.put<uint64_t>(0x1030, 0x00000000ffff8000);
+  const TableRegister gdtr{.base = 0x1000, .limit = 0x37};
+  const DescriptorLookup r = read_descriptor(mem, gdtr, Segment{}, 0x28, true);
+  ASSERT_EQ(r.status, LookupStatus::kOk);
+  EXPECT_EQ(r.desc.base, 0xffff800012345678ull);
+  // Both halves must lie within the limit.
+  EXPECT_EQ(read_descriptor(mem, TableRegister{.base = 0x1000, .limit = 0x2f}, Segment{}, 0x28, true).status,
+            LookupStatus::kBeyondLimit);
+}
+
 TEST(ReadDescriptor, NullLdtrHasNoEntries) {
   FakeLinearMemory mem;
   const DescriptorLookup r = read_descriptor(mem, TableRegister{.base = 0x1000, .limit = 0xffff}, Segment{}, 0x0c);

@@ -139,6 +139,7 @@ DeliveryResult deliver_real(const CpuState& cpu, const Event& e, LinearMemory& m
                  .who = Accessor{.cpl = 0, .implicit_supervisor = false, .stack = true}};
   const std::vector<uint64_t> frame = {cpu.rflags & kMask16, cpu.cs.selector, return_address(cpu, e, kMask16)};
   if (auto f = push_frame(mem, st, frame, 2, ss_fault(0), 0, out)) return *f;
+  out.mode = CpuMode::kReal;
   out.cpl = 0;
   out.cs = cpu.cs;
   out.cs.selector = entry[1];
@@ -201,6 +202,7 @@ DeliveryResult deliver_protected(const CpuState& cpu, const Event& e, LinearMemo
   const Accessor who{.cpl = new_cpl, .implicit_supervisor = new_cpl == 0, .stack = true};
 
   Delivered out;
+  out.mode = ia32e ? CpuMode::kLong64 : CpuMode::kProtected;
   out.cpl = new_cpl;
   out.cs = Segment{.selector = static_cast<uint16_t>((cs_sel & ~kSelectorRplMask) | new_cpl), .desc = cs};
   out.rflags = cpu.rflags & ~(kFlagsClearedByGate | (interrupt_gate ? kFlagIf : 0));

@@ -118,6 +118,7 @@ std::string describe(const Event& e);
 
 // The state to load after a successful delivery, and what was pushed.
 struct Delivered {
+  CpuMode mode = CpuMode::kReal;  // IA-32e delivery always lands in 64-bit mode
   unsigned cpl = 0;
   Segment cs, ss;
   uint64_t rip = 0, rsp = 0, rflags = 0;

@@ -393,7 +393,16 @@ TEST(Long64, CompatibilityModeDeliversTo64BitHandler) {
   const Delivered d = expect_delivered(deliver_event(g.cpu, int80, g.mem));
   EXPECT_EQ(d.frame, slots(8, {0x0, kCode3, 0x0342, 0x8000, kData3}));  // EIP wraps at 4 GiB
   EXPECT_EQ(d.cs.selector, kCode64_0);
-  EXPECT_TRUE(d.cs.desc.l);
+  EXPECT_EQ(d.mode, CpuMode::kLong64);
+}
+
+TEST(Long64, IstWinsOverRsp0OnPrivilegeChange) {
+  Guest g(CpuMode::kLong64, 3);
+  g.gate(kDoubleFault, kType32BitInterruptGate, kCode64_0, 0, true, 1);
+  const Delivered d = expect_delivered(deliver_event(g.cpu, hw(kDoubleFault), g.mem));
+  EXPECT_EQ(d.rsp, 0xa000u - 48);
+  EXPECT_EQ(d.ss.selector, 0);
+  EXPECT_EQ(g.mem.bytes(0xa000 - 48, 48), slots(8, {0, 0x401000, kCode64_3, 0x0342, 0x8000, kData3}));
 }
 
 TEST(Long64, GateTo32BitCodeIsGp) {
