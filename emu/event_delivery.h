@@ -35,24 +35,6 @@
 
 namespace topolab::x86 {
 
-// --- EFLAGS bits (SDM Vol. 1 3.4.3, figure 3-8) ---
-constexpr uint64_t kFlagCf = 1u << 0;
-constexpr uint64_t kFlagReserved1 = 1u << 1;  // always 1
-constexpr uint64_t kFlagPf = 1u << 2;
-constexpr uint64_t kFlagAf = 1u << 4;
-constexpr uint64_t kFlagZf = 1u << 6;
-constexpr uint64_t kFlagSf = 1u << 7;
-constexpr uint64_t kFlagTf = 1u << 8;
-constexpr uint64_t kFlagIf = 1u << 9;
-constexpr uint64_t kFlagDf = 1u << 10;
-constexpr uint64_t kFlagOf = 1u << 11;
-constexpr uint64_t kFlagIopl = 3u << 12;
-constexpr uint64_t kFlagNt = 1u << 14;
-constexpr uint64_t kFlagRf = 1u << 16;
-constexpr uint64_t kFlagVm = 1u << 17;
-constexpr uint64_t kFlagAc = 1u << 18;
-constexpr uint64_t kFlagId = 1u << 21;
-
 // --- Error code fields (SDM Vol. 3A 6.13, figure 6-7) ---
 constexpr uint32_t kErrorCodeExt = 1u << 0;  // the event was external to the program
 constexpr uint32_t kErrorCodeIdt = 1u << 1;  // the index names an IDT gate

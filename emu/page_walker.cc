@@ -83,7 +83,7 @@ std::optional<uint32_t> protection_fault(const PagingState& s, PagingMode mode, 
   bool wp = s.cr0 & kCr0Wp;
   // SMAP lets a supervisor data access reach a user-mode page only when it
   // is explicit and RFLAGS.AC = 1; implicit accesses never (4.6.1).
-  bool smap_blocks = r.user && (s.cr4 & kCr4Smap) && !((s.rflags & kRflagsAc) && !who.implicit_supervisor);
+  bool smap_blocks = r.user && (s.cr4 & kCr4Smap) && !((s.rflags & kFlagAc) && !who.implicit_supervisor);
 
   bool allowed = false;
   switch (access) {

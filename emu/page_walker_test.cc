@@ -346,10 +346,10 @@ INSTANTIATE_TEST_SUITE_P(
         // SMAP (CR4 bit 21) and RFLAGS.AC.
         ErrorCase{.name = "SmapReadAc0", .cr4_set = kCr4Smap, .error = P},
         ErrorCase{.name = "SmapWriteAc0", .cr4_set = kCr4Smap, .access = Access::kWrite, .error = P | W},
-        ErrorCase{.name = "SmapReadAc1", .cr4_set = kCr4Smap, .rflags = kRflagsAc, .error = kAllowed},
+        ErrorCase{.name = "SmapReadAc1", .cr4_set = kCr4Smap, .rflags = kFlagAc, .error = kAllowed},
         ErrorCase{.name = "SmapWriteAc1StillHonoursWp", .leaf = kPteP | kPteUs, .cr4_set = kCr4Smap,
-                  .rflags = kRflagsAc, .access = Access::kWrite, .error = P | W},
-        ErrorCase{.name = "SmapImplicitIgnoresAc", .cr4_set = kCr4Smap, .rflags = kRflagsAc,
+                  .rflags = kFlagAc, .access = Access::kWrite, .error = P | W},
+        ErrorCase{.name = "SmapImplicitIgnoresAc", .cr4_set = kCr4Smap, .rflags = kFlagAc,
                   .who = kImplicitSupervisor, .error = P},
         ErrorCase{.name = "SmapSupervisorPage", .leaf = kPteP | kPteRw, .cr4_set = kCr4Smap, .error = kAllowed},
         ErrorCase{.name = "SmapUserAccess", .cr4_set = kCr4Smap, .who = kUser, .error = kAllowed},

@@ -34,8 +34,7 @@ enum Vector : uint8_t {
   kControlProtection = 21,   // #CP
 };
 
-// --- Control registers and flags the paging rules read (SDM Vol. 3A 2.5,
-// 2.2.1; Vol. 1 3.4.3 for RFLAGS) ---
+// --- Control registers and IA32_EFER (SDM Vol. 3A 2.5, 2.2.1) ---
 constexpr uint64_t kCr0Wp = uint64_t{1} << 16;      // CR0.WP: write protect (supervisor writes honour R/W)
 constexpr uint64_t kCr0Pg = uint64_t{1} << 31;      // CR0.PG: paging
 constexpr uint64_t kCr4Pse = uint64_t{1} << 4;      // CR4.PSE: 4-MByte pages in 32-bit paging
@@ -44,11 +43,28 @@ constexpr uint64_t kCr4La57 = uint64_t{1} << 12;    // CR4.LA57: 5-level paging
 constexpr uint64_t kCr4Smep = uint64_t{1} << 20;    // CR4.SMEP: supervisor-mode execution prevention
 constexpr uint64_t kCr4Smap = uint64_t{1} << 21;    // CR4.SMAP: supervisor-mode access prevention
 constexpr uint64_t kCr4Pke = uint64_t{1} << 22;     // CR4.PKE: protection keys for user-mode pages
-constexpr uint64_t kEferSce = uint64_t{1} << 0;     // IA32_EFER.SCE: SYSCALL enable (SDM 2.2.1, figure 2-4)
+constexpr uint64_t kEferSce = uint64_t{1} << 0;     // IA32_EFER.SCE: SYSCALL enable
 constexpr uint64_t kEferLme = uint64_t{1} << 8;     // IA32_EFER.LME: long mode enable
 constexpr uint64_t kEferLma = uint64_t{1} << 10;    // IA32_EFER.LMA: long mode active
 constexpr uint64_t kEferNxe = uint64_t{1} << 11;    // IA32_EFER.NXE: execute-disable (XD) bit enable
-constexpr uint64_t kRflagsAc = uint64_t{1} << 18;   // RFLAGS.AC: alignment check / SMAP override
+
+// --- EFLAGS bits (SDM Vol. 1 3.4.3, figure 3-8) ---
+constexpr uint64_t kFlagCf = 1u << 0;
+constexpr uint64_t kFlagReserved1 = 1u << 1;  // always 1
+constexpr uint64_t kFlagPf = 1u << 2;
+constexpr uint64_t kFlagAf = 1u << 4;
+constexpr uint64_t kFlagZf = 1u << 6;
+constexpr uint64_t kFlagSf = 1u << 7;
+constexpr uint64_t kFlagTf = 1u << 8;
+constexpr uint64_t kFlagIf = 1u << 9;
+constexpr uint64_t kFlagDf = 1u << 10;
+constexpr uint64_t kFlagOf = 1u << 11;
+constexpr uint64_t kFlagIopl = 3u << 12;
+constexpr uint64_t kFlagNt = 1u << 14;
+constexpr uint64_t kFlagRf = 1u << 16;
+constexpr uint64_t kFlagVm = 1u << 17;
+constexpr uint64_t kFlagAc = 1u << 18;  // also the SMAP override (SDM Vol. 3A 4.6.1)
+constexpr uint64_t kFlagId = 1u << 21;
 
 // --- Paging-structure entry bits, common to every paging mode where they
 // exist (SDM Vol. 3A 4.3 tables 4-4..4-6, 4.4.2 tables 4-8..4-11, 4.5.4
