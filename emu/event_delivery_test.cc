@@ -333,7 +333,7 @@ TEST(Protected32, PageFaultOnThePushWritesNothing) {
   g.mem.fault_at(0x9000 - 24, 4);  // the error-code slot, pushed last
   const std::vector<uint8_t> before = g.mem.bytes(0x9000 - 24, 24);
   const Fault f = expect_fault(deliver_event(g.cpu, hw(kGeneralProtection), g.mem));
-  EXPECT_EQ(f, (Fault{.vector = kPageFault, .error_code = FakeLinearMemory::kPfWrite, .cr2 = 0x9000 - 24}));
+  EXPECT_EQ(f, (Fault{.vector = kPageFault, .error_code = kPfErrorWr, .cr2 = 0x9000 - 24}));
   EXPECT_EQ(g.mem.bytes(0x9000 - 24, 24), before);
 }
 

@@ -15,9 +15,6 @@ namespace topolab::x86 {
 
 class FakeLinearMemory : public LinearMemory {
  public:
-  static constexpr uint32_t kPfWrite = 1u << 1;  // #PF error code W/R
-  static constexpr uint32_t kPfUser = 1u << 2;   // #PF error code U/S
-
   explicit FakeLinearMemory(uint64_t base = 0, size_t size = 0x20000) : base_(base), bytes_(size, 0) {}
 
   // Any access touching [linear, linear + len) raises #PF.
@@ -57,7 +54,7 @@ class FakeLinearMemory : public LinearMemory {
     uint64_t begin, end;
   };
   std::optional<Fault> check(uint64_t linear, size_t len, Accessor who, bool write) const {
-    const uint32_t ec = (write ? kPfWrite : 0) | (who.cpl == 3 && !who.implicit_supervisor ? kPfUser : 0);
+    const uint32_t ec = (write ? kPfErrorWr : 0) | (who.cpl == 3 && !who.implicit_supervisor ? kPfErrorUs : 0);
     for (uint64_t a = linear; a < linear + len; ++a) {
       bool bad = a < base_ || a >= base_ + bytes_.size();
       for (const Range& r : faulting_) bad = bad || (a >= r.begin && a < r.end);
