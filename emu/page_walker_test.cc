@@ -2,23 +2,14 @@
 
 #include <array>
 #include <map>
-#include <ostream>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "emu/guest_ram.h"
+#include "emu/x86_test_printers.h"
 
 namespace topolab::x86 {
-
-void PrintTo(const Fault& f, std::ostream* os) {
-  *os << "Fault{vector " << unsigned{f.vector} << ", error ";
-  if (f.error_code)
-    *os << "0x" << std::hex << *f.error_code;
-  else
-    *os << "none";
-  *os << ", cr2 0x" << std::hex << f.cr2 << std::dec << "}";
-}
 
 namespace {
 
