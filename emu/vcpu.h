@@ -63,6 +63,10 @@ struct VcpuExit {
 
 const char* to_string(VcpuExit::Reason reason);
 
+// The version of the CPU engine the vCPUs run on ("2.1.3"), as the linked
+// library reports it.
+std::string engine_version();
+
 // A device register window the guest reaches with loads and stores (the
 // local APIC page). Calls are synchronous, in the middle of a block, like
 // the VcpuHost port calls; a write may call Vcpu::request_stop(). Unicorn

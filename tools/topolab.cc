@@ -16,6 +16,7 @@
 #include "emu/machine.h"
 #include "emu/run_report.h"
 #include "emu/svg_report.h"
+#include "emu/vcpu.h"
 #include "tools/experiments.h"
 
 namespace {
@@ -292,6 +293,8 @@ int main(int argc, char** argv) {
   CLI::App app{"topolab: a deterministic x86 machine for studying what topology a guest sees\n"
                "and what that does to its IPI and HLT traffic. With no command it runs the demo."};
   app.require_subcommand(0, 1);
+  app.set_version_flag("--version", [] { return fmt::format("topolab on Unicorn {}", engine_version()); },
+                       "print the version of the CPU engine topolab runs on");
 
   CpuidOptions cpuid;
   CLI::App* cpuid_cmd = app.add_subcommand("cpuid", "show the CPUID leaves of a topology, with no guest running");
@@ -384,6 +387,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     fmt::print(stderr, "topolab: {} (see topolab --help)\n", e.what());

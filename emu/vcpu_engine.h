@@ -1,0 +1,767 @@
+// The inside of one vCPU: the Engine behind Vcpu, and the helpers its
+// parts share. Only the vcpu_*.cc files include this header; it is the one
+// place besides them that sees Unicorn and Capstone.
+//
+// The parts:
+//   vcpu.cc          construction, MMIO windows and the public face
+//   vcpu_decode.cc   the block hook, Capstone decoding, the block cache, trap sites
+//   vcpu_run.cc      run(), its exits, and the instructions it traps and emulates
+//   vcpu_inject.cc   interrupt and exception delivery
+//   vcpu_modes.cc    registers, MSRs, segments, Multiboot, INIT and SIPI
+//
+//
+// Addresses
+//   Hooks get linear addresses (CS.base + RIP; proven in real mode by
+//   StartAtSipiRunsRealModeCodeAtVectorTimes4K), while RIP and uc_emu_start's `begin`
+//   are offsets in CS (a UC_MODE_64 engine writes `begin` to RIP as is).
+//   Decoded blocks, trap sites and the trace use linear addresses; RIP is
+//   converted with code_base() at every stop.
+//
+// How run() works
+// - uc_emu_start gets an `until` address no guest can execute and never a
+//   `count` (it runs ~7x slower and flushes all code when it changes). So
+//   Unicorn returns OK only when we stopped it, or at HLT.
+// - A UC_HOOK_BLOCK callback counts instructions: each new translated block
+//   is decoded once with Capstone and cached by start address. The hook
+//   stops the run, exactly, before a block that would overrun the budget.
+// - IN/OUT and CPUID reach VcpuHost from Unicorn's instruction hooks.
+//   RDMSR, WRMSR, RDTSC and RDTSCP, which Unicorn cannot hook (and would
+//   run wrongly), get a one-instruction UC_HOOK_CODE that stops the run in
+//   front of them; run() then emulates them on the host side and resumes.
+//
+// Counting
+//   instructions() = instructions retired before the one executing now.
+//   `retired` holds the count up to the start of the current block and
+//   `pending` the current block's size in instructions; the next block hook
+//   adds it. An exit in the middle of a block adds only the instructions
+//   before RIP, found in the block's decoded offsets.
+//
+// MONITOR/MWAIT
+//   Unicorn raises #UD for both (the notes), so run() returns Reason::Monitor
+//   or Reason::Mwait at the instruction with its operands; the machine
+//   emulates it and retire_emulated_instruction() steps over it. An MWAIT
+//   that is the first instruction after STI keeps the STI shadow until then,
+//   so `sti; mwait` cannot take an interrupt before MWAIT has begun.
+// PAUSE
+//   Each PAUSE site gets a one-instruction code hook that counts it and lets
+//   it run (as IRET sites are watched): spin loops pay for the count, the
+//   block hook's fast path does not (counting there cost 20% with 16 vCPUs).
+//
+// Not supported
+// - CS.base is not exposed by Unicorn; code_base() derives it from the
+//   architectural state (see there). It is exact in real mode, in long mode
+//   and for a CS whose GDT/LDT entry is unchanged since it was loaded, and
+//   right after CR0.PE is set (CS still holds its real-mode descriptor).
+// - A maskable interrupt's shadow after STI / MOV SS / POP SS is tracked at
+//   block granularity: Unicorn ends a block right after each of them.
+// - Interrupt delivery: see Vcpu::inject_interrupt in vcpu.h. NMI blocking
+//   until IRET is the machine's business (the vCPU does not see IRETs).
+// - A read or write of unmapped memory is reported at the start of its block
+//   (Unicorn 2.0.1 does not restore RIP for it; see exit_for_unmapped).
+// - Guest code rewritten in place into a block with the same start and size
+//   keeps the old decoded instruction count until flush_translations().
+// - A store into the block that is running: Unicorn abandons the block at
+//   the store and runs it again from there, so the instructions of the block
+//   from the store on are counted twice (and traced twice).
+#pragma once
+
+#include "emu/vcpu.h"
+
+#include <capstone/capstone.h>
+#include <fmt/format.h>
+#include <unicorn/unicorn.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <exception>
+#include <initializer_list>
+#include <limits>
+#include <span>
+#include <stdexcept>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+
+namespace topolab {
+namespace vcpu_internal {
+
+
+// uc_emu_start's `until`: non-canonical in long mode and above 4 GiB in
+// every other mode, so no guest instruction is ever there.
+inline constexpr uint64_t kNeverExecuted = 0x8000'0000'0000'0000;
+inline constexpr uint64_t kNoAddress = ~uint64_t{0};
+inline constexpr uint64_t kPageSize = 4096;
+
+// SDM Vol. 3A 2.5 (CR0) and Vol. 4 (MSR numbers).
+inline constexpr uint64_t kCr0ProtectionEnable = 1u << 0;
+inline constexpr uint64_t kCr0Paging = 1u << 31;
+inline constexpr uint64_t kEferLongModeActive = 1u << 10;
+inline constexpr uint32_t kMsrSysenterCs = 0x174;
+inline constexpr uint32_t kMsrSysenterEsp = 0x175;
+inline constexpr uint32_t kMsrSysenterEip = 0x176;
+inline constexpr uint32_t kMsrPat = 0x277;
+inline constexpr uint32_t kMsrEfer = 0xC000'0080;
+inline constexpr uint32_t kMsrStar = 0xC000'0081;
+inline constexpr uint32_t kMsrLstar = 0xC000'0082;
+inline constexpr uint32_t kMsrCstar = 0xC000'0083;
+inline constexpr uint32_t kMsrFmask = 0xC000'0084;
+inline constexpr uint32_t kMsrFsBase = 0xC000'0100;
+inline constexpr uint32_t kMsrGsBase = 0xC000'0101;
+inline constexpr uint32_t kMsrKernelGsBase = 0xC000'0102;
+inline constexpr uint32_t kMsrTscAux = 0xC000'0103;
+
+inline constexpr uint8_t kHltOpcode = 0xF4;
+inline constexpr uint64_t kIdleInstructionLength = 3;  // MONITOR, MWAIT
+inline constexpr uint32_t kPageFaultVector = 14;
+inline constexpr uint32_t kNmiVector = 2;
+// EFLAGS bit 1 is reserved and always 1 (SDM Vol. 1 3.4.3); IF = 0.
+inline constexpr uint64_t kRflagsInterruptsOff = 0x2;
+// EFLAGS bits (SDM Vol. 1 3.4.3).
+inline constexpr uint64_t kRflagsTrap = 1u << 8;
+inline constexpr uint64_t kRflagsInterrupt = 1u << 9;
+inline constexpr uint64_t kRflagsNestedTask = 1u << 14;
+inline constexpr uint64_t kRflagsResume = 1u << 16;
+inline constexpr uint64_t kRflagsVirtual8086 = 1u << 17;
+inline constexpr uint64_t kRflagsAlignmentCheck = 1u << 18;
+
+// State after INIT (SDM Vol. 3A 9.1.1, table 9-1).
+inline constexpr uint64_t kCr0AfterInit = 0x6000'0010;  // CD, NW, ET
+inline constexpr uint16_t kResetCodeSelector = 0xF000;
+inline constexpr uint64_t kResetIp = 0xFFF0;
+inline constexpr uint32_t kDescriptorTableLimitAfterInit = 0xFFFF;
+inline constexpr uint64_t kDr6AfterInit = 0xFFFF'0FF0;
+inline constexpr uint64_t kDr7AfterInit = 0x400;
+
+// Gate types (SDM Vol. 3A 3.5 table 3-2, 6.11, 6.14.1).
+inline constexpr uint8_t kTaskGate = 0x5;
+inline constexpr uint8_t kInterruptGate16 = 0x6;
+inline constexpr uint8_t kTrapGate16 = 0x7;
+inline constexpr uint8_t kInterruptGate = 0xE;  // 32-bit, or 64-bit in long mode
+inline constexpr uint8_t kTrapGate = 0xF;
+// 64-bit TSS: IST1 at 0x24, IST2..7 follow (SDM Vol. 3A 7.7, figure 7-11).
+inline constexpr uint64_t kTssIst1Offset = 0x24;
+
+// Flat 4 GiB descriptors, base 0, G = 1, DPL 0 (SDM Vol. 3A 3.4.5): a 32-bit
+// (D = 1) execute/read code segment and a read/write data segment.
+inline constexpr uint64_t kFlatCode32Descriptor = 0x00CF'9A00'0000'FFFF;
+inline constexpr uint64_t kFlatDataDescriptor = 0x00CF'9200'0000'FFFF;
+inline constexpr uint16_t kMultibootCodeSelector = 0x08;
+inline constexpr uint16_t kMultibootDataSelector = 0x10;
+
+inline void check(uc_err err, const char* what) {
+  if (err != UC_ERR_OK) throw std::runtime_error(fmt::format("unicorn: {}: {}", what, uc_strerror(err)));
+}
+
+// MSRs that are CPU state Unicorn keeps (mode, segment bases, SYSCALL and
+// SYSENTER targets, PAT). Every RDMSR and WRMSR is trapped, so these are
+// handed to Unicorn, with no host call, as KVM passes them through; without
+// it no guest could set EFER.LME and enter long mode.
+inline bool is_cpu_state_msr(uint32_t msr) {
+  switch (msr) {
+    case kMsrSysenterCs: case kMsrSysenterEsp: case kMsrSysenterEip: case kMsrPat:
+    case kMsrEfer: case kMsrStar: case kMsrLstar: case kMsrCstar: case kMsrFmask:
+    case kMsrFsBase: case kMsrGsBase: case kMsrKernelGsBase:
+      return true;
+    default:
+      return false;
+  }
+}
+
+inline const char* exception_name(uint32_t vector) {
+  static constexpr std::array<const char*, 22> kNames = {
+      "#DE", "#DB", "NMI", "#BP", "#OF", "#BR", "#UD", "#NM", "#DF", "coprocessor overrun", "#TS",
+      "#NP", "#SS", "#GP", "#PF", "reserved", "#MF", "#AC", "#MC", "#XM", "#VE", "#CP"};
+  return vector < kNames.size() ? kNames[vector] : "interrupt";
+}
+
+// The default operand and address size of the code being run, which is what
+// Capstone needs to decode it (CS.D and CS.L, SDM Vol. 3A 3.4.5).
+enum class CodeSize : uint8_t { Bits16, Bits32, Bits64 };
+inline constexpr std::array kCodeSizes = {CodeSize::Bits16, CodeSize::Bits32, CodeSize::Bits64};
+
+inline cs_mode capstone_mode(CodeSize size) {
+  switch (size) {
+    case CodeSize::Bits16: return CS_MODE_16;
+    case CodeSize::Bits32: return CS_MODE_32;
+    case CodeSize::Bits64: return CS_MODE_64;
+  }
+  throw std::logic_error("unknown code size");
+}
+
+// Instructions Unicorn would run wrongly; run() emulates them instead.
+// Sites the vCPU hooks: RDMSR and WRMSR it stops at and emulates; MONITOR
+// and MWAIT it stops at for the machine to emulate (Unicorn 2.1.3 raises #UD
+// for them on some engine models and runs them as no-ops on others:
+// MonitorStopsAfterInitAndSipiOnEveryEngineCpu); RDTSCP only on a machine
+// without IA32_TSC_AUX, where it is #UD (elsewhere the RDTSCP instruction
+// hook answers it). IRET and PAUSE it only watches: an IRET ends NMI
+// blocking (SDM 6.7.1), and PAUSEs are counted.
+enum class TrapKind : uint8_t { Rdmsr, Wrmsr, Rdtscp, Monitor, Mwait, Iret, Pause };
+
+inline bool is_watched(TrapKind kind) { return kind == TrapKind::Iret || kind == TrapKind::Pause; }
+
+inline std::optional<TrapKind> trap_kind(unsigned capstone_id) {
+  switch (capstone_id) {
+    case X86_INS_RDMSR: return TrapKind::Rdmsr;
+    case X86_INS_WRMSR: return TrapKind::Wrmsr;
+    case X86_INS_RDTSCP: return TrapKind::Rdtscp;
+    case X86_INS_MONITOR: return TrapKind::Monitor;
+    case X86_INS_MWAIT: return TrapKind::Mwait;
+    case X86_INS_IRET: case X86_INS_IRETD: case X86_INS_IRETQ: return TrapKind::Iret;
+    case X86_INS_PAUSE: return TrapKind::Pause;
+    default: return std::nullopt;
+  }
+}
+
+// The opcode bytes each trapped instruction ends with (SDM Vol. 2).
+inline std::span<const uint8_t> trap_opcode(TrapKind kind) {
+  static constexpr uint8_t kRdmsr[] = {0x0F, 0x32}, kWrmsr[] = {0x0F, 0x30}, kRdtscp[] = {0x0F, 0x01, 0xF9},
+                           kMonitor[] = {0x0F, 0x01, 0xC8}, kMwait[] = {0x0F, 0x01, 0xC9};
+  switch (kind) {
+    case TrapKind::Rdmsr: return kRdmsr;
+    case TrapKind::Wrmsr: return kWrmsr;
+    case TrapKind::Rdtscp: return kRdtscp;
+    case TrapKind::Monitor: return kMonitor;
+    case TrapKind::Mwait: return kMwait;
+    case TrapKind::Iret: case TrapKind::Pause: break;  // watched, never stopped at
+  }
+  throw std::logic_error("no emulated opcode for this trap kind");
+}
+
+// Instructions whose Unicorn hook calls VcpuHost in the middle of a block.
+inline bool calls_host_mid_block(unsigned capstone_id) {
+  switch (capstone_id) {
+    case X86_INS_IN: case X86_INS_INSB: case X86_INS_INSW: case X86_INS_INSD:
+    case X86_INS_OUT: case X86_INS_OUTSB: case X86_INS_OUTSW: case X86_INS_OUTSD:
+    case X86_INS_CPUID:
+    case X86_INS_RDTSC:
+    case X86_INS_RDTSCP:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A segment descriptor (SDM Vol. 3A 3.4.5, figure 3-8).
+struct SegmentDescriptor {
+  uint64_t raw = 0;
+  uint64_t base() const { return ((raw >> 16) & 0xFF'FFFF) | ((raw >> 56) << 24); }
+  uint8_t type() const { return (raw >> 40) & 0xF; }
+  bool code_or_data() const { return (raw >> 44) & 1; }  // S
+  unsigned dpl() const { return (raw >> 45) & 3; }
+  bool present() const { return (raw >> 47) & 1; }
+  bool long_mode() const { return (raw >> 53) & 1; }  // L
+  bool big() const { return (raw >> 54) & 1; }        // D/B
+  bool is_code() const { return present() && code_or_data() && (type() & 0x8); }
+  // The same segment, whatever the accessed bit says.
+  bool same_segment_as(const SegmentDescriptor& other) const {
+    constexpr uint64_t kAccessed = uint64_t{1} << 40;
+    return (raw | kAccessed) == (other.raw | kAccessed);
+  }
+};
+
+// Legacy prefixes, and REX in 64-bit code (SDM Vol. 2 2.1.1, 2.2.1).
+inline bool is_prefix(uint8_t b, CodeSize size) {
+  return b == 0xF2 || b == 0xF3 || b == 0x66 || b == 0x67 || b == 0xF0 || b == 0x2E || b == 0x36 || b == 0x3E ||
+         b == 0x26 || b == 0x64 || b == 0x65 || (size == CodeSize::Bits64 && (b & 0xF0) == 0x40);
+}
+
+// STI, MOV SS and POP SS hold off maskable interrupts for one instruction
+// (SDM Vol. 3A 6.8.3). Unicorn ends a block after each of them
+// (StiShadowDefersTheInterruptPastTheHlt, MovSsEndsItsBlockAndShadowsThe-
+// NextInstruction), so a block that ends with one leaves the first
+// instruction of the next block in the shadow; that instruction is then
+// translated as a block of its own.
+inline bool sets_interrupt_shadow(std::span<const uint8_t> bytes, CodeSize size) {
+  size_t i = 0;
+  while (i < bytes.size() && is_prefix(bytes[i], size)) ++i;
+  if (i >= bytes.size()) return false;
+  const uint8_t op = bytes[i];
+  if (op == 0xFB) return true;                           // sti
+  if (op == 0x17 && size != CodeSize::Bits64) return true;  // pop ss
+  return op == 0x8E && i + 1 < bytes.size() && ((bytes[i + 1] >> 3) & 7) == 2;  // mov ss, r/m16
+}
+
+inline bool is_software_interrupt(unsigned capstone_id) {
+  return capstone_id == X86_INS_INT3 || capstone_id == X86_INS_INT || capstone_id == X86_INS_INTO ||
+         capstone_id == X86_INS_INT1;
+}
+
+// REP/REPE/REPNE in front of INS, OUTS, MOVS, CMPS, STOS, LODS or SCAS
+// (SDM Vol. 2 "REP/REPE/REPZ/REPNE/REPNZ"). Capstone without detail mode
+// does not report prefixes, so the bytes are read directly.
+inline bool is_rep_string(std::span<const uint8_t> bytes, CodeSize size) {
+  bool rep = false;
+  size_t i = 0;
+  for (; i < bytes.size(); ++i) {
+    const uint8_t b = bytes[i];
+    if (b == 0xF2 || b == 0xF3) {
+      rep = true;
+    } else if (!(b == 0x66 || b == 0x67 || b == 0xF0 || b == 0x2E || b == 0x36 || b == 0x3E || b == 0x26 ||
+                 b == 0x64 || b == 0x65 || (size == CodeSize::Bits64 && (b & 0xF0) == 0x40))) {
+      break;
+    }
+  }
+  if (!rep || i == bytes.size()) return false;
+  const uint8_t op = bytes[i];
+  return (op >= 0x6C && op <= 0x6F) || (op >= 0xA4 && op <= 0xA7) || (op >= 0xAA && op <= 0xAF);
+}
+
+struct TrapSite {
+  uint64_t address;
+  TrapKind kind;
+  uint8_t length;
+};
+
+// One translated block as Capstone sees it.
+struct DecodedBlock {
+  uint64_t start = 0;
+  uint32_t size = 0;
+  uint32_t count = 0;  // instructions retired when the block runs to its end
+  CodeSize code_size = CodeSize::Bits32;
+  bool fully_decoded = true;  // false: Capstone stopped early; the rest counts as one
+  bool ends_with_software_interrupt = false;
+  bool ends_with_interrupt_shadow = false;  // last instruction: STI, MOV SS or POP SS
+  uint64_t rep_string_tail = kNoAddress;  // address of a final REP string instruction
+  std::vector<uint16_t> offsets;          // instruction starts, from `start`
+  std::vector<uint16_t> host_calls;       // indices of IN/OUT/INS/OUTS/CPUID, in order
+  std::vector<TrapSite> traps;
+
+  // Instructions of this block retired when execution stands at `rip`. A
+  // `rip` outside the block means the block ran to its end and left.
+  uint32_t instructions_before(uint64_t rip) const {
+    if (rip < start || rip - start >= size) return count;
+    const auto offset = static_cast<uint16_t>(rip - start);
+    return static_cast<uint32_t>(std::lower_bound(offsets.begin(), offsets.end(), offset) - offsets.begin());
+  }
+  uint64_t address_of(uint32_t index) const { return start + offsets.at(index); }
+  uint64_t end() const { return start + size; }
+};
+
+// Capstone, with one handle per code size.
+class Disassembler {
+ public:
+  Disassembler() {
+    for (CodeSize size : kCodeSizes) {
+      Handle& h = handle(size);
+      if (cs_open(CS_ARCH_X86, capstone_mode(size), &h.cs) != CS_ERR_OK)
+        throw std::runtime_error("capstone: cannot open an x86 disassembler");
+      h.insn = cs_malloc(h.cs);
+    }
+  }
+  ~Disassembler() {
+    for (Handle& h : handles_) {
+      if (h.insn) cs_free(h.insn, 1);
+      if (h.cs) cs_close(&h.cs);
+    }
+  }
+  Disassembler(const Disassembler&) = delete;
+  Disassembler& operator=(const Disassembler&) = delete;
+
+  DecodedBlock decode_block(std::span<const uint8_t> code, uint64_t address, CodeSize size) {
+    DecodedBlock block;
+    block.start = address;
+    block.size = static_cast<uint32_t>(code.size());
+    block.code_size = size;
+    Handle& h = handle(size);
+    const uint8_t* bytes = code.data();
+    size_t left = code.size();
+    uint64_t at = address;
+    while (left > 0) {
+      const uint64_t insn_address = at;
+      if (!cs_disasm_iter(h.cs, &bytes, &left, &at, h.insn)) {
+        block.fully_decoded = false;
+        block.offsets.push_back(static_cast<uint16_t>(insn_address - address));
+        block.ends_with_software_interrupt = false;
+        block.ends_with_interrupt_shadow = false;
+        block.rep_string_tail = kNoAddress;
+        break;
+      }
+      add_instruction(block, *h.insn, code.subspan(insn_address - address, h.insn->size));
+    }
+    block.count = static_cast<uint32_t>(block.offsets.size());
+    return block;
+  }
+
+  // "mnemonic operands" of the instruction at the start of `code`.
+  std::string describe(std::span<const uint8_t> code, uint64_t address, CodeSize size) {
+    Handle& h = handle(size);
+    const uint8_t* bytes = code.data();
+    size_t left = code.size();
+    if (!cs_disasm_iter(h.cs, &bytes, &left, &address, h.insn)) return "(does not decode)";
+    return h.insn->op_str[0] ? fmt::format("{} {}", h.insn->mnemonic, h.insn->op_str) : h.insn->mnemonic;
+  }
+
+ private:
+  struct Handle {
+    csh cs = 0;
+    cs_insn* insn = nullptr;
+  };
+  Handle& handle(CodeSize size) { return handles_[static_cast<size_t>(size)]; }
+
+  static void add_instruction(DecodedBlock& block, const cs_insn& insn, std::span<const uint8_t> bytes) {
+    const auto index = static_cast<uint16_t>(block.offsets.size());
+    block.offsets.push_back(static_cast<uint16_t>(insn.address - block.start));
+    if (calls_host_mid_block(insn.id)) block.host_calls.push_back(index);
+    if (auto kind = trap_kind(insn.id)) block.traps.push_back({insn.address, *kind, static_cast<uint8_t>(insn.size)});
+    block.ends_with_software_interrupt = is_software_interrupt(insn.id);
+    block.ends_with_interrupt_shadow = sets_interrupt_shadow(bytes, block.code_size);
+    block.rep_string_tail = is_rep_string(bytes, block.code_size) ? insn.address : kNoAddress;
+  }
+
+  std::array<Handle, kCodeSizes.size()> handles_;
+};
+
+// Decoded blocks by start address, in one lazily allocated table of 4 KiB
+// slots per page of RAM: the block hook runs once per executed block, and
+// this finds a block with three loads and no hashing. The table costs 8
+// bytes per 4 KiB of RAM plus 32 KiB per page that holds code.
+class BlockCache {
+ public:
+  explicit BlockCache(uint64_t ram_bytes) : pages_(ram_bytes / kPageSize) {}
+
+  const DecodedBlock* find(uint64_t address, uint32_t size) const {
+    const uint64_t page = address / kPageSize;
+    if (page >= pages_.size() || !pages_[page]) return nullptr;
+    const DecodedBlock* block = pages_[page]->slots[address % kPageSize].get();
+    return block && block->size == size ? block : nullptr;
+  }
+
+  // Replaces any block cached at the same start (the code there changed).
+  const DecodedBlock& insert(DecodedBlock block) {
+    std::unique_ptr<Page>& page = pages_.at(block.start / kPageSize);
+    if (!page) page = std::make_unique<Page>();
+    auto& slot = page->slots[block.start % kPageSize];
+    slot = std::make_unique<DecodedBlock>(std::move(block));
+    return *slot;
+  }
+
+  void clear() {
+    for (auto& page : pages_) page.reset();
+  }
+
+  // Addresses of the pages where some block starts.
+  std::vector<uint64_t> code_pages() const {
+    std::vector<uint64_t> addresses;
+    for (uint64_t page = 0; page < pages_.size(); ++page)
+      if (pages_[page]) addresses.push_back(page * kPageSize);
+    return addresses;
+  }
+
+ private:
+  struct Page {
+    std::array<std::unique_ptr<DecodedBlock>, kPageSize> slots;
+  };
+  std::vector<std::unique_ptr<Page>> pages_;
+};
+
+// Owns a uc_engine for the length of a scope.
+class UcHandle {
+ public:
+  explicit UcHandle(uc_mode mode) { check(uc_open(UC_ARCH_X86, mode, &uc_), "uc_open"); }
+  ~UcHandle() { uc_close(uc_); }
+  UcHandle(const UcHandle&) = delete;
+  UcHandle& operator=(const UcHandle&) = delete;
+  uc_engine* get() const { return uc_; }
+
+ private:
+  uc_engine* uc_ = nullptr;
+};
+
+// A saved CPU context (registers, descriptor caches, control registers and
+// MSRs), owned for the length of a scope.
+class UcContext {
+ public:
+  explicit UcContext(uc_engine* from) {
+    check(uc_context_alloc(from, &context_), "uc_context_alloc");
+    check(uc_context_save(from, context_), "uc_context_save");
+  }
+  ~UcContext() { uc_context_free(context_); }
+  UcContext(const UcContext&) = delete;
+  UcContext& operator=(const UcContext&) = delete;
+  void restore_into(uc_engine* to) const { check(uc_context_restore(to, context_), "uc_context_restore"); }
+
+ private:
+  uc_context* context_ = nullptr;
+};
+
+// Loads real-mode segment registers (base = selector << 4, limit 0xFFFF)
+// into an engine. A UC_MODE_64 engine sets only the selector when CS, DS,
+// ES or SS is written, and cannot be switched to another mode. But the
+// context API picks its register code by the mode of the engine that
+// allocated the context (uc_context_reg_write), so the engine's state is
+// saved into a context allocated from a UC_MODE_16 engine, the segments are
+// written there (in real mode that only fills the descriptor cache; no guest
+// memory is read) and the state is copied back. CR0.PE must be clear.
+// It also holds the reset state of a UC_MODE_16 engine: writing CR0 or EFER
+// to a UC_MODE_64 engine sets the value alone, and the hidden flags (PE,
+// LMA, CS64) stay those of protected or long mode (InitStateRunsRealModeIret
+// proves the way round), as the notes say for INIT/SIPI.
+// One scratch engine per thread, not per vCPU: an engine costs 1-6 ms and
+// ~2.8 MiB (the notes). Proven by StartAtSipiRunsRealModeCodeAtVectorTimes4K
+// and the real-mode injection tests.
+class RealModeSegmentLoader {
+ public:
+  static RealModeSegmentLoader& for_this_thread() {
+    thread_local RealModeSegmentLoader loader;
+    return loader;
+  }
+  void load(uc_engine* uc, std::initializer_list<std::pair<int, uint16_t>> segments) {
+    check(uc_context_save(uc, context_), "uc_context_save (real-mode segments)");
+    for (const auto& [reg, selector] : segments)
+      check(uc_context_reg_write(context_, reg, &selector), "uc_context_reg_write (real-mode segment)");
+    check(uc_context_restore(uc, context_), "uc_context_restore (real-mode segments)");
+  }
+  // Real mode, as a UC_MODE_16 engine starts: CR0.PE clear in the register
+  // and in the hidden flags, EFER clear, 16-bit segments.
+  void enter_real_mode(uc_engine* uc) { check(uc_context_restore(uc, reset_state_), "uc_context_restore (real mode)"); }
+  ~RealModeSegmentLoader() {
+    uc_context_free(context_);
+    uc_context_free(reset_state_);
+  }
+  RealModeSegmentLoader(const RealModeSegmentLoader&) = delete;
+  RealModeSegmentLoader& operator=(const RealModeSegmentLoader&) = delete;
+
+ private:
+  RealModeSegmentLoader() : engine_(UC_MODE_16) {
+    check(uc_context_alloc(engine_.get(), &context_), "uc_context_alloc");
+    check(uc_context_alloc(engine_.get(), &reset_state_), "uc_context_alloc");
+    check(uc_context_save(engine_.get(), reset_state_), "uc_context_save (real mode)");
+  }
+  UcHandle engine_;  // never runs: its state stays the reset state
+  uc_context* context_ = nullptr;
+  uc_context* reset_state_ = nullptr;
+};
+
+inline VcpuExit exit_at(VcpuExit::Reason reason, uint64_t rip, std::string detail = {}) {
+  VcpuExit exit;
+  exit.reason = reason;
+  exit.rip = rip;
+  exit.detail = std::move(detail);
+  return exit;
+}
+
+// Why the last uc_emu_start returned UC_ERR_OK, when we made it return.
+enum class StopCause : uint8_t { None, QuantumEnd, StopRequested, Retranslate, TrapSite, Exception };
+
+
+}  // namespace vcpu_internal
+
+using namespace vcpu_internal;
+
+struct Vcpu::Engine {
+  Engine(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu engine_cpu);
+  ~Engine();
+
+  // --- Unicorn callbacks; user_data is the Engine ---
+  static void on_block(uc_engine*, uint64_t address, uint32_t size, void* user);
+  static void on_trap_site(uc_engine*, uint64_t address, uint32_t size, void* user);
+  static void on_trace(uc_engine*, uint64_t address, uint32_t size, void* user);
+  static int on_cpuid(uc_engine*, void* user);
+  static int on_rdtsc(uc_engine*, void* user);
+  static int on_rdtscp(uc_engine*, void* user);
+  static uint32_t on_port_in(uc_engine*, uint32_t port, int size, void* user);
+  static void on_port_out(uc_engine*, uint32_t port, int size, uint32_t value, void* user);
+  static void on_interrupt(uc_engine*, uint32_t vector, void* user);
+  static bool on_unmapped(uc_engine*, uc_mem_type type, uint64_t address, int size, int64_t value, void* user);
+
+  // An exception must not unwind through Unicorn's C frames: keep it, stop
+  // the run, and let run() rethrow it.
+  template <typename Result = void, typename Body>
+  Result guarded(Body&& body) noexcept {
+    try {
+      return body();
+    } catch (...) {
+      host_failure = std::current_exception();
+      uc_emu_stop(uc);
+      return Result();
+    }
+  }
+
+  // --- the block hook and counting ---
+  // The previous block ran to its end. Its fields stay until begin_block
+  // or forget_current_block overwrites them.
+  void retire_previous_block(uint64_t next_address) {
+    retired += pending;
+    // QEMU runs each iteration of a REP string instruction as a block that
+    // jumps back to the instruction: another iteration is not another
+    // instruction, so it stays unretired until the loop leaves it.
+    if (next_address == rep_restart_address) [[unlikely]]
+      --retired;
+  }
+  void forget_current_block() {
+    pending = 0;
+    current = nullptr;
+    rep_restart_address = kNoAddress;
+  }
+  bool must_stop_before(const DecodedBlock& block) const {
+    return stop_requested || (retired + block.count > budget_end && !first_block_of_run) ||
+           (watch_interrupt_window && !first_block_of_run && interrupt_window_opened());
+  }
+  // Only while the machine holds an interrupt the vCPU could not take when
+  // the run began: one EFLAGS read per block then, none otherwise.
+  bool interrupt_window_opened() const {
+    if (entering_shadowed) return false;
+    uint64_t rflags = 0;
+    uc_reg_read(uc, UC_X86_REG_EFLAGS, &rflags);
+    return rflags & kRflagsInterrupt;
+  }
+  void begin_block(const DecodedBlock& block) {
+    first_block_of_run = false;
+    current = &block;
+    pending = block.count;
+    host_call_cursor = 0;
+    rep_restart_address = block.rep_string_tail;
+  }
+  // Out of line, so that the fast path keeps its locals in registers.
+  [[gnu::noinline]] void enter_block_slowly(uint64_t address, uint32_t size, const DecodedBlock* block,
+                                            bool shadowed);
+  void stop_at_block(StopCause cause, uint64_t address, bool shadowed);
+  void settle_at(uint64_t rip);
+  const DecodedBlock& decode_new_block(uint64_t address, uint32_t size);
+  std::optional<uint16_t> translated_instruction_count(uint64_t address, uint32_t size);
+  CodeSize code_size_from_registers();
+  bool hook_trap_sites(const DecodedBlock& block);
+  // Whether the RDTSCP instruction hook answers RDTSCP: the machine has
+  // IA32_TSC_AUX (its CPU model has RDTSCP; asked once) and the engine's own
+  // model has it too (QEMU64's has not: Unicorn raises #UD before the hook,
+  // RdtscpReturnsTheHostsTimeAndTscAux). Otherwise the site is trapped.
+  bool rdtscp_hooked() {
+    if (!tsc_aux_known) tsc_aux_present = read_msr(kMsrTscAux).has_value(), tsc_aux_known = true;
+    return tsc_aux_present && engine_cpu != EngineCpu::Qemu64;
+  }
+
+  // --- callbacks that reach the host mid-block ---
+  template <typename Call>
+  auto call_host_mid_block(Call&& call);
+  void answer_cpuid();
+  void stop_at_trap_site(uint64_t address);
+  void trace_instruction(uint64_t address, uint32_t size);
+
+  // --- run() and its exits ---
+  VcpuExit run(uint64_t budget);
+  std::optional<VcpuExit> run_until_stop();
+  VcpuExit exit_before_block(VcpuExit::Reason reason);
+  VcpuExit exit_for_halt();
+  VcpuExit exit_for_error(uc_err err);
+  VcpuExit exit_for_unmapped(uint64_t rip, uint64_t linear);
+  VcpuExit exit_for_exception();
+  std::optional<VcpuExit> exit_for_monitor_or_mwait(uint64_t rip, uint64_t linear);
+  uint64_t data_segment_base();
+  void retire_emulated_instruction();
+  std::optional<VcpuExit> emulate_trap();
+  std::optional<VcpuExit> execute_trap(TrapKind kind, uint64_t rip);
+  std::string describe(uint64_t address);
+
+  // --- register and MSR access ---
+  uint64_t read_reg(int reg) const;
+  void write_reg(int reg, uint64_t value);
+  uint64_t read_cpu_msr(uint32_t msr) const;
+  void write_cpu_msr(uint32_t msr, uint64_t value);
+  std::optional<uint64_t> read_msr(uint32_t msr);
+  bool write_msr(uint32_t msr, uint64_t value);
+  void write_edx_eax(uint64_t value);
+  void load_flat_protected_mode();
+  void enter_multiboot(uint32_t entry, uint32_t eax, uint32_t ebx);
+  void set_trace(std::FILE* out);
+  void flush_translations();
+  void invalidate_translated_code();
+  void remove_trap_hooks();
+
+  // --- addresses, segments, INIT/SIPI ---
+  uint64_t code_base();
+  uint64_t linear_rip() { return code_base() + read_reg(UC_X86_REG_RIP); }
+  void set_rip_to_linear(uint64_t address) { write_reg(UC_X86_REG_RIP, address - code_base()); }
+  uc_x86_mmr read_mmr(int reg) const;
+  std::optional<SegmentDescriptor> read_descriptor(uint16_t selector) const;
+  void reset_for_init();
+  void start_at_sipi(uint8_t vector);
+
+  // --- interrupt and exception delivery ---
+  Injection inject(uint8_t vector, std::optional<uint32_t> error_code, bool exception);
+  Injection inject_real_mode(uint8_t vector, const std::string& what);
+  Injection inject_protected_mode(uint8_t vector, std::optional<uint32_t> error_code, const std::string& what);
+  Injection inject_long_mode(uint8_t vector, std::optional<uint32_t> error_code, const std::string& what);
+  std::optional<std::string> check_handler_segment(uint16_t selector, bool need_64_bit);
+  std::optional<uint64_t> push_frame(uint64_t stack_base, uint64_t sp, uint64_t sp_mask, unsigned width,
+                                     std::initializer_list<uint64_t> values);
+  void enter_handler(uint16_t selector, uint64_t offset, uint64_t rflags);
+
+  // --- MMIO ---
+  struct MmioWindow {
+    Engine* engine;
+    MmioHandler* handler;
+    uint64_t size;
+  };
+  static uint64_t on_mmio_read(uc_engine*, uint64_t offset, unsigned size, void* user);
+  static void on_mmio_write(uc_engine*, uint64_t offset, unsigned size, uint64_t value, void* user);
+  void map_mmio(uint64_t base, uint64_t size, MmioHandler& handler);
+  void unmap_mmio(uint64_t base, uint64_t size);
+
+  const unsigned index;
+  const EngineCpu engine_cpu;
+  GuestRam& ram;
+  VcpuHost& host;
+  uc_engine* uc = nullptr;
+  Disassembler disassembler;
+  BlockCache blocks;
+
+  struct HookedTrap {
+    TrapKind kind;
+    uint8_t length;
+    uc_hook hook;
+  };
+  std::unordered_map<uint64_t, HookedTrap> trap_hooks;  // by instruction address
+  uc_hook trace_hook = 0;
+  std::FILE* trace_out = nullptr;
+
+  // Counting (see the file comment).
+  uint64_t retired = 0;
+  uint64_t pending = 0;
+  uint64_t pauses_retired = 0;  // counted by the PAUSE sites' hooks
+  uint64_t in_flight = 0;  // during a mid-block host call: its index in the block
+  uint64_t budget_end = 0;
+  const DecodedBlock* current = nullptr;
+  uint64_t rep_restart_address = kNoAddress;  // a REP string instruction ends `current`
+  size_t host_call_cursor = 0;
+  bool first_block_of_run = false;
+  bool stop_requested = false;
+  bool nmi_blocked = false;  // from an injected NMI to the next IRET
+  bool watch_interrupt_window = false;
+  // The block being entered runs in an interrupt shadow (set by on_block).
+  bool entering_shadowed = false;
+
+  // The instruction at RIP is in an STI / MOV SS / POP SS shadow.
+  bool shadow = false;
+  bool waits_for_sipi = false;
+  // The last CS code_base() saw, with its base: the descriptor cache that
+  // code_base() cannot read from the GDT (Multiboot state, real-mode CS
+  // right after CR0.PE is set).
+  struct {
+    uint16_t selector = 0;
+    uint64_t base = 0;
+  } known_cs;
+  std::unordered_map<uint64_t, std::unique_ptr<MmioWindow>> mmio;  // by base
+
+  // What the callbacks saw during the last uc_emu_start.
+  StopCause stop_cause = StopCause::None;
+  uint64_t stopped_block = 0;
+  bool stopped_block_shadowed = false;
+  uint64_t trap_address = 0;
+  bool tsc_aux_known = false, tsc_aux_present = false;
+  struct {
+    uint32_t vector = 0;
+    uint64_t rip = 0;
+    uint64_t cr2 = 0;
+  } exception;
+  struct {
+    uc_mem_type type = UC_MEM_READ_UNMAPPED;
+    uint64_t address = 0;
+    int size = 0;
+  } unmapped;
+  std::exception_ptr host_failure;
+};
+
+}  // namespace topolab
