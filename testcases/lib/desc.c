@@ -1,6 +1,8 @@
 #include "lib/desc.h"
 #include "lib/string.h"
 
+_Static_assert(sizeof(struct tss) == 0x68, "TSS layout (SDM Figures 7-2, 7-11)");
+
 #define KSTACK_SIZE 16384
 
 uint64_t gdt[GDT_ENTRIES] __attribute__((aligned(16)));

@@ -37,12 +37,11 @@
 #ifdef __x86_64__
 struct tss {
 	uint32_t reserved0;
-	uint64_t rsp[3];
-	uint64_t reserved1;
-	uint64_t ist[8];	/* ist[1..7]; ist[0] is the reserved slot */
+	uint64_t rsp[3];	/* 0x04 */
+	uint64_t ist[8];	/* 0x1C: ist[0] is the reserved slot, IST1 at 0x24 */
 	uint64_t reserved2;
 	uint16_t reserved3;
-	uint16_t iomap_base;
+	uint16_t iomap_base;	/* 0x66; 0x68 bytes in all */
 } __attribute__((packed));
 #else
 struct tss {
