@@ -84,33 +84,35 @@
 #include "lib/start.h"
 #include "lib/string.h"
 
-/* The one table of the exceptions: vector -> mnemonic, name, error code. */
+/* The one table of the exceptions (SDM Vol. 3A Table 6-1): vector ->
+ * mnemonic, name, whether the CPU pushes an error code, and the class. */
 static const struct {
 	const char *mn, *name;
 	bool error_code;
+	const char *kind;
 } exc[32] = {
-	[0] = { "DE", "divide error", false },
-	[1] = { "DB", "debug", false },
-	[2] = { "NMI", "non-maskable interrupt", false },
-	[3] = { "BP", "breakpoint", false },
-	[4] = { "OF", "overflow", false },
-	[5] = { "BR", "BOUND range exceeded", false },
-	[6] = { "UD", "invalid opcode", false },
-	[7] = { "NM", "device not available", false },
-	[8] = { "DF", "double fault", true },
-	[9] = { "CSO", "coprocessor segment overrun", false },
-	[10] = { "TS", "invalid TSS", true },
-	[11] = { "NP", "segment not present", true },
-	[12] = { "SS", "stack-segment fault", true },
-	[13] = { "GP", "general protection", true },
-	[14] = { "PF", "page fault", true },
-	[15] = { "R15", "reserved", false },
-	[16] = { "MF", "x87 floating-point error", false },
-	[17] = { "AC", "alignment check", true },
-	[18] = { "MC", "machine check", false },
-	[19] = { "XM", "SIMD floating-point exception", false },
-	[20] = { "VE", "virtualization exception", false },
-	[21] = { "CP", "control protection", true },
+	[0] = { "DE", "divide error", false, "fault" },
+	[1] = { "DB", "debug", false, "fault/trap" },
+	[2] = { "NMI", "non-maskable interrupt", false, "interrupt" },
+	[3] = { "BP", "breakpoint", false, "trap" },
+	[4] = { "OF", "overflow", false, "trap" },
+	[5] = { "BR", "BOUND range exceeded", false, "fault" },
+	[6] = { "UD", "invalid opcode", false, "fault" },
+	[7] = { "NM", "device not available", false, "fault" },
+	[8] = { "DF", "double fault", true, "abort" },
+	[9] = { "CSO", "coprocessor segment overrun", false, "fault" },
+	[10] = { "TS", "invalid TSS", true, "fault" },
+	[11] = { "NP", "segment not present", true, "fault" },
+	[12] = { "SS", "stack-segment fault", true, "fault" },
+	[13] = { "GP", "general protection", true, "fault" },
+	[14] = { "PF", "page fault", true, "fault" },
+	[15] = { "R15", "reserved", false, "-" },
+	[16] = { "MF", "x87 floating-point error", false, "fault" },
+	[17] = { "AC", "alignment check", true, "fault" },
+	[18] = { "MC", "machine check", false, "abort" },
+	[19] = { "XM", "SIMD floating-point exception", false, "fault" },
+	[20] = { "VE", "virtualization exception", false, "fault" },
+	[21] = { "CP", "control protection", true, "fault" },
 };
 
 #define V_DE 0
@@ -181,6 +183,24 @@ uintptr_t saved_bp;
 				 : "eax", "ecx", "edx", "memory", "cc");	\
 	} while (0)
 
+static uintptr_t read_cs(void)
+{
+	uint16_t v;
+
+	__asm__ volatile("mov %%cs, %0" : "=r"(v));
+	return v;
+}
+
+#ifdef __x86_64__
+static uintptr_t read_ss(void)
+{
+	uint16_t v;
+
+	__asm__ volatile("mov %%ss, %0" : "=r"(v));
+	return v;
+}
+#endif
+
 static void handler(struct irq_frame *f)
 {
 	rec.count++;
@@ -220,28 +240,15 @@ static void handler(struct irq_frame *f)
 	/* Resume after the instruction, with TF and NT cleared. */
 	f->ip = resume_ip;
 	f->flags &= ~(FL_TF | FL_NT);
+	if (f->vector == V_DF) {	/* #DF's saved frame is undefined */
+		f->cs = read_cs();
+		f->flags = flags_at & ~(FL_TF | FL_NT);
 #ifdef __x86_64__
-	f->sp = sp_at;		/* #DF's frame is not the program's to trust */
+		f->sp = sp_at;
+		f->ss = read_ss();
 #endif
+	}
 }
-
-static uintptr_t read_cs(void)
-{
-	uint16_t v;
-
-	__asm__ volatile("mov %%cs, %0" : "=r"(v));
-	return v;
-}
-
-#ifdef __x86_64__
-static uintptr_t read_ss(void)
-{
-	uint16_t v;
-
-	__asm__ volatile("mov %%ss, %0" : "=r"(v));
-	return v;
-}
-#endif
 
 static const char *cat(char *dst, const char *a, const char *b, const char *c)
 {
@@ -313,6 +320,9 @@ static void expect(const char *cname, unsigned vec, uintptr_t error,
 	bool user = flags & F_USER;
 	uintptr_t ip = user ? u_ip : (flags & F_TRAP) ? resume_ip : fault_ip;
 	unsigned before = report_deviation_count();
+
+	printf("-- #%s (%s, vector %u, %s%s): %s\n", mn, exc[vec].name, vec,
+	       exc[vec].kind, exc[vec].error_code ? ", error code" : "", cname);
 
 	chk(d, mn, cname, "count", rec.count, 1);
 	if (d && d->whole && report_deviation_count() != before)
