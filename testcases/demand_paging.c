@@ -4,22 +4,28 @@
  * two virtual ranges, the accessed/dirty bits the CPU sets, and TLB control
  * (INVLPG, CR3 reload, CR4.PGE global pages).
  *
- * The image boots identity-mapped (longmode.S: 2 MiB pages below 4 GiB) and
- * adds PML4[1] (0x80_0000_0000 up) at run time, all of it 4 KiB pages from a
- * pool in BSS. CR0.WP=1 so supervisor writes honour R/W, EFER.NXE=1 so data
- * pages are NX.
+ * demand_paging (64-bit) boots identity-mapped (longmode.S: 2 MiB pages
+ * below 4 GiB) and adds PML4[1] (0x80_0000_0000 up) at run time, all of it
+ * 4 KiB pages from a pool in BSS. demand_paging_pae (32-bit) turns on PAE
+ * paging itself (the low 1 GiB identity in 2 MiB pages) and uses the
+ * 32-bit addresses in brackets below; a PDPTE the handler creates is
+ * followed by a CR3 reload (PAE loads PDPTEs at MOV CR3). CR0.WP=1 so
+ * supervisor writes honour R/W, EFER.NXE=1 so data pages are NX. 32-bit
+ * accesses are 4 bytes, and PAE has no PML4E and no A bit in its PDPTEs,
+ * so those two A checks are 64-bit only.
  *
  * Regions:
- *   DEMAND 0x80_0000_0000, 1 GiB, starts without even a PDPT: the handler
- *          allocates tables and a zero-filled frame on any not-present
- *          fault there, mapped P|RW|NX with A=D=0.
- *   COW_A  0x80_4000_0000, COW_B 0x80_8000_0000: 4 pages each, both mapping
- *          the same 4 frames read-only with software bit 9 (COW). A write
- *          fault (error 0x3) on such a page copies the frame when another
- *          mapping still shares it, or just makes it writable when it is the
- *          last one, then INVLPGs and retries.
- *   TLB    0x80_C000_0000: one page flipped between two frames for the TLB
- *          checks.
+ *   DEMAND 0x80_0000_0000 [0x4000_0000], 1 GiB, starts without even a
+ *          PDPT [a PD]: the handler allocates tables and a zero-filled
+ *          frame on any not-present fault there, mapped P|RW|NX with A=D=0.
+ *   COW_A  0x80_4000_0000 [0x8000_0000], COW_B 0x80_8000_0000
+ *          [0x8040_0000]: 4 pages each, both mapping the same 4 frames
+ *          read-only with software bit 9 (COW). A write fault (error 0x3)
+ *          on such a page copies the frame when another mapping still
+ *          shares it, or just makes it writable when it is the last one,
+ *          then INVLPGs and retries.
+ *   TLB    0x80_C000_0000 [0x8080_0000]: one page flipped between two
+ *          frames for the TLB checks.
  * Every check prints PASS/FAIL with got and expected values; fault counts,
  * CR2 values, error codes and faulting RIPs are exact. Nothing here is known
  * to differ under QEMU 7.2 TCG, so no DEVIATION is accepted; where the SDM
@@ -36,12 +42,24 @@
 #include "lib/start.h"
 #include "lib/string.h"
 
+#ifdef __x86_64__
 #define DEMAND_BASE	0x8000000000ull
 #define DEMAND_SIZE	0x40000000ull
 #define COW_A		0x8040000000ull
 #define COW_B		0x8080000000ull
-#define COW_PAGES	4
 #define TLB_VA		0x80C0000000ull
+#define DEMAND_TABLES	5	/* PDPT, PD, 3 PTs */
+#define LEA_1F(op)	"lea 1f(%%rip), " op
+#else
+#define DEMAND_BASE	0x40000000u
+#define DEMAND_SIZE	0x40000000u
+#define COW_A		0x80000000u
+#define COW_B		0x80400000u
+#define TLB_VA		0x80800000u
+#define DEMAND_TABLES	4	/* PD, 3 PTs */
+#define LEA_1F(op)	"movl $1f, " op
+#endif
+#define COW_PAGES	4
 #define PTE_COW		PTE_AVL9
 
 #define POOL_PAGES	64
@@ -150,18 +168,18 @@ static void pf_handler(struct irq_frame *f)
 }
 
 /* One access each; *ip gets the address of the accessing instruction. */
-static uint64_t rd(uintptr_t va, uintptr_t *ip)
+static uintptr_t rd(uintptr_t va, uintptr_t *ip)
 {
-	uint64_t v;
+	uintptr_t v;
 
-	__asm__ volatile("lea 1f(%%rip), %1\n1:\tmov (%2), %0"
+	__asm__ volatile(LEA_1F("%1") "\n1:\tmov (%2), %0"
 			 : "=&r"(v), "=&r"(*ip) : "r"(va) : "memory");
 	return v;
 }
 
-static void wr(uintptr_t va, uint64_t v, uintptr_t *ip)
+static void wr(uintptr_t va, uintptr_t v, uintptr_t *ip)
 {
-	__asm__ volatile("lea 1f(%%rip), %0\n1:\tmov %2, (%1)"
+	__asm__ volatile(LEA_1F("%0") "\n1:\tmov %2, (%1)"
 			 : "=&r"(*ip) : "r"(va), "r"(v) : "memory");
 }
 
@@ -199,21 +217,27 @@ static uint64_t ad(uintptr_t va, int level)
 static void test_demand(void)
 {
 	uintptr_t ip[8];
-	uint64_t v;
+	uintptr_t v;
 	unsigned f0 = nfaults;
 
 	printf("demand: region 0x%llx..0x%llx starts unmapped\n",
-	       DEMAND_BASE, DEMAND_BASE + DEMAND_SIZE);
+	       (unsigned long long)DEMAND_BASE,
+	       (unsigned long long)DEMAND_BASE + DEMAND_SIZE);
+#ifdef __x86_64__
 	report_eq("demand.pml4e_initially_not_present",
 		  *pt_walk(read_cr3(), DEMAND_BASE, 4, NULL, 0) & PTE_P, 0);
+#else
+	report_eq("demand.pdpte_initially_not_present",
+		  *pt_walk(read_cr3(), DEMAND_BASE, 3, NULL, 0) & PTE_P, 0);
+#endif
 
 	v = rd(DEMAND_BASE + 0x123, &ip[0]);
 	report_eq("demand.read0.zero_filled", v, 0);
-	wr(DEMAND_BASE + 0x1008, 0xA5A5A5A5DEADBEEFull, &ip[1]);
+	wr(DEMAND_BASE + 0x1008, (uintptr_t)0xA5A5A5A5DEADBEEFull, &ip[1]);
 	v = rd(DEMAND_BASE + 0x1FF7F8, &ip[2]);	/* last page of the first PT */
 	report_eq("demand.read2.zero_filled", v, 0);
-	wr(DEMAND_BASE + 0x200000, 0x1122334455667788ull, &ip[3]); /* second PT */
-	wr(DEMAND_BASE + DEMAND_SIZE - 8, 0x0102030405060708ull, &ip[4]);
+	wr(DEMAND_BASE + 0x200000, (uintptr_t)0x1122334455667788ull, &ip[3]); /* second PT */
+	wr(DEMAND_BASE + DEMAND_SIZE - 8, (uintptr_t)0x0102030405060708ull, &ip[4]);
 	report_eq("demand.faults_after_5_first_touches", nfaults - f0, 5);
 	check_fault("demand.fault0.not_present_read", f0 + 0,
 		    DEMAND_BASE + 0x123, 0x0, ip[0]);
@@ -225,17 +249,18 @@ static void test_demand(void)
 		    DEMAND_BASE + 0x200000, 0x2, ip[3]);
 	check_fault("demand.fault4.not_present_write", f0 + 4,
 		    DEMAND_BASE + DEMAND_SIZE - 8, 0x2, ip[4]);
-	/* PDPT, PD, and PTs for 0-2 MiB, 2-4 MiB and the last 2 MiB. */
-	report_eq("demand.table_pages_allocated", table_pages, 5);
+	/* (64-bit: a PDPT,) a PD, and PTs for 0-2 MiB, 2-4 MiB and the last
+	 * 2 MiB. */
+	report_eq("demand.table_pages_allocated", table_pages, DEMAND_TABLES);
 	report_eq("demand.data_pages_allocated", data_pages, 5);
 
 	/* Touch again: present now, no more faults. */
 	report_eq("demand.reread_written_value", rd(DEMAND_BASE + 0x1008, &ip[5]),
-		  0xA5A5A5A5DEADBEEFull);
+		  (uintptr_t)0xA5A5A5A5DEADBEEFull);
 	report_eq("demand.reread_second_pt", rd(DEMAND_BASE + 0x200000, &ip[5]),
-		  0x1122334455667788ull);
+		  (uintptr_t)0x1122334455667788ull);
 	report_eq("demand.reread_last_qword", rd(DEMAND_BASE + DEMAND_SIZE - 8, &ip[5]),
-		  0x0102030405060708ull);
+		  (uintptr_t)0x0102030405060708ull);
 	/* Accessed and dirty, as the CPU left them: page 0 was only read. */
 	report_eq("demand.ad.page0_after_read", ad(DEMAND_BASE, 1), PTE_A);
 	report_eq("demand.ad.page_1ff_after_read", ad(DEMAND_BASE + 0x1FF000, 1), PTE_A);
@@ -247,8 +272,10 @@ static void test_demand(void)
 	report_eq("demand.ad.page0_after_later_write", ad(DEMAND_BASE, 1),
 		  PTE_A | PTE_D);
 	report_eq("demand.ad.pde_accessed", ad(DEMAND_BASE, 2) & PTE_A, PTE_A);
+#ifdef __x86_64__	/* PAE PDPTEs have no A bit */
 	report_eq("demand.ad.pdpte_accessed", ad(DEMAND_BASE, 3) & PTE_A, PTE_A);
 	report_eq("demand.ad.pml4e_accessed", ad(DEMAND_BASE, 4) & PTE_A, PTE_A);
+#endif
 	report_eq("demand.faults_total", nfaults - f0, 5);
 
 	/* The A bit again after software cleared it (and flushed the TLB). */
@@ -261,7 +288,7 @@ static void test_demand(void)
 
 static uint64_t pattern(unsigned frame, unsigned word)
 {
-	return 0xC0DE000000000000ull | (uint64_t)frame << 32 | word;
+	return 0xC0DE000000000000ull | (uint64_t)word << 16 | frame;
 }
 
 static void test_cow(void)
@@ -283,9 +310,10 @@ static void test_cow(void)
 	}
 	f0 = nfaults;
 	for (unsigned k = 0; k < COW_PAGES; k++) {
-		if (rd(COW_A + k * PAGE_SIZE + 8 * k, &ip) != pattern(k, k))
+		if (rd(COW_A + k * PAGE_SIZE + 8 * k, &ip) != (uintptr_t)pattern(k, k))
 			bad++;
-		if (rd(COW_B + k * PAGE_SIZE + 8 * (k + 1), &ip) != pattern(k, k + 1))
+		if (rd(COW_B + k * PAGE_SIZE + 8 * (k + 1), &ip) !=
+		    (uintptr_t)pattern(k, k + 1))
 			bad++;
 	}
 	report_eq("cow.shared_reads_see_both_ranges", bad, 0);
@@ -298,7 +326,7 @@ static void test_cow(void)
 	report_eq("cow.write_a1.copies", cow_copies, 1);
 	report_eq("cow.write_a1.value_a", rd(COW_A + PAGE_SIZE + 0x10, &ip2), 0xAAAA);
 	report_eq("cow.write_a1.b_keeps_old", rd(COW_B + PAGE_SIZE + 0x10, &ip2),
-		  pattern(1, 2));
+		  (uintptr_t)pattern(1, 2));
 	pa = (uint64_t *)(uintptr_t)(*pte(COW_A + PAGE_SIZE, false) & PTE_ADDR);
 	pb = (uint64_t *)(uintptr_t)(*pte(COW_B + PAGE_SIZE, false) & PTE_ADDR);
 	report_eq("cow.write_a1.b_frame_unchanged", (uintptr_t)pb, frames[1]);
@@ -321,7 +349,7 @@ static void test_cow(void)
 		  frames[1]);
 	report_eq("cow.write_b1.value_b", rd(COW_B + PAGE_SIZE + 0x18, &ip2), 0xBBBB);
 	report_eq("cow.write_b1.a_unaffected", rd(COW_A + PAGE_SIZE + 0x18, &ip2),
-		  pattern(1, 3));
+		  (uintptr_t)pattern(1, 3));
 
 	wr(COW_A + PAGE_SIZE + 0x20, 0xCCCC, &ip);	/* writable now */
 	wr(COW_B + PAGE_SIZE + 0x20, 0xDDDD, &ip);
@@ -337,7 +365,7 @@ static void test_tlb(void)
 	uint64_t *e = pte(TLB_VA, true);
 	uintptr_t ip;
 	unsigned f0 = nfaults;
-	uint64_t v;
+	uintptr_t v;
 
 	f1[0] = 0x1111;
 	f2[0] = 0x2222;
@@ -385,6 +413,22 @@ static void test_tlb(void)
 	report_eq("tlb.faults_total", nfaults - f0, 1);
 }
 
+#ifndef __x86_64__
+/* 32-bit: PAE paging of our own, the low 1 GiB identity in 2 MiB pages. */
+static uint64_t pae_pdpt[4] __attribute__((aligned(32)));
+static uint64_t pae_pd0[512] __attribute__((aligned(4096)));
+
+static void pae_init(void)
+{
+	for (unsigned i = 0; i < 512; i++)
+		pae_pd0[i] = (uint64_t)i << 21 | PTE_P | PTE_RW | PTE_PS;
+	pae_pdpt[0] = (uintptr_t)pae_pd0 | PTE_P;
+	write_cr4(read_cr4() | CR4_PAE);
+	write_cr3((uintptr_t)pae_pdpt);
+	write_cr0(read_cr0() | CR0_PG);
+}
+#endif
+
 int main(const struct multiboot_info *mbi)
 {
 	(void)mbi;
@@ -392,6 +436,9 @@ int main(const struct multiboot_info *mbi)
 	idt_init();
 	idt_set_handler(14, pf_handler);
 	wrmsr(MSR_EFER, rdmsr(MSR_EFER) | EFER_NXE);
+#ifndef __x86_64__
+	pae_init();
+#endif
 	write_cr0(read_cr0() | CR0_WP);
 	test_demand();
 	test_cow();

@@ -33,7 +33,9 @@
 
 #define CR0_WP		(1ul << 16)
 #define CR0_AM		(1ul << 18)
+#define CR4_PAE		(1ul << 5)
 #define CR4_PGE		(1ul << 7)
+#define CR0_PG		(1ul << 31)
 #define EFER_SCE	(1ull << 0)
 #define EFER_NXE	(1ull << 11)
 
@@ -81,14 +83,14 @@ static inline void invlpg(uintptr_t va)
 	__asm__ volatile("invlpg (%0)" : : "r"(va) : "memory");
 }
 
-#ifdef __x86_64__
 /* Returns a pointer to va's entry at the given level (1 = PTE, 2 = PDE, 3 =
  * PDPTE, 4 = PML4E) under the tables at cr3, or NULL when a table on the way
  * is missing and alloc is NULL. alloc returns a zeroed, identity-mapped page;
  * new tables get P|RW plus the extra bits in table_flags (e.g. PTE_US).
- * Stops early (returns the large-page entry) at a PS=1 entry. */
+ * Stops early (returns the large-page entry) at a PS=1 entry. 64-bit code
+ * walks 4-level tables; 32-bit code PAE tables (CR3 -> 4 PDPTEs, 32-byte
+ * aligned), where a new PDPTE gets P only and is followed by a CR3 reload. */
 uint64_t *pt_walk(uintptr_t cr3, uintptr_t va, int level,
 		  void *(*alloc)(void), uint64_t table_flags);
-#endif
 
 #endif
