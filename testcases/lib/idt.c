@@ -104,6 +104,19 @@ void idt_set_handler(unsigned vector, irq_handler_t handler)
 		handlers[vector] = handler;
 }
 
+void idt_set_gate(unsigned vector, bool present, unsigned dpl, unsigned ist)
+{
+	if (vector >= IDT_VECTORS)
+		return;
+	idt[vector].type_attr = (uint8_t)((present ? 0x80 : 0) | (dpl & 3) << 5 |
+					  (GATE_INTR & 0x1F));
+#ifdef __x86_64__
+	idt[vector].ist = (uint8_t)(ist & 7);
+#else
+	(void)ist;
+#endif
+}
+
 irq_handler_t idt_get_handler(unsigned vector)
 {
 	return vector < IDT_VECTORS ? handlers[vector] : NULL;

@@ -28,7 +28,8 @@ struct irq_frame {
 #else
 	uint32_t edi, esi, ebp, esp_unused, ebx, edx, ecx, eax;	/* PUSHA */
 	uint32_t vector, error;
-	uint32_t ip, cs, flags;		/* pushed by the CPU (no stack switch) */
+	uint32_t ip, cs, flags;		/* pushed by the CPU */
+	uint32_t sp, ss;		/* only on a privilege change (CS RPL 3) */
 #endif
 };
 
@@ -43,6 +44,10 @@ bool idt_ready(void);
 /* handler NULL restores the default (fail and exit). */
 void idt_set_handler(unsigned vector, irq_handler_t handler);
 irq_handler_t idt_get_handler(unsigned vector);
+
+/* Rewrites one gate after idt_init: present or not, its DPL (3 lets INT n
+ * from ring 3 through), and in 64-bit mode its IST index (0: none). */
+void idt_set_gate(unsigned vector, bool present, unsigned dpl, unsigned ist);
 
 /* Remaps the 8259s away from the exception vectors (to 0x20-0x2F) and masks
  * every line, so a stray legacy IRQ is never taken for an exception. */
