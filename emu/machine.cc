@@ -65,13 +65,6 @@ EngineCpu engine_cpu_for(const CpuConfig& cpu) {
   return EngineCpu::Qemu64;
 }
 
-// Exceptions that push an error code (SDM vol. 3A table 6-1).
-bool pushes_error_code(int vector) {
-  switch (vector) {
-    case 8: case 10: case 11: case 12: case 13: case 14: case 17: case 21: return true;
-    default: return false;
-  }
-}
 
 IpiMode ipi_mode(ApicDeliveryMode mode) {
   switch (mode) {
@@ -322,6 +315,9 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   }
 
   // VcpuHost
+  CpuidRegs describe_cpuid(uint32_t leaf, uint32_t subleaf) override {
+    return machine_.cpuid_.query(index_, leaf, subleaf);
+  }
   CpuidRegs cpuid(uint32_t leaf, uint32_t subleaf) override {
     charge_exit(ExitKind::Cpuid);
     CpuidRegs r = machine_.cpuid_.query(index_, leaf, subleaf);
@@ -381,6 +377,10 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   }
 
   uint64_t read_tsc() override { return machine_.config_.cost.tsc_for_ns(now()) + static_cast<uint64_t>(tsc_offset_); }
+  void open_bus_access(uint64_t, unsigned, bool write) override {
+    VcpuStats& s = machine_.stats_.vcpu(index_);
+    ++(write ? s.open_bus_writes : s.open_bus_reads);
+  }
 
   // MmioHandler: the xAPIC page.
   uint64_t read(uint64_t offset, unsigned size) override {
@@ -706,14 +706,6 @@ std::optional<RunResult> Machine::handle_exit(Cpu& cpu, const VcpuExit& exit) {
     return finish(RunResult::Outcome::Crashed, fmt::format("guest crashed: {} (cpu {} RIP {:#x} RSP {:#x} CR0 {:#x})",
                                                            why, cpu.index(), exit.rip, s.rsp, s.cr0));
   };
-  // A fault the vCPU raised goes to the guest's own handler when it has one.
-  auto reflect = [&](uint8_t vector) -> std::optional<RunResult> {
-    std::optional<uint32_t> error_code;
-    if (pushes_error_code(vector)) error_code = 0;  // Unicorn does not say which
-    Injection injection = vcpu.inject_exception(vector, error_code);
-    if (injection) return std::nullopt;
-    return crash(fmt::format("{}; no usable handler: {}", exit.detail, injection.detail));
-  };
   switch (exit.reason) {
     case VcpuExit::Reason::QuantumEnd:
     case VcpuExit::Reason::StopRequested:
@@ -728,12 +720,12 @@ std::optional<RunResult> Machine::handle_exit(Cpu& cpu, const VcpuExit& exit) {
       if (cpu.can_wake())
         cpu.wake(cpu.now(), cpu.nmi_pending() && !vcpu.nmi_blocked() ? WakeCause::Nmi : WakeCause::Interrupt);
       return std::nullopt;
-    case VcpuExit::Reason::GeneralProtection: return reflect(kGeneralProtectionVector);
-    case VcpuExit::Reason::InvalidOpcode: return reflect(kInvalidOpcodeVector);
-    case VcpuExit::Reason::Exception:
-      if (exit.vector < 0 || exit.vector > 255) return crash(exit.detail);
-      return reflect(static_cast<uint8_t>(exit.vector));
-    case VcpuExit::Reason::UnmappedMemory: return crash(exit.detail);
+    // The vCPU delivers every exception through the guest's IDT itself;
+    // these are what it cannot deliver.
+    case VcpuExit::Reason::TripleFault:
+      return finish(RunResult::Outcome::Crashed, fmt::format("guest crashed: {}", exit.detail));
+    case VcpuExit::Reason::Unsupported:
+      return finish(RunResult::Outcome::Crashed, fmt::format("guest needs what topolab does not model: {}", exit.detail));
     case VcpuExit::Reason::Monitor:
     case VcpuExit::Reason::Mwait:
       if (!cpuid_.cpu().has("monitor")) {

@@ -78,6 +78,8 @@ nlohmann::ordered_json vcpu_json(const VcpuStats& s) {
   v["monitor_arms"] = s.monitor_arms;
   v["mwait_entries"] = s.mwait_entries;
   v["mwait_hints"] = hints;
+  v["open_bus_reads"] = s.open_bus_reads;
+  v["open_bus_writes"] = s.open_bus_writes;
   v["exits"] = exits;
   v["exit_ns"] = s.exit_ns;
   v["run_ns"] = s.run_ns;

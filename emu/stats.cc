@@ -66,6 +66,8 @@ VcpuStats VcpuStats::minus(const VcpuStats& e) const {
   d.monitor_arms = monitor_arms - e.monitor_arms;
   d.mwait_entries = mwait_entries - e.mwait_entries;
   d.mwait_hints = minus_map(mwait_hints, e.mwait_hints);
+  d.open_bus_reads = open_bus_reads - e.open_bus_reads;
+  d.open_bus_writes = open_bus_writes - e.open_bus_writes;
   d.run_ns = run_ns - e.run_ns;
   d.exits = minus_array(exits, e.exits);
   d.exit_ns = exit_ns - e.exit_ns;

@@ -52,6 +52,11 @@ struct VcpuStats {
   uint64_t mwait_entries = 0;
   std::map<uint32_t, uint64_t> mwait_hints;  // MWAIT EAX -> times
 
+  // Loads and stores at physical addresses with no RAM and no device (open
+  // bus: all ones read, stores dropped).
+  uint64_t open_bus_reads = 0;
+  uint64_t open_bus_writes = 0;
+
   // The cost model's view (virtual ns). The host CPU is busy while the
   // vCPU runs guest code (run_ns), handles exits (exit_ns), halt-polls
   // (host_poll_ns) and waits in a passed-through MWAIT (host_mwait_ns).

@@ -9,18 +9,19 @@ const char* to_string(VcpuExit::Reason reason) {
     case VcpuExit::Reason::QuantumEnd: return "quantum end";
     case VcpuExit::Reason::StopRequested: return "stop requested";
     case VcpuExit::Reason::Halt: return "halt";
-    case VcpuExit::Reason::GeneralProtection: return "general protection";
-    case VcpuExit::Reason::InvalidOpcode: return "invalid opcode";
-    case VcpuExit::Reason::Exception: return "exception";
-    case VcpuExit::Reason::UnmappedMemory: return "unmapped memory";
     case VcpuExit::Reason::Monitor: return "monitor";
     case VcpuExit::Reason::Mwait: return "mwait";
+    case VcpuExit::Reason::TripleFault: return "triple fault";
+    case VcpuExit::Reason::Unsupported: return "unsupported";
   }
   return "unknown";
 }
 
 Vcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu engine_cpu)
     : index(index), engine_cpu(engine_cpu), ram(ram), host(host), blocks(ram.size()) {
+  // Before this engine exists: the probe runs engines of its own, which
+  // must never happen inside one of this engine's callbacks.
+  engine_state_offsets();
   check(uc_open(UC_ARCH_X86, UC_MODE_64, &uc), "uc_open");
   try {
     // Before any memory is mapped, as uc_ctl_set_cpu_model requires. The
@@ -51,7 +52,10 @@ Vcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu en
   }
 }
 
-Vcpu::Engine::~Engine() { uc_close(uc); }
+Vcpu::Engine::~Engine() {
+  if (scratch_context) uc_context_free(scratch_context);
+  uc_close(uc);
+}
 
 // ---------------------------------------------------------------------------
 // MMIO windows: uc_mmio_map calls back synchronously in the middle of a
@@ -74,6 +78,11 @@ void Vcpu::Engine::map_mmio(uint64_t base, uint64_t size, MmioHandler& handler) 
     throw std::invalid_argument(fmt::format("MMIO window {:#x}+{:#x} is not whole 4 KiB pages", base, size));
   if (base < ram.size())
     throw std::invalid_argument(fmt::format("MMIO window at {:#x} overlaps RAM (0..{:#x})", base, ram.size()));
+  // A device moved onto a page that was open bus takes it over.
+  for (auto it = open_bus_pages.lower_bound(base); it != open_bus_pages.end() && *it < base + size;) {
+    check(uc_mem_unmap(uc, *it, kPageSize), "uc_mem_unmap (open bus)");
+    it = open_bus_pages.erase(it);
+  }
   auto window = std::make_unique<MmioWindow>(MmioWindow{this, &handler, size});
   const uc_err err = uc_mmio_map(uc, base, size, on_mmio_read, window.get(), on_mmio_write, window.get());
   if (err != UC_ERR_OK)
@@ -87,6 +96,27 @@ void Vcpu::Engine::unmap_mmio(uint64_t base, uint64_t size) {
     throw std::invalid_argument(fmt::format("no MMIO window {:#x}+{:#x}", base, size));
   check(uc_mem_unmap(uc, base, size), "uc_mem_unmap (MMIO)");
   mmio.erase(it);
+}
+
+// Open bus (see on_unmapped): all ones read, stores dropped, each counted
+// by the host. The offset is from the page's start.
+uint64_t Vcpu::Engine::on_open_bus_read(uc_engine*, uint64_t offset, unsigned size, void* user) {
+  auto& page = *static_cast<OpenBusPage*>(user);
+  page.engine->guarded([&] { page.engine->host.open_bus_access(page.base + offset, size, false); });
+  return ~uint64_t{0};
+}
+
+void Vcpu::Engine::on_open_bus_write(uc_engine*, uint64_t offset, unsigned size, uint64_t, void* user) {
+  auto& page = *static_cast<OpenBusPage*>(user);
+  page.engine->guarded([&] { page.engine->host.open_bus_access(page.base + offset, size, true); });
+}
+
+void Vcpu::Engine::map_open_bus(uint64_t page) {
+  auto& slot = open_bus_windows[page];
+  if (!slot) slot = std::make_unique<OpenBusPage>(OpenBusPage{this, page});
+  check(uc_mmio_map(uc, page, kPageSize, on_open_bus_read, slot.get(), on_open_bus_write, slot.get()),
+        "uc_mmio_map (open bus)");
+  open_bus_pages.insert(page);
 }
 
 // ---------------------------------------------------------------------------
@@ -113,10 +143,10 @@ void Vcpu::start_at_sipi(uint8_t vector) { engine_->start_at_sipi(vector); }
 
 bool Vcpu::waiting_for_sipi() const { return engine_->waits_for_sipi; }
 
-Injection Vcpu::inject_interrupt(uint8_t vector) { return engine_->inject(vector, std::nullopt, false); }
+Injection Vcpu::inject_interrupt(uint8_t vector) { return engine_->inject(x86::Event::external(vector)); }
 
 Injection Vcpu::inject_nmi() {
-  Injection injection = engine_->inject(kNmiVector, std::nullopt, false);
+  Injection injection = engine_->inject(x86::Event::nmi());
   if (injection) engine_->nmi_blocked = true;
   return injection;
 }
@@ -126,7 +156,8 @@ bool Vcpu::nmi_blocked() const { return engine_->nmi_blocked; }
 void Vcpu::stop_when_interruptible(bool on) { engine_->watch_interrupt_window = on; }
 
 Injection Vcpu::inject_exception(uint8_t vector, std::optional<uint32_t> error_code) {
-  return engine_->inject(vector, error_code, true);
+  x86::Event event{.kind = x86::EventKind::kHardwareException, .vector = vector, .error_code = error_code.value_or(0)};
+  return engine_->inject(event);
 }
 
 bool Vcpu::interrupt_window_open() const {

@@ -22,6 +22,9 @@ class VcpuHost {
  public:
   virtual ~VcpuHost() = default;
   virtual CpuidRegs cpuid(uint32_t leaf, uint32_t subleaf) = 0;
+  // What CPUID answers, for the vCPU's own use (MAXPHYADDR, the vendor),
+  // with no guest CPUID executed and so no exit charged. Zeros: unknown.
+  virtual CpuidRegs describe_cpuid(uint32_t leaf, uint32_t subleaf) { return {}; }
   virtual uint32_t port_in(uint16_t port, unsigned size) = 0;
   virtual void port_out(uint16_t port, unsigned size, uint32_t value) = 0;
   // nullopt / false: no such MSR (or a bad value); the vCPU exits with
@@ -30,6 +33,9 @@ class VcpuHost {
   virtual bool write_msr(uint32_t msr, uint64_t value) = 0;
   // The time-stamp counter the guest sees: virtual time, never the host's.
   virtual uint64_t read_tsc() = 0;
+  // A load or store at a physical address where there is no RAM and no
+  // device: the load read all ones (open bus) and the store was dropped.
+  virtual void open_bus_access(uint64_t physical, unsigned size, bool write) {}
 };
 
 struct VcpuExit {
@@ -37,24 +43,20 @@ struct VcpuExit {
     QuantumEnd,         // the instruction budget of run() is used up
     StopRequested,      // the host called request_stop() during a callback
     Halt,               // HLT retired; rip is the instruction after it
-    GeneralProtection,  // #GP the vCPU itself raised (unknown MSR, ...)
-    InvalidOpcode,      // #UD
-    Exception,          // any other CPU exception; see vector
-    UnmappedMemory,     // fetch, read or write outside RAM and MMIO; for a
-                        // read or write, rip and instructions() stand at the
-                        // start of its block (Unicorn 2.0.1 does not say
-                        // which instruction of the block it was)
     Monitor,            // MONITOR (0F 01 C8) or MWAIT (0F 01 C9), which the
     Mwait,              // engine cannot run: rip is at the instruction, not
-                        // yet retired, and `operands` holds what it reads.
-                        // The machine emulates it and calls
+                        // yet retired, and `operands` holds what it reads
+                        // (`address`: the physical address of DS:rAX). The
+                        // machine emulates it and calls
                         // retire_emulated_instruction(), or raises #UD.
+    TripleFault,        // a fault while delivering #DF (SDM 6.15): the CPU
+                        // would shut down; `detail` names all three events
+    Unsupported,        // the guest needs what topolab does not model (a task
+                        // gate, a fetch from no RAM, ...); `detail` says what
   };
   Reason reason = Reason::QuantumEnd;
   uint64_t rip = 0;        // where the vCPU stands now
-  int vector = -1;         // Exception: the vector number
-  uint64_t address = 0;    // UnmappedMemory: the faulting address;
-                           // Monitor: the linear address DS:rAX
+  uint64_t address = 0;    // Monitor: the physical address of DS:rAX
   struct {
     uint32_t eax = 0, ecx = 0, edx = 0;  // Monitor, Mwait: the instruction's operands
   } operands;

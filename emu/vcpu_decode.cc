@@ -59,7 +59,10 @@ void Vcpu::Engine::settle_at(uint64_t rip) {
 // CR0.PE is set, compatibility mode right after CR0.PG): then the
 // instruction count of Unicorn's own translation picks the right mode.
 const DecodedBlock& Vcpu::Engine::decode_new_block(uint64_t address, uint32_t size) {
-  const auto code = ram.bytes(address, size);
+  // The engine has just translated the block, so its pages are mapped.
+  const std::optional<std::vector<uint8_t>> bytes = peek_linear(address, size);
+  if (!bytes) throw std::runtime_error(fmt::format("cpu{}: the block at {:#x} is on an unmapped page", index, address));
+  const std::span<const uint8_t> code = *bytes;
   const CodeSize guess = code_size_from_registers();
   DecodedBlock block = disassembler.decode_block(code, address, guess);
   const std::optional<uint16_t> translated = translated_instruction_count(address, size);
@@ -92,6 +95,15 @@ CodeSize Vcpu::Engine::code_size_from_registers() {
   return CodeSize::Bits32;
 }
 
+// uc_ctl_remove_cache looks its range up through the guest's paging, and a
+// page the guest has not mapped raises a #PF inside the engine that nobody
+// sees, except QEMU's double-fault check: the exception stays "in flight"
+// (engine_state_offsets), so it is cleared before the engine runs again.
+void Vcpu::Engine::remove_cache(uint64_t begin, uint64_t end) {
+  check(uc_ctl_remove_cache(uc, begin, end), "uc_ctl_remove_cache");
+  exception_in_flight = true;
+}
+
 // UC_HOOK_INSN refuses RDMSR, WRMSR and RDTSC(P) (the notes), so each site
 // gets a one-instruction UC_HOOK_CODE. Returns whether any hook was added,
 // in which case the block's old translation is dropped so the next one
@@ -108,7 +120,7 @@ bool Vcpu::Engine::hook_trap_sites(const DecodedBlock& block) {
     trap_hooks.emplace(site.address, HookedTrap{site.kind, site.length, hook});
     added = true;
   }
-  if (added) check(uc_ctl_remove_cache(uc, block.start, block.end()), "uc_ctl_remove_cache");
+  if (added) remove_cache(block.start, block.end());
   return added;
 }
 
@@ -145,7 +157,7 @@ void Vcpu::Engine::invalidate_translated_code() {
   const UcContext saved(uc);
   write_reg(UC_X86_REG_CR0, read_reg(UC_X86_REG_CR0) & ~kCr0Paging);
   for (uint64_t page : blocks.code_pages())
-    check(uc_ctl_remove_cache(uc, page, page + kPageSize), "uc_ctl_remove_cache");
+    remove_cache(page, page + kPageSize);
   saved.restore_into(uc);
   // The context brings paging back but not the TLB, which now holds entries
   // made with paging off; reloading CR3 flushes it (cpu_x86_update_cr3).

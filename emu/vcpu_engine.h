@@ -66,6 +66,11 @@
 #pragma once
 
 #include "emu/vcpu.h"
+#include "emu/descriptors.h"
+#include "emu/event_delivery.h"
+#include "emu/fast_syscall.h"
+#include "emu/page_walker.h"
+#include "emu/x86_arch.h"
 
 #include <capstone/capstone.h>
 #include <fmt/format.h>
@@ -79,6 +84,7 @@
 #include <limits>
 #include <span>
 #include <stdexcept>
+#include <set>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -113,6 +119,9 @@ inline constexpr uint32_t kMsrKernelGsBase = 0xC000'0102;
 inline constexpr uint32_t kMsrTscAux = 0xC000'0103;
 
 inline constexpr uint8_t kHltOpcode = 0xF4;
+inline constexpr uint8_t kIcebpOpcode = 0xF1;  // INT1
+inline constexpr uint64_t kDr6SingleStep = 1u << 14;         // DR6.BS (SDM Vol. 3B 18.2.3)
+inline constexpr uint64_t kDr7BreakpointEnables = 0xFF;      // L0-3, G0-3
 inline constexpr uint64_t kIdleInstructionLength = 3;  // MONITOR, MWAIT
 inline constexpr uint32_t kPageFaultVector = 14;
 inline constexpr uint32_t kNmiVector = 2;
@@ -198,7 +207,9 @@ inline cs_mode capstone_mode(CodeSize size) {
 // without IA32_TSC_AUX, where it is #UD (elsewhere the RDTSCP instruction
 // hook answers it). IRET and PAUSE it only watches: an IRET ends NMI
 // blocking (SDM 6.7.1), and PAUSEs are counted.
-enum class TrapKind : uint8_t { Rdmsr, Wrmsr, Rdtscp, Monitor, Mwait, Iret, Pause };
+// SYSCALL and SYSENTER are stopped at and emulated too: Unicorn runs them
+// as no-ops that only call a hook (emu/fast_syscall has their rules).
+enum class TrapKind : uint8_t { Rdmsr, Wrmsr, Rdtscp, Monitor, Mwait, Syscall, Sysenter, Iret, Pause };
 
 inline bool is_watched(TrapKind kind) { return kind == TrapKind::Iret || kind == TrapKind::Pause; }
 
@@ -209,6 +220,8 @@ inline std::optional<TrapKind> trap_kind(unsigned capstone_id) {
     case X86_INS_RDTSCP: return TrapKind::Rdtscp;
     case X86_INS_MONITOR: return TrapKind::Monitor;
     case X86_INS_MWAIT: return TrapKind::Mwait;
+    case X86_INS_SYSCALL: return TrapKind::Syscall;
+    case X86_INS_SYSENTER: return TrapKind::Sysenter;
     case X86_INS_IRET: case X86_INS_IRETD: case X86_INS_IRETQ: return TrapKind::Iret;
     case X86_INS_PAUSE: return TrapKind::Pause;
     default: return std::nullopt;
@@ -218,13 +231,16 @@ inline std::optional<TrapKind> trap_kind(unsigned capstone_id) {
 // The opcode bytes each trapped instruction ends with (SDM Vol. 2).
 inline std::span<const uint8_t> trap_opcode(TrapKind kind) {
   static constexpr uint8_t kRdmsr[] = {0x0F, 0x32}, kWrmsr[] = {0x0F, 0x30}, kRdtscp[] = {0x0F, 0x01, 0xF9},
-                           kMonitor[] = {0x0F, 0x01, 0xC8}, kMwait[] = {0x0F, 0x01, 0xC9};
+                           kMonitor[] = {0x0F, 0x01, 0xC8}, kMwait[] = {0x0F, 0x01, 0xC9},
+                           kSyscall[] = {0x0F, 0x05}, kSysenter[] = {0x0F, 0x34};
   switch (kind) {
     case TrapKind::Rdmsr: return kRdmsr;
     case TrapKind::Wrmsr: return kWrmsr;
     case TrapKind::Rdtscp: return kRdtscp;
     case TrapKind::Monitor: return kMonitor;
     case TrapKind::Mwait: return kMwait;
+    case TrapKind::Syscall: return kSyscall;
+    case TrapKind::Sysenter: return kSysenter;
     case TrapKind::Iret: case TrapKind::Pause: break;  // watched, never stopped at
   }
   throw std::logic_error("no emulated opcode for this trap kind");
@@ -393,6 +409,14 @@ class Disassembler {
     if (!cs_disasm_iter(h.cs, &bytes, &left, &address, h.insn)) return "(does not decode)";
     return h.insn->op_str[0] ? fmt::format("{} {}", h.insn->mnemonic, h.insn->op_str) : h.insn->mnemonic;
   }
+  // The length of the instruction at the start of `code` (1 when it does not decode).
+  uint32_t length(std::span<const uint8_t> code, uint64_t address, CodeSize size) {
+    Handle& h = handle(size);
+    const uint8_t* bytes = code.data();
+    size_t left = code.size();
+    if (!cs_disasm_iter(h.cs, &bytes, &left, &address, h.insn)) return 1;
+    return h.insn->size;
+  }
 
  private:
   struct Handle {
@@ -424,14 +448,16 @@ class BlockCache {
 
   const DecodedBlock* find(uint64_t address, uint32_t size) const {
     const uint64_t page = address / kPageSize;
-    if (page >= pages_.size() || !pages_[page]) return nullptr;
-    const DecodedBlock* block = pages_[page]->slots[address % kPageSize].get();
+    const Page* p = page < pages_.size() ? pages_[page].get() : find_far(page);
+    if (!p) return nullptr;
+    const DecodedBlock* block = p->slots[address % kPageSize].get();
     return block && block->size == size ? block : nullptr;
   }
 
   // Replaces any block cached at the same start (the code there changed).
   const DecodedBlock& insert(DecodedBlock block) {
-    std::unique_ptr<Page>& page = pages_.at(block.start / kPageSize);
+    const uint64_t number = block.start / kPageSize;
+    std::unique_ptr<Page>& page = number < pages_.size() ? pages_[number] : far_pages_[number];
     if (!page) page = std::make_unique<Page>();
     auto& slot = page->slots[block.start % kPageSize];
     slot = std::make_unique<DecodedBlock>(std::move(block));
@@ -440,13 +466,16 @@ class BlockCache {
 
   void clear() {
     for (auto& page : pages_) page.reset();
+    far_pages_.clear();
   }
 
-  // Addresses of the pages where some block starts.
+  // Linear addresses of the pages where some block starts.
   std::vector<uint64_t> code_pages() const {
     std::vector<uint64_t> addresses;
     for (uint64_t page = 0; page < pages_.size(); ++page)
       if (pages_[page]) addresses.push_back(page * kPageSize);
+    for (const auto& [page, p] : far_pages_) addresses.push_back(page * kPageSize);
+    std::sort(addresses.begin(), addresses.end());
     return addresses;
   }
 
@@ -454,7 +483,14 @@ class BlockCache {
   struct Page {
     std::array<std::unique_ptr<DecodedBlock>, kPageSize> slots;
   };
-  std::vector<std::unique_ptr<Page>> pages_;
+  // Code at linear addresses beyond the size of RAM (a higher-half kernel):
+  // one hash lookup per block there.
+  [[gnu::noinline]] const Page* find_far(uint64_t page) const {
+    const auto it = far_pages_.find(page);
+    return it == far_pages_.end() ? nullptr : it->second.get();
+  }
+  std::vector<std::unique_ptr<Page>> pages_;  // linear addresses below the size of RAM
+  std::unordered_map<uint64_t, std::unique_ptr<Page>> far_pages_;
 };
 
 // Owns a uc_engine for the length of a scope.
@@ -534,6 +570,61 @@ class RealModeSegmentLoader {
   uc_context* context_ = nullptr;
   uc_context* reset_state_ = nullptr;
 };
+
+// Loads CS and SS of protected or long mode into an engine from the guest's
+// own GDT/LDT, with the CPL their descriptors give, as an event delivery or
+// SYSCALL/SYSENTER does. A UC_MODE_64 engine can do neither (a CS or SS
+// write sets the selector alone: docs/unicorn.md), and no register write
+// raises the CPL. So the engine's state goes through a scratch UC_MODE_32
+// engine that maps the same guest RAM: there CR0.PE is cleared for a moment
+// and SS loaded as in real mode, which gives CPL 0 (DPL 0, as real mode
+// loads); with PE set again, CS and SS are loaded by selector, the way the
+// guest's own MOV to a segment register is, through the guest's paging, and
+// the state is copied back. Proven by the ring-change tests in
+// vcpu_test.cc (RingThreeFaultSwitchesToRsp0AndIretqReturns, ...).
+// One per thread; it maps the RAM of the machine that last used it.
+class ProtectedModeSegmentLoader {
+ public:
+  static ProtectedModeSegmentLoader& for_this_thread() {
+    thread_local ProtectedModeSegmentLoader loader;
+    return loader;
+  }
+  // nullopt when loaded; else why the engine refused the segments.
+  std::optional<std::string> load(uc_engine* uc, GuestRam& ram, uint16_t cs, uint16_t ss);
+  ~ProtectedModeSegmentLoader() { uc_context_free(context_); }
+  ProtectedModeSegmentLoader(const ProtectedModeSegmentLoader&) = delete;
+  ProtectedModeSegmentLoader& operator=(const ProtectedModeSegmentLoader&) = delete;
+
+ private:
+  ProtectedModeSegmentLoader() : engine_(UC_MODE_32) {
+    check(uc_context_alloc(engine_.get(), &context_), "uc_context_alloc");
+  }
+  void map(GuestRam& ram);
+  UcHandle engine_;
+  uc_context* context_ = nullptr;
+  uint8_t* mapped_data_ = nullptr;
+  uint64_t mapped_size_ = 0;
+};
+
+// Two fields of the engine's CPU state that Unicorn 2.1.3 has no API for,
+// found in its uc_context (which is that state, byte for byte):
+// - error_code: the error code of the exception the engine raised;
+// - old_exception: the exception "in flight", which QEMU clears when it
+//   has delivered one. Unicorn never delivers, so it stays set, and QEMU's
+//   own double-fault check then turns the guest's next contributory
+//   exception into #DF and the one after into a silent shutdown (a stop
+//   with UC_ERR_OK): it must be cleared after every exception.
+// The offsets are found once per process by raising #GPs with known error
+// codes in a scratch engine; old_exception lies 112 bytes after error_code
+// in QEMU 5.0's CPUX86State, which the probe checks too (its value is 13,
+// the #GP, there, and -1 before any exception). nullopt if the probe fails
+// (another engine build): then every engine exception is refused with a
+// line naming the probe (EngineStateProbeFindsBothFields proves it here).
+struct EngineStateOffsets {
+  size_t error_code;
+  size_t old_exception;
+};
+std::optional<EngineStateOffsets> engine_state_offsets();
 
 inline VcpuExit exit_at(VcpuExit::Reason reason, uint64_t rip, std::string detail = {}) {
   VcpuExit exit;
@@ -624,6 +715,10 @@ struct Vcpu::Engine {
   std::optional<uint16_t> translated_instruction_count(uint64_t address, uint32_t size);
   CodeSize code_size_from_registers();
   bool hook_trap_sites(const DecodedBlock& block);
+  void remove_cache(uint64_t begin, uint64_t end);
+  // The engine may hold an exception "in flight" that QEMU's double-fault
+  // check would combine with the guest's next one (engine_state_offsets).
+  bool exception_in_flight = false;
   // Whether the RDTSCP instruction hook answers RDTSCP: the machine has
   // IA32_TSC_AUX (its CPU model has RDTSCP; asked once) and the engine's own
   // model has it too (QEMU64's has not: Unicorn raises #UD before the hook,
@@ -644,15 +739,18 @@ struct Vcpu::Engine {
   VcpuExit run(uint64_t budget);
   std::optional<VcpuExit> run_until_stop();
   VcpuExit exit_before_block(VcpuExit::Reason reason);
-  VcpuExit exit_for_halt();
-  VcpuExit exit_for_error(uc_err err);
-  VcpuExit exit_for_unmapped(uint64_t rip, uint64_t linear);
-  VcpuExit exit_for_exception();
+  std::optional<VcpuExit> exit_for_halt();
+  std::optional<VcpuExit> exit_for_error(uc_err err);
   std::optional<VcpuExit> exit_for_monitor_or_mwait(uint64_t rip, uint64_t linear);
   uint64_t data_segment_base();
   void retire_emulated_instruction();
   std::optional<VcpuExit> emulate_trap();
-  std::optional<VcpuExit> execute_trap(TrapKind kind, uint64_t rip);
+  struct TrapFault {
+    x86::Fault fault;
+    std::string origin;
+  };
+  std::optional<TrapFault> execute_trap(TrapKind kind, uint64_t rip);
+  std::optional<VcpuExit> emulate_fast_system_call(TrapKind kind, uint64_t rip, uint8_t length);
   std::string describe(uint64_t address);
 
   // --- register and MSR access ---
@@ -675,19 +773,29 @@ struct Vcpu::Engine {
   uint64_t linear_rip() { return code_base() + read_reg(UC_X86_REG_RIP); }
   void set_rip_to_linear(uint64_t address) { write_reg(UC_X86_REG_RIP, address - code_base()); }
   uc_x86_mmr read_mmr(int reg) const;
-  std::optional<SegmentDescriptor> read_descriptor(uint16_t selector) const;
+  std::optional<SegmentDescriptor> read_descriptor(uint16_t selector);
   void reset_for_init();
   void start_at_sipi(uint8_t vector);
 
+  // --- guest memory through the guest's paging (emu/page_walker) ---
+  x86::PagingState paging_state();
+  x86::PagedMemory linear_memory() { return x86::PagedMemory(physical, paging_state()); }
+  // Bytes at a linear address for the host's own eyes (decoding, traces,
+  // diagnostics): no permission check, no A/D bits; nullopt where a page
+  // is not mapped.
+  std::optional<std::vector<uint8_t>> peek_linear(uint64_t linear, size_t len);
+  unsigned current_cpl();
+
   // --- interrupt and exception delivery ---
-  Injection inject(uint8_t vector, std::optional<uint32_t> error_code, bool exception);
-  Injection inject_real_mode(uint8_t vector, const std::string& what);
-  Injection inject_protected_mode(uint8_t vector, std::optional<uint32_t> error_code, const std::string& what);
-  Injection inject_long_mode(uint8_t vector, std::optional<uint32_t> error_code, const std::string& what);
-  std::optional<std::string> check_handler_segment(uint16_t selector, bool need_64_bit);
-  std::optional<uint64_t> push_frame(uint64_t stack_base, uint64_t sp, uint64_t sp_mask, unsigned width,
-                                     std::initializer_list<uint64_t> values);
-  void enter_handler(uint16_t selector, uint64_t offset, uint64_t rflags);
+  x86::CpuState cpu_state();
+  std::optional<VcpuExit> deliver(const x86::Event& event, const std::string& origin);
+  std::optional<std::string> load_delivered(const x86::CpuState& before, const x86::Delivered& d);
+  Injection inject(const x86::Event& event);
+  std::optional<VcpuExit> deliver_engine_exception();
+  std::optional<VcpuExit> take_engine_exception_state();
+  bool clear_exception_in_flight(uint32_t* error_code);
+  std::optional<VcpuExit> raise(x86::Fault fault, const std::string& origin);
+  uint32_t page_fault_error_code(uint64_t linear_rip, uint64_t cr2);
 
   // --- MMIO ---
   struct MmioWindow {
@@ -695,6 +803,15 @@ struct Vcpu::Engine {
     MmioHandler* handler;
     uint64_t size;
   };
+  struct OpenBusPage {
+    Engine* engine;
+    uint64_t base;
+  };
+  static uint64_t on_open_bus_read(uc_engine*, uint64_t offset, unsigned size, void* user);
+  static void on_open_bus_write(uc_engine*, uint64_t offset, unsigned size, uint64_t value, void* user);
+  void map_open_bus(uint64_t page);
+  std::set<uint64_t> open_bus_pages;  // mapped now
+  std::unordered_map<uint64_t, std::unique_ptr<OpenBusPage>> open_bus_windows;  // by page, kept once made
   static uint64_t on_mmio_read(uc_engine*, uint64_t offset, unsigned size, void* user);
   static void on_mmio_write(uc_engine*, uint64_t offset, unsigned size, uint64_t value, void* user);
   void map_mmio(uint64_t base, uint64_t size, MmioHandler& handler);
@@ -703,6 +820,8 @@ struct Vcpu::Engine {
   const unsigned index;
   const EngineCpu engine_cpu;
   GuestRam& ram;
+  x86::GuestRamMemory physical{ram};  // RAM, and open bus beyond it
+  unsigned maxphyaddr = 0;            // CPUID.80000008H:EAX[7:0], asked once
   VcpuHost& host;
   uc_engine* uc = nullptr;
   Disassembler disassembler;
@@ -755,6 +874,7 @@ struct Vcpu::Engine {
     uint32_t vector = 0;
     uint64_t rip = 0;
     uint64_t cr2 = 0;
+    std::optional<uint32_t> engine_error_code;  // from the engine's state, when the probe found it
   } exception;
   struct {
     uc_mem_type type = UC_MEM_READ_UNMAPPED;
@@ -762,6 +882,7 @@ struct Vcpu::Engine {
     int size = 0;
   } unmapped;
   std::exception_ptr host_failure;
+  uc_context* scratch_context = nullptr;  // for reading the engine's error code
 };
 
 }  // namespace topolab

@@ -1,194 +1,145 @@
-// Interrupt and exception delivery through the guest's IVT or IDT.
+// Interrupt and exception delivery. The rules are emu/event_delivery (pure,
+// SDM Vol. 3A chapter 6: IDT gates, privilege changes through the TSS, IST,
+// error codes, #DF and the triple fault); this part takes a snapshot of the
+// engine for them, gives them the guest's memory through its own paging
+// (emu/page_walker), and loads what they decide into the engine. Unicorn
+// never vectors an event itself (the notes): it stops, or calls the
+// interrupt hook, and leaves the rest to us.
 #include "emu/vcpu_engine.h"
 
 namespace topolab {
 
-// ---------------------------------------------------------------------------
-// Interrupt and exception delivery (SDM Vol. 3A 6.12 and 20.1.4). Unicorn has
-// no inject API (the notes): the frame is written into guest RAM by the host
-// (linear = physical), then RSP, RFLAGS, CS and RIP are set and the next
-// uc_emu_start begins at the handler. Nothing is written before every check
-// has passed, so a failed delivery leaves the vCPU as it was.
+namespace {
 
-Injection Vcpu::Engine::inject(uint8_t vector, std::optional<uint32_t> error_code, bool exception) {
-  const std::string what = fmt::format(
-      "vector {} ({})", vector,
-      exception ? exception_name(vector) : vector == kNmiVector ? "NMI" : "external interrupt");
-  if (waits_for_sipi) return {false, what + ": the vCPU waits for SIPI"};
-  Injection result;
-  if (!(read_reg(UC_X86_REG_CR0) & kCr0ProtectionEnable))
-    result = inject_real_mode(vector, what);
-  else if (read_cpu_msr(kMsrEfer) & kEferLongModeActive)
-    result = inject_long_mode(vector, error_code, what);
-  else
-    result = inject_protected_mode(vector, error_code, what);
-  if (result) shadow = false;
-  return result;
+// The descriptor cache of LDTR or TR as Unicorn reports it: base, limit in
+// bytes, and QEMU's flags word, which holds bits 8-23 of the descriptor's
+// high dword (type, S, DPL, P, AVL, L, D/B, G: SDM figure 3-8).
+x86::Segment segment_from_cache(const uc_x86_mmr& m) {
+  x86::SegmentDescriptor d = x86::decode_descriptor(uint64_t{m.flags} << 32);
+  d.base = m.base;
+  d.limit = m.limit;  // already in bytes: keep G clear so effective_limit() is the limit
+  d.g = false;
+  return {static_cast<uint16_t>(m.selector), d};
 }
 
-// Pushes `values` in order, each `width` bytes, below stack_base + sp (sp
-// wraps at sp_mask). Returns the new stack pointer, or nullopt when the
-// frame is not all in RAM (nothing is written then).
-std::optional<uint64_t> Vcpu::Engine::push_frame(uint64_t stack_base, uint64_t sp, uint64_t sp_mask, unsigned width,
-                                                 std::initializer_list<uint64_t> values) {
-  std::vector<uint64_t> addresses;
-  for (size_t i = 0; i < values.size(); ++i) {
-    sp = (sp - width) & sp_mask;
-    if (!ram.contains(stack_base + sp, width)) return std::nullopt;
-    addresses.push_back(stack_base + sp);
+// A guest linear memory that remembers the last #PF it raised, so that CR2
+// can be set for a page fault that delivery itself raised.
+class RecordingMemory final : public x86::LinearMemory {
+ public:
+  explicit RecordingMemory(x86::LinearMemory& inner) : inner_(inner) {}
+  std::optional<x86::Fault> read(uint64_t linear, void* out, size_t len, x86::Accessor who) override {
+    return note(inner_.read(linear, out, len, who));
   }
-  auto address = addresses.begin();
-  for (uint64_t value : values) std::memcpy(ram.bytes(*address++, width).data(), &value, width);  // little endian
-  return sp;
+  std::optional<x86::Fault> write(uint64_t linear, const void* in, size_t len, x86::Accessor who) override {
+    return note(inner_.write(linear, in, len, who));
+  }
+  std::optional<uint64_t> page_fault_address;
+
+ private:
+  std::optional<x86::Fault> note(std::optional<x86::Fault> f) {
+    if (f && f->vector == x86::kPageFault) page_fault_address = f->cr2;
+    return f;
+  }
+  x86::LinearMemory& inner_;
+};
+
+}  // namespace
+
+// What the delivery rules read of the CPU. CS and SS are not readable from
+// Unicorn beyond their selectors, so their descriptors come from the
+// guest's GDT/LDT (the CPU loaded them from there, unless the guest edited
+// the entry since), or, for the Multiboot state, whose GDTR is empty, the
+// flat segments the loader set up.
+x86::CpuState Vcpu::Engine::cpu_state() {
+  x86::CpuState s;
+  const uint64_t cr0 = read_reg(UC_X86_REG_CR0);
+  const bool long_mode = read_cpu_msr(kMsrEfer) & kEferLongModeActive;
+  s.rip = read_reg(UC_X86_REG_RIP);
+  s.rsp = read_reg(UC_X86_REG_RSP);
+  s.rflags = read_reg(UC_X86_REG_RFLAGS);
+  const uc_x86_mmr gdtr = read_mmr(UC_X86_REG_GDTR), idtr = read_mmr(UC_X86_REG_IDTR);
+  s.gdtr = {gdtr.base, gdtr.limit};
+  s.idtr = {idtr.base, idtr.limit};
+  s.ldtr = segment_from_cache(read_mmr(UC_X86_REG_LDTR));
+  s.tr = segment_from_cache(read_mmr(UC_X86_REG_TR));
+  const auto cs = static_cast<uint16_t>(read_reg(UC_X86_REG_CS));
+  const auto ss = static_cast<uint16_t>(read_reg(UC_X86_REG_SS));
+  if (!(cr0 & kCr0ProtectionEnable)) {
+    s.mode = x86::CpuMode::kReal;
+    s.cs = {cs, x86::flat_data(0)};
+    s.cs.desc.base = uint64_t{cs} << 4;
+    s.ss = {ss, x86::flat_data(0)};
+    s.ss.desc.base = uint64_t{ss} << 4;
+    return s;
+  }
+  s.cpl = cs & x86::kSelectorRplMask;
+  x86::PagedMemory memory = linear_memory();
+  auto descriptor = [&](uint16_t selector, x86::SegmentDescriptor fallback) {
+    x86::DescriptorLookup d = x86::read_descriptor(memory, s.gdtr, s.ldtr, selector);
+    return d.status == x86::LookupStatus::kOk && d.desc.p ? d.desc : fallback;
+  };
+  s.cs = {cs, descriptor(cs, x86::flat_code(s.cpl, long_mode))};
+  s.ss = {ss, (ss & x86::kSelectorIndexMask) || !long_mode ? descriptor(ss, x86::flat_data(s.cpl)) : x86::SegmentDescriptor{}};
+  s.mode = !long_mode ? x86::CpuMode::kProtected : s.cs.desc.l ? x86::CpuMode::kLong64 : x86::CpuMode::kCompatibility;
+  return s;
 }
 
-// Same privilege only: the handler's code segment may not be more
-// privileged than the interrupted code (no stack switch through the TSS),
-// and its descriptor must be the one CS holds, because a CS write to a
-// UC_MODE_64 engine sets the selector alone (docs/unicorn.md).
-std::optional<std::string> Vcpu::Engine::check_handler_segment(uint16_t selector, bool need_64_bit) {
-  const auto current = static_cast<uint16_t>(read_reg(UC_X86_REG_CS));
-  const std::optional<SegmentDescriptor> target = read_descriptor(selector);
-  if (!target || !target->is_code())
-    return fmt::format("gate selector {:#x} is not a present code segment", selector);
-  if (need_64_bit && !target->long_mode())
-    return fmt::format("gate selector {:#x} is not a 64-bit code segment", selector);
-  const unsigned cpl = current & 3;
-  if (target->dpl() < cpl)
-    return fmt::format("the handler runs in ring {} and the interrupted code in ring {}: privilege changes are "
-                       "not supported",
-                       target->dpl(), cpl);
-  if ((selector & ~3u) != (current & ~3u)) {
-    const std::optional<SegmentDescriptor> now = read_descriptor(current);
-    if (!now || !now->same_segment_as(*target))
-      return fmt::format("gate selector {:#x} differs from CS {:#x} and so does its descriptor: the vCPU cannot "
-                         "load a code segment descriptor",
-                         selector, current);
-  }
+// Delivers `event` through the guest's IVT or IDT, with #DF and triple
+// fault as the SDM combines faults raised on the way. `origin` says what
+// raised the event, for the line a failure prints.
+std::optional<VcpuExit> Vcpu::Engine::deliver(const x86::Event& event, const std::string& origin) {
+  const x86::CpuState before = cpu_state();
+  x86::PagedMemory paged = linear_memory();
+  RecordingMemory memory(paged);
+  if (event.vector == x86::kPageFault && event.kind == x86::EventKind::kHardwareException)
+    memory.page_fault_address = event.cr2;
+  const x86::DeliveryOutcome outcome = x86::deliver_with_combination(before, event, memory);
+  const uint64_t linear = before.cs.desc.base + before.rip;
+  if (const auto* triple = std::get_if<x86::TripleFault>(&outcome))
+    return exit_at(VcpuExit::Reason::TripleFault, before.rip,
+                   fmt::format("cpu {} {} (the first raised by {} at {:#x}: {})", index, triple->description, origin,
+                               linear, describe(linear)));
+  if (const auto* unsupported = std::get_if<x86::DeliveryUnsupported>(&outcome))
+    return exit_at(VcpuExit::Reason::Unsupported, before.rip,
+                   fmt::format("cpu {} cannot deliver {} (raised by {} at {:#x}): {}", index, x86::describe(event),
+                               origin, linear, unsupported->reason));
+  const auto& delivered = std::get<x86::Delivered>(outcome);
+  if (memory.page_fault_address) write_reg(UC_X86_REG_CR2, *memory.page_fault_address);
+  if (std::optional<std::string> why = load_delivered(before, delivered))
+    return exit_at(VcpuExit::Reason::Unsupported, before.rip,
+                   fmt::format("cpu {} cannot enter the handler of {} (raised by {} at {:#x}): {}", index,
+                               x86::describe(event), origin, linear, *why));
+  shadow = false;
   return std::nullopt;
 }
 
-void Vcpu::Engine::enter_handler(uint16_t selector, uint64_t offset, uint64_t rflags) {
-  write_reg(UC_X86_REG_RFLAGS, rflags);
-  const auto current = static_cast<uint16_t>(read_reg(UC_X86_REG_CS));
-  const auto cs = static_cast<uint16_t>((selector & ~3u) | (current & 3u));  // RPL = CPL
-  if (cs != current) write_reg(UC_X86_REG_CS, cs);  // same descriptor: see check_handler_segment
-  write_reg(UC_X86_REG_RIP, offset);
-}
-
-// SDM Vol. 3A 20.1.4: the IVT holds IP:CS pairs; FLAGS, CS and IP are
-// pushed; IF, TF and AC are cleared. Real mode pushes no error code.
-Injection Vcpu::Engine::inject_real_mode(uint8_t vector, const std::string& what) {
-  const uc_x86_mmr ivt = read_mmr(UC_X86_REG_IDTR);
-  const uint64_t entry = uint64_t{vector} * 4;
-  const std::string where = fmt::format("{} in real mode: IVT entry at {:#x}", what, ivt.base + entry);
-  if (entry + 3 > ivt.limit) return {false, fmt::format("{} is beyond the IVT limit {:#x}", where, ivt.limit)};
-  if (!ram.contains(ivt.base + entry, 4)) return {false, where + " is outside RAM"};
-  const auto ip = ram.read<uint16_t>(ivt.base + entry);
-  const auto cs = ram.read<uint16_t>(ivt.base + entry + 2);
-  const uint64_t rflags = read_reg(UC_X86_REG_RFLAGS);
-  const uint64_t rsp = read_reg(UC_X86_REG_RSP);
-  const uint64_t ss_base = (read_reg(UC_X86_REG_SS) & 0xFFFF) << 4;
-  const std::optional<uint64_t> sp =
-      push_frame(ss_base, rsp & 0xFFFF, 0xFFFF, 2,
-                 {rflags & 0xFFFF, read_reg(UC_X86_REG_CS) & 0xFFFF, read_reg(UC_X86_REG_RIP) & 0xFFFF});
-  if (!sp) return {false, fmt::format("{}: the frame at SS:SP {:#x}:{:#x} is outside RAM", where, ss_base >> 4, rsp & 0xFFFF)};
-  write_reg(UC_X86_REG_RSP, (rsp & ~uint64_t{0xFFFF}) | *sp);
-  write_reg(UC_X86_REG_RFLAGS, rflags & ~(kRflagsInterrupt | kRflagsTrap | kRflagsAlignmentCheck));
-  RealModeSegmentLoader::for_this_thread().load(uc, {{UC_X86_REG_CS, cs}});
-  write_reg(UC_X86_REG_RIP, ip);
-  known_cs = {cs, uint64_t{cs} << 4};
-  return {true, {}};
-}
-
-// SDM Vol. 3A 6.11, 6.12.1: 8-byte gates; EFLAGS, CS, EIP and the error
-// code are pushed on the current stack; TF, NT, RF and VM are cleared, and
-// IF for an interrupt gate.
-Injection Vcpu::Engine::inject_protected_mode(uint8_t vector, std::optional<uint32_t> error_code,
-                                              const std::string& what) {
-  const uc_x86_mmr idt = read_mmr(UC_X86_REG_IDTR);
-  const uint64_t entry = uint64_t{vector} * 8;
-  const std::string where = fmt::format("{} in 32-bit protected mode: IDT gate at {:#x}", what, idt.base + entry);
-  if (entry + 7 > idt.limit) return {false, fmt::format("{} is beyond the IDT limit {:#x}", where, idt.limit)};
-  if (!ram.contains(idt.base + entry, 8)) return {false, where + " is outside RAM"};
-  const auto gate = ram.read<uint64_t>(idt.base + entry);
-  const SegmentDescriptor as_descriptor{gate};  // same P, DPL and type fields
-  const auto selector = static_cast<uint16_t>(gate >> 16);
-  const uint64_t offset = (gate & 0xFFFF) | ((gate >> 48) << 16);
-  const uint8_t type = as_descriptor.type();
-  if (!as_descriptor.present()) return {false, where + " is not present"};
-  if (as_descriptor.code_or_data() || (type != kInterruptGate && type != kTrapGate)) {
-    const char* kind = type == kTaskGate                                    ? "a task gate"
-                       : type == kInterruptGate16 || type == kTrapGate16 ? "a 16-bit gate"
-                                                                            : "not an interrupt or trap gate";
-    return {false, fmt::format("{} is {} (type {:#x}): not supported", where, kind, type)};
+// Loads the handler's state. The frame is already in guest memory (the
+// rules wrote it). A CS or SS that changes goes through a segment load the
+// engine itself performs (ProtectedModeSegmentLoader), which also sets the
+// new CPL; in real mode CS is loaded as real mode does.
+std::optional<std::string> Vcpu::Engine::load_delivered(const x86::CpuState& before, const x86::Delivered& d) {
+  if (d.mode == x86::CpuMode::kReal) {
+    RealModeSegmentLoader::for_this_thread().load(uc, {{UC_X86_REG_CS, d.cs.selector}});
+    known_cs = {d.cs.selector, uint64_t{d.cs.selector} << 4};
+  } else if (!(d.cs == before.cs && d.ss == before.ss)) {
+    if (std::optional<std::string> why =
+            ProtectedModeSegmentLoader::for_this_thread().load(uc, ram, d.cs.selector, d.ss.selector))
+      return why;
+    known_cs = {d.cs.selector, d.cs.desc.l ? 0 : d.cs.desc.base};
   }
-  if (std::optional<std::string> why = check_handler_segment(selector, false)) return {false, where + ": " + *why};
-
-  const auto ss = static_cast<uint16_t>(read_reg(UC_X86_REG_SS));
-  const std::optional<SegmentDescriptor> stack = read_descriptor(ss);
-  // A stack segment the GDT does not describe is the flat one a loader set.
-  const uint64_t stack_base = stack ? stack->base() : 0;
-  const uint64_t sp_mask = !stack || stack->big() ? 0xFFFF'FFFF : 0xFFFF;
-  const uint64_t rsp = read_reg(UC_X86_REG_RSP);
-  const uint64_t rflags = read_reg(UC_X86_REG_RFLAGS);
-  const uint64_t cs = read_reg(UC_X86_REG_CS) & 0xFFFF;
-  const uint64_t eip = read_reg(UC_X86_REG_RIP) & 0xFFFF'FFFF;
-  const std::optional<uint64_t> sp =
-      error_code ? push_frame(stack_base, rsp & sp_mask, sp_mask, 4, {rflags & 0xFFFF'FFFF, cs, eip, *error_code})
-                 : push_frame(stack_base, rsp & sp_mask, sp_mask, 4, {rflags & 0xFFFF'FFFF, cs, eip});
-  if (!sp) return {false, fmt::format("{}: the frame below ESP {:#x} is outside RAM", where, rsp & sp_mask)};
-  write_reg(UC_X86_REG_RSP, (rsp & ~sp_mask) | *sp);
-  uint64_t cleared = kRflagsTrap | kRflagsNestedTask | kRflagsResume | kRflagsVirtual8086;
-  if (type == kInterruptGate) cleared |= kRflagsInterrupt;
-  enter_handler(selector, offset, rflags & ~cleared);
-  return {true, {}};
+  write_reg(UC_X86_REG_RSP, d.rsp);
+  write_reg(UC_X86_REG_RFLAGS, d.rflags);
+  write_reg(UC_X86_REG_RIP, d.rip);
+  return std::nullopt;
 }
 
-// SDM Vol. 3A 6.14: 16-byte gates; RSP aligned down to 16 (or the IST
-// stack); SS, RSP, RFLAGS, CS, RIP and the error code pushed as 8 bytes each.
-// SS is not changed: there is no privilege change.
-Injection Vcpu::Engine::inject_long_mode(uint8_t vector, std::optional<uint32_t> error_code, const std::string& what) {
-  const uc_x86_mmr idt = read_mmr(UC_X86_REG_IDTR);
-  const uint64_t entry = uint64_t{vector} * 16;
-  const std::string where = fmt::format("{} in long mode: IDT gate at {:#x}", what, idt.base + entry);
-  if (entry + 15 > idt.limit) return {false, fmt::format("{} is beyond the IDT limit {:#x}", where, idt.limit)};
-  if (!ram.contains(idt.base + entry, 16)) return {false, where + " is outside RAM"};
-  const auto low = ram.read<uint64_t>(idt.base + entry);
-  const auto high = ram.read<uint64_t>(idt.base + entry + 8);
-  const SegmentDescriptor as_descriptor{low};
-  const auto selector = static_cast<uint16_t>(low >> 16);
-  const uint64_t offset = (low & 0xFFFF) | (((low >> 48) & 0xFFFF) << 16) | (high << 32);
-  const unsigned ist = (low >> 32) & 7;
-  const uint8_t type = as_descriptor.type();
-  if (!as_descriptor.present()) return {false, where + " is not present"};
-  if (as_descriptor.code_or_data() || (type != kInterruptGate && type != kTrapGate))
-    return {false, fmt::format("{} is not a 64-bit interrupt or trap gate (type {:#x})", where, type)};
-  if (std::optional<std::string> why = check_handler_segment(selector, true)) return {false, where + ": " + *why};
-
-  const uint64_t rsp = read_reg(UC_X86_REG_RSP);
-  uint64_t stack = rsp;
-  if (ist != 0) {
-    const uint64_t slot = read_mmr(UC_X86_REG_TR).base + kTssIst1Offset + 8 * (ist - 1);
-    if (!ram.contains(slot, 8)) return {false, fmt::format("{}: IST{} slot at {:#x} is outside RAM", where, ist, slot)};
-    stack = ram.read<uint64_t>(slot);
-  }
-  stack &= ~uint64_t{0xF};
-  const uint64_t rflags = read_reg(UC_X86_REG_RFLAGS);
-  const uint64_t ss = read_reg(UC_X86_REG_SS) & 0xFFFF;
-  const uint64_t cs = read_reg(UC_X86_REG_CS) & 0xFFFF;
-  const uint64_t rip = read_reg(UC_X86_REG_RIP);
-  constexpr uint64_t kAll = ~uint64_t{0};
-  const std::optional<uint64_t> sp = error_code
-                                         ? push_frame(0, stack, kAll, 8, {ss, rsp, rflags, cs, rip, *error_code})
-                                         : push_frame(0, stack, kAll, 8, {ss, rsp, rflags, cs, rip});
-  if (!sp) return {false, fmt::format("{}: the frame below RSP {:#x} is outside RAM", where, stack)};
-  write_reg(UC_X86_REG_RSP, *sp);
-  uint64_t cleared = kRflagsTrap | kRflagsNestedTask | kRflagsResume | kRflagsVirtual8086;
-  if (type == kInterruptGate) cleared |= kRflagsInterrupt;
-  enter_handler(selector, offset, rflags & ~cleared);
+// The machine's injections (SDM Vol. 3A 6.12 and 20.1.4), as the CPU takes
+// them at an instruction boundary.
+Injection Vcpu::Engine::inject(const x86::Event& event) {
+  const std::string what = x86::describe(event);
+  if (waits_for_sipi) return {false, what + ": the vCPU waits for SIPI"};
+  if (std::optional<VcpuExit> failed = deliver(event, "the machine")) return {false, failed->detail};
   return {true, {}};
 }
-
 
 }  // namespace topolab

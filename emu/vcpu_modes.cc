@@ -91,15 +91,182 @@ uc_x86_mmr Vcpu::Engine::read_mmr(int reg) const {
   return value;
 }
 
-// The GDT or LDT entry of `selector`, read from RAM (the table base is
-// linear, and linear = physical: the notes). nullopt for the null selector
-// and for an entry beyond the table limit or outside RAM.
-std::optional<SegmentDescriptor> Vcpu::Engine::read_descriptor(uint16_t selector) const {
+// The GDT or LDT entry of `selector`, read through the guest's paging (the
+// table base is linear). nullopt for the null selector and for an entry
+// beyond the table limit or on an unmapped page.
+std::optional<SegmentDescriptor> Vcpu::Engine::read_descriptor(uint16_t selector) {
   if ((selector & ~3u) == 0) return std::nullopt;
   const uc_x86_mmr table = read_mmr(selector & 4 ? UC_X86_REG_LDTR : UC_X86_REG_GDTR);
   const uint64_t index = selector & ~7u;
-  if (index + 7 > table.limit || !ram.contains(table.base + index, 8)) return std::nullopt;
-  return SegmentDescriptor{ram.read<uint64_t>(table.base + index)};
+  if (index + 7 > table.limit) return std::nullopt;
+  const std::optional<std::vector<uint8_t>> bytes = peek_linear(table.base + index, 8);
+  if (!bytes) return std::nullopt;
+  uint64_t raw = 0;
+  std::memcpy(&raw, bytes->data(), 8);
+  return SegmentDescriptor{raw};
+}
+
+// ---------------------------------------------------------------------------
+// Guest memory through the guest's paging.
+
+x86::PagingState Vcpu::Engine::paging_state() {
+  if (maxphyaddr == 0) {
+    // CPUID.80000008H:EAX[7:0] when the model has the leaf, else 36 (SDM 4.1.4).
+    const CpuidRegs max = host.describe_cpuid(0x8000'0000, 0);
+    maxphyaddr = max.eax >= 0x8000'0008 ? host.describe_cpuid(0x8000'0008, 0).eax & 0xFF : 36;
+    if (maxphyaddr < 32 || maxphyaddr > 52) maxphyaddr = 36;
+  }
+  // Unicorn 2.1.3 has no register for PKRU, so the host's own walks see
+  // every protection key allowed (docs/deviations.md); the engine's own
+  // accesses check PKRU themselves.
+  const uint64_t pkru = 0;
+  return {.cr0 = read_reg(UC_X86_REG_CR0),
+          .cr3 = read_reg(UC_X86_REG_CR3),
+          .cr4 = read_reg(UC_X86_REG_CR4),
+          .efer = read_cpu_msr(kMsrEfer),
+          .rflags = read_reg(UC_X86_REG_RFLAGS),
+          .pkru = static_cast<uint32_t>(pkru),
+          .maxphyaddr = maxphyaddr};
+}
+
+std::optional<std::vector<uint8_t>> Vcpu::Engine::peek_linear(uint64_t linear, size_t len) {
+  const x86::PagingState state = paging_state();
+  std::vector<uint8_t> bytes(len);
+  size_t done = 0;
+  while (done < len) {
+    const uint64_t at = linear + done;
+    const x86::WalkResult walk =
+        x86::translate(physical, state, at, x86::Access::kRead, x86::Accessor{.cpl = 0, .implicit_supervisor = true});
+    if (!walk.ok()) return std::nullopt;
+    const size_t chunk = std::min<uint64_t>(len - done, kPageSize - (at % kPageSize));
+    physical.read(walk.translation.physical, bytes.data() + done, chunk);
+    done += chunk;
+  }
+  return bytes;
+}
+
+// CS.RPL is the CPL after every architectural CS load; real mode is ring 0.
+unsigned Vcpu::Engine::current_cpl() {
+  if (!(read_reg(UC_X86_REG_CR0) & kCr0ProtectionEnable)) return 0;
+  return read_reg(UC_X86_REG_CS) & 3;
+}
+
+// ---------------------------------------------------------------------------
+// Segment loads with a privilege change (see ProtectedModeSegmentLoader).
+
+void vcpu_internal::ProtectedModeSegmentLoader::map(GuestRam& ram) {
+  if (mapped_data_ == ram.data() && mapped_size_ == ram.size()) return;
+  if (mapped_size_) check(uc_mem_unmap(engine_.get(), 0, mapped_size_), "uc_mem_unmap (segment loader)");
+  mapped_size_ = 0;
+  check(uc_mem_map_ptr(engine_.get(), 0, ram.size(), UC_PROT_ALL, ram.data()), "uc_mem_map_ptr (segment loader)");
+  mapped_data_ = ram.data();
+  mapped_size_ = ram.size();
+}
+
+std::optional<std::string> vcpu_internal::ProtectedModeSegmentLoader::load(uc_engine* uc, GuestRam& ram, uint16_t cs, uint16_t ss) {
+  map(ram);
+  uc_engine* s = engine_.get();
+  check(uc_context_save(uc, context_), "uc_context_save (segment loader)");
+  check(uc_context_restore(s, context_), "uc_context_restore (segment loader)");
+  uint64_t cr0 = 0;
+  check(uc_reg_read(s, UC_X86_REG_CR0, &cr0), "uc_reg_read (CR0)");
+  // Toggling CR0.PE also flushes the scratch engine's TLB, so the GDT is
+  // read through the guest's page tables as they are now.
+  const uint64_t real = cr0 & ~kCr0ProtectionEnable;
+  check(uc_reg_write(s, UC_X86_REG_CR0, &real), "uc_reg_write (CR0)");
+  const uint16_t null = 0;
+  check(uc_reg_write(s, UC_X86_REG_SS, &null), "uc_reg_write (SS, real mode)");  // CPL 0
+  check(uc_reg_write(s, UC_X86_REG_CR0, &cr0), "uc_reg_write (CR0)");
+  if (uc_reg_write(s, UC_X86_REG_CS, &cs) != UC_ERR_OK)
+    return fmt::format("the engine cannot load CS {:#x} (an execute-only or otherwise unloadable code segment)", cs);
+  if (uc_reg_write(s, UC_X86_REG_SS, &ss) != UC_ERR_OK)
+    return fmt::format("the engine cannot load SS {:#x} with CS {:#x}", ss, cs);
+  check(uc_context_save(s, context_), "uc_context_save (segment loader)");
+  check(uc_context_restore(uc, context_), "uc_context_restore (segment loader)");
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------
+// The engine's error code (see engine_error_code_offset).
+
+namespace {
+
+// Raises #GP(selector) in a scratch 32-bit engine with `mov ds, ax` for a
+// selector beyond the GDT limit, and returns the context it stops in.
+std::vector<uint8_t> context_after_gp(uint16_t selector) {
+  UcHandle scratch(UC_MODE_32);
+  uc_engine* s = scratch.get();
+  constexpr uint64_t kGdt = 0x1000, kCode = 0x2000;
+  check(uc_mem_map(s, 0, 0x4000, UC_PROT_ALL), "uc_mem_map (probe)");
+  const uint64_t gdt[3] = {0, kFlatCode32Descriptor, kFlatDataDescriptor};
+  check(uc_mem_write(s, kGdt, gdt, sizeof gdt), "uc_mem_write (probe GDT)");
+  const uint8_t code[] = {0x66, 0xB8, static_cast<uint8_t>(selector), static_cast<uint8_t>(selector >> 8),  // mov ax, sel
+                          0x8E, 0xD8,                                                                      // mov ds, ax
+                          0xF4};                                                                          // hlt
+  check(uc_mem_write(s, kCode, code, sizeof code), "uc_mem_write (probe code)");
+  const uc_x86_mmr gdtr{.selector = 0, .base = kGdt, .limit = sizeof gdt - 1, .flags = 0};
+  check(uc_reg_write(s, UC_X86_REG_GDTR, &gdtr), "uc_reg_write (probe GDTR)");
+  const uint64_t cr0 = kCr0ProtectionEnable;
+  check(uc_reg_write(s, UC_X86_REG_CR0, &cr0), "uc_reg_write (probe CR0)");
+  const uint16_t cs = kMultibootCodeSelector, ds = kMultibootDataSelector;
+  check(uc_reg_write(s, UC_X86_REG_CS, &cs), "uc_reg_write (probe CS)");
+  check(uc_reg_write(s, UC_X86_REG_SS, &ds), "uc_reg_write (probe SS)");
+  std::vector<uint8_t> context;
+  struct Probe {
+    std::vector<uint8_t>* context;
+  } probe{&context};
+  uc_hook hook;
+  auto on_interrupt = +[](uc_engine* uc, uint32_t, void* user) {
+    auto& p = *static_cast<Probe*>(user);
+    uc_context* ctx = nullptr;
+    if (uc_context_alloc(uc, &ctx) == UC_ERR_OK && uc_context_save(uc, ctx) == UC_ERR_OK) {
+      const auto* bytes = reinterpret_cast<const uint8_t*>(ctx);
+      p.context->assign(bytes, bytes + uc_context_size(uc));
+    }
+    uc_context_free(ctx);
+    uc_emu_stop(uc);
+  };
+  check(uc_hook_add(s, &hook, UC_HOOK_INTR, reinterpret_cast<void*>(on_interrupt), &probe, 1, 0), "probe hook");
+  uc_emu_start(s, kCode, kCode + sizeof code, 0, 100);
+  return context;
+}
+
+}  // namespace
+
+std::optional<EngineStateOffsets> vcpu_internal::engine_state_offsets() {
+  static const std::optional<EngineStateOffsets> offsets = []() -> std::optional<EngineStateOffsets> {
+    constexpr uint16_t kFirst = 0x1238, kSecond = 0x2470;  // beyond the 3-entry GDT; RPL 0
+    constexpr size_t kOldExceptionAfterErrorCode = 112;    // QEMU 5.0's CPUX86State layout
+    constexpr int32_t kGeneralProtection = 13, kNone = -1;
+    const std::vector<uint8_t> a = context_after_gp(kFirst), b = context_after_gp(kSecond);
+    if (a.empty() || a.size() != b.size()) return std::nullopt;
+    auto at = [](const std::vector<uint8_t>& c, size_t offset) {
+      int32_t v = 0;
+      if (offset + 4 <= c.size()) std::memcpy(&v, c.data() + offset, 4);
+      return v;
+    };
+    // RAX holds the selector too, so the field is the one whose neighbour
+    // 112 bytes on holds the #GP in flight.
+    std::optional<EngineStateOffsets> found;
+    for (size_t offset = 0; offset + kOldExceptionAfterErrorCode + 4 <= a.size(); offset += 4) {
+      if (at(a, offset) != kFirst || at(b, offset) != kSecond) continue;
+      if (at(a, offset + kOldExceptionAfterErrorCode) != kGeneralProtection) continue;
+      if (found) return std::nullopt;  // ambiguous
+      found = EngineStateOffsets{offset, offset + kOldExceptionAfterErrorCode};
+    }
+    if (!found) return std::nullopt;
+    // A fresh engine has no exception in flight.
+    UcHandle fresh(UC_MODE_32);
+    uc_context* ctx = nullptr;
+    check(uc_context_alloc(fresh.get(), &ctx), "uc_context_alloc (probe)");
+    check(uc_context_save(fresh.get(), ctx), "uc_context_save (probe)");
+    const auto* bytes = reinterpret_cast<const uint8_t*>(ctx);
+    const std::vector<uint8_t> c(bytes, bytes + uc_context_size(fresh.get()));
+    uc_context_free(ctx);
+    if (at(c, found->old_exception) != kNone) return std::nullopt;
+    return found;
+  }();
+  return offsets;
 }
 
 // CS.base, which Unicorn 2.0.1 does not expose (UC_X86_REG_CS reads the

@@ -95,8 +95,8 @@ void Vcpu::Engine::on_trap_site(uc_engine*, uint64_t address, uint32_t, void* us
 void Vcpu::Engine::stop_at_trap_site(uint64_t address) {
   const HookedTrap& trap = trap_hooks.at(address);
   const auto opcode = trap_opcode(trap.kind);
-  const auto bytes = ram.bytes(address, trap.length);
-  if (!std::equal(opcode.begin(), opcode.end(), bytes.end() - opcode.size())) return;
+  const std::optional<std::vector<uint8_t>> bytes = peek_linear(address, trap.length);
+  if (!bytes || !std::equal(opcode.begin(), opcode.end(), bytes->end() - opcode.size())) return;
   trap_address = address;
   stop_cause = StopCause::TrapSite;
   uc_emu_stop(uc);
@@ -104,20 +104,40 @@ void Vcpu::Engine::stop_at_trap_site(uint64_t address) {
 
 // Unicorn has already raised the exception when this runs; RIP is the
 // faulting instruction for a fault and the next one for INT n / INT3.
+// The engine's error code is read from its state here, before anything
+// else can overwrite it (engine_error_code_offset).
 void Vcpu::Engine::on_interrupt(uc_engine*, uint32_t vector, void* user) {
   auto& e = *static_cast<Engine*>(user);
   e.guarded([&] {
     e.exception = {vector, e.read_reg(UC_X86_REG_RIP),
-                   vector == kPageFaultVector ? e.read_reg(UC_X86_REG_CR2) : 0};
+                   vector == kPageFaultVector ? e.read_reg(UC_X86_REG_CR2) : 0, std::nullopt};
+    // Here, in the hook: by the time uc_emu_start returns, the engine has
+    // cleared it.
+    if (const std::optional<EngineStateOffsets> offsets = engine_state_offsets()) {
+      if (!e.scratch_context) check(uc_context_alloc(e.uc, &e.scratch_context), "uc_context_alloc");
+      check(uc_context_save(e.uc, e.scratch_context), "uc_context_save (error code)");
+      uint32_t code = 0;
+      std::memcpy(&code, reinterpret_cast<const uint8_t*>(e.scratch_context) + offsets->error_code, sizeof code);
+      e.exception.engine_error_code = code;
+    }
+    e.exception_in_flight = true;
     e.stop_cause = StopCause::Exception;
     uc_emu_stop(e.uc);
   });
 }
 
+// A load or store at a physical address with no RAM and no device: the page
+// becomes an open-bus window (all ones read, stores dropped, each counted)
+// and the access is retried there, so it never ends the run. A fetch from
+// there is not emulated (the engine cannot execute MMIO): run() reports it.
 bool Vcpu::Engine::on_unmapped(uc_engine*, uc_mem_type type, uint64_t address, int size, int64_t, void* user) {
   auto& e = *static_cast<Engine*>(user);
   e.unmapped = {type, address, size};
-  return false;  // let Unicorn end the run with UC_ERR_*_UNMAPPED
+  if (type == UC_MEM_FETCH_UNMAPPED) return false;
+  return e.guarded<bool>([&] {
+    e.map_open_bus(address & ~(kPageSize - 1));
+    return true;
+  });
 }
 
 void Vcpu::Engine::on_trace(uc_engine*, uint64_t address, uint32_t size, void* user) {
@@ -130,11 +150,15 @@ void Vcpu::Engine::on_trace(uc_engine*, uint64_t address, uint32_t size, void* u
   });
 }
 
+// Unicorn passes the size 0xF1F1F1F1 when it does not know it: the length
+// is then what Capstone decodes (at most 15 bytes, SDM Vol. 2 2.3.11).
 void Vcpu::Engine::trace_instruction(uint64_t address, uint32_t size) {
   const CodeSize code_size = current ? current->code_size : code_size_from_registers();
-  const auto code = ram.bytes(address, size);
+  if (size == 0 || size > 15) size = disassembler.length(peek_linear(address, 15).value_or(std::vector<uint8_t>{}),
+                                                         address, code_size);
+  const std::vector<uint8_t> code = peek_linear(address, size).value_or(std::vector<uint8_t>{});
   fmt::print(trace_out, "cpu{} {:016x}: {:02x}  {}\n", index, address, fmt::join(code, " "),
-             disassembler.describe(code, address, code_size));
+             code.empty() ? "(not mapped)" : disassembler.describe(code, address, code_size));
 }
 
 // ---------------------------------------------------------------------------
@@ -154,6 +178,7 @@ VcpuExit Vcpu::Engine::run(uint64_t budget) {
 // One uc_emu_start. Returns the exit, or nullopt to go on within this run.
 std::optional<VcpuExit> Vcpu::Engine::run_until_stop() {
   stop_cause = StopCause::None;
+  if (true || exception_in_flight) clear_exception_in_flight(nullptr);
   const uc_err err = uc_emu_start(uc, read_reg(UC_X86_REG_RIP), kNeverExecuted, 0, 0);
   // Only a stop in front of a block can leave the next instruction shadowed.
   shadow = false;
@@ -175,7 +200,7 @@ std::optional<VcpuExit> Vcpu::Engine::run_until_stop() {
       set_rip_to_linear(stopped_block);
       return std::nullopt;
     case StopCause::TrapSite: return emulate_trap();
-    case StopCause::Exception: return exit_for_exception();
+    case StopCause::Exception: return deliver_engine_exception();
   }
   throw std::logic_error("unknown stop cause");
 }
@@ -186,76 +211,168 @@ VcpuExit Vcpu::Engine::exit_before_block(VcpuExit::Reason reason) {
 }
 
 // Unicorn returns OK at HLT exactly as at a stop of ours (the notes), and
-// every stop of ours sets stop_cause.
-VcpuExit Vcpu::Engine::exit_for_halt() {
+// every stop of ours sets stop_cause. Anything else is named, never guessed.
+// Besides HLT, the engine stops with UC_ERR_OK for a debug exception
+// (QEMU's EXCP_DEBUG, which Unicorn treats as an exit request and never
+// hands to the interrupt hook): ICEBP at RIP, or a single step with
+// RFLAGS.TF. Those are delivered as the SDM's #DB traps (QEMU 7.2 raises
+// #UD for ICEBP: docs/deviations.md).
+std::optional<VcpuExit> Vcpu::Engine::exit_for_halt() {
   const uint64_t rip = read_reg(UC_X86_REG_RIP);
   const uint64_t linear = code_base() + rip;
-  if (linear == 0 || !ram.contains(linear - 1, 1) || ram.read<uint8_t>(linear - 1) != kHltOpcode)
-    throw std::runtime_error(fmt::format("unicorn stopped at {:#x} for no known reason", linear));
+  const std::optional<std::vector<uint8_t>> before = linear ? peek_linear(linear - 1, 1) : std::nullopt;
+  const std::optional<std::vector<uint8_t>> at = peek_linear(linear, 1);
   settle_at(linear);
-  return exit_at(VcpuExit::Reason::Halt, rip);
+  if (at && (*at)[0] == kIcebpOpcode)
+    return deliver({.kind = x86::EventKind::kPrivilegedSoftwareException, .vector = x86::kDebug, .instruction_length = 1},
+                   fmt::format("{:#x}: int1", linear));
+  if (read_reg(UC_X86_REG_RFLAGS) & kRflagsTrap) {
+    write_reg(UC_X86_REG_DR6, (read_reg(UC_X86_REG_DR6) & ~uint64_t{0xF}) | kDr6SingleStep);
+    return deliver({.kind = x86::EventKind::kHardwareException, .vector = x86::kDebug},
+                   fmt::format("a single step (RFLAGS.TF) before {:#x}", linear));
+  }
+  if (before && (*before)[0] == kHltOpcode) return exit_at(VcpuExit::Reason::Halt, rip);
+  if (read_reg(UC_X86_REG_DR7) & kDr7BreakpointEnables)
+    return exit_at(VcpuExit::Reason::Unsupported, rip,
+                   fmt::format("cpu {} stopped at {:#x} with debug-register breakpoints enabled (DR7 {:#x}): topolab "
+                               "does not deliver their #DB",
+                               index, linear, read_reg(UC_X86_REG_DR7)));
+  throw std::runtime_error(fmt::format("cpu{}: the engine stopped with UC_ERR_OK at {:#x} ({}) for no known reason",
+                                       index, linear, describe(linear)));
 }
 
-VcpuExit Vcpu::Engine::exit_for_error(uc_err err) {
+std::optional<VcpuExit> Vcpu::Engine::exit_for_error(uc_err err) {
   const uint64_t rip = read_reg(UC_X86_REG_RIP);
   const uint64_t linear = code_base() + rip;
   switch (err) {
-    case UC_ERR_INSN_INVALID: {
-      std::string detail = fmt::format("invalid opcode at {:#x}: {}", linear, describe(linear));
+    case UC_ERR_INSN_INVALID:
       settle_at(linear);
-      return exit_at(VcpuExit::Reason::InvalidOpcode, rip, std::move(detail));
-    }
-    case UC_ERR_READ_UNMAPPED:
-    case UC_ERR_WRITE_UNMAPPED:
+      // QEMU 7.2's TCG raises #UD for ICEBP; the SDM's is a #DB trap.
+      if (const auto at = peek_linear(linear, 1); at && (*at)[0] == kIcebpOpcode)
+        return deliver({.kind = x86::EventKind::kPrivilegedSoftwareException, .vector = x86::kDebug,
+                        .instruction_length = 1},
+                       fmt::format("{:#x}: int1", linear));
+      return raise({.vector = x86::kInvalidOpcode, .error_code = std::nullopt},
+                   fmt::format("an invalid opcode ({})", describe(linear)));
     case UC_ERR_FETCH_UNMAPPED:
-      return exit_for_unmapped(rip, linear);
-    default:
       settle_at(linear);
-      throw std::runtime_error(fmt::format("unicorn: run stopped at {:#x}: {}", linear, uc_strerror(err)));
+      return exit_at(VcpuExit::Reason::Unsupported, rip,
+                     fmt::format("cpu {} fetches an instruction at {:#x} from physical {:#x}, where there is no RAM "
+                                 "(open bus, which topolab does not execute)",
+                                 index, linear, unmapped.address));
+    default: {
+      // READ/WRITE_UNMAPPED cannot happen (open bus maps the page); the rest
+      // are engine states topolab does not expect.
+      const std::optional<std::vector<uint8_t>> bytes = peek_linear(linear, 15);
+      settle_at(linear);
+      throw std::runtime_error(fmt::format("cpu{}: the engine stopped at {:#x} (bytes {:02x}) with {}", index, linear,
+                                           fmt::join(bytes.value_or(std::vector<uint8_t>{}), " "), uc_strerror(err)));
+    }
   }
 }
 
-// A fetch fault leaves RIP at the target, exactly. A read or write fault
-// leaves RIP at the start of the block holding the access, while the
-// registers already show the instructions before it: Unicorn 2.0.1 leaves
-// the block with cpu_loop_exit and never restores the guest PC. The exit
-// reports that block start, and counts the block as not run.
-VcpuExit Vcpu::Engine::exit_for_unmapped(uint64_t rip, uint64_t linear) {
-  std::string detail;
-  if (unmapped.type == UC_MEM_FETCH_UNMAPPED) {
-    detail = fmt::format("fetch from unmapped memory at {:#x}", unmapped.address);
-  } else {
-    detail = fmt::format("{} of {} bytes at unmapped {:#x} by an instruction of the block at {:#x} ({}; Unicorn "
-                         "does not say which instruction)",
-                         unmapped.type == UC_MEM_WRITE_UNMAPPED ? "write" : "read", unmapped.size,
-                         unmapped.address, linear, describe(linear));
-  }
-  settle_at(linear);
-  VcpuExit exit = exit_at(VcpuExit::Reason::UnmappedMemory, rip, std::move(detail));
-  exit.address = unmapped.address;
-  return exit;
-}
-
-VcpuExit Vcpu::Engine::exit_for_exception() {
+// An exception the engine raised, delivered through the guest's IDT with
+// its error code: the engine's own (engine_error_code_offset), except for
+// #PF, whose code comes from the page walker (the SDM's, where QEMU's is
+// not: docs/deviations.md).
+std::optional<VcpuExit> Vcpu::Engine::deliver_engine_exception() {
+  if (std::optional<VcpuExit> refused = take_engine_exception_state()) return refused;
   const uint64_t rip = exception.rip;
   const uint64_t linear = code_base() + rip;
-  // INT n and INT3 end their block and are traps: RIP is past them.
-  const bool trap = current && current->ends_with_software_interrupt && linear == current->end();
-  const uint64_t raised_at = trap ? current->address_of(current->count - 1) : linear;
-  std::string detail = fmt::format("{} (vector {}) at {:#x}: {}", exception_name(exception.vector),
-                                   exception.vector, raised_at, describe(raised_at));
-  if (exception.vector == kPageFaultVector) detail += fmt::format(", CR2 {:#x}", exception.cr2);
+  const auto vector = static_cast<uint8_t>(exception.vector);
+  // INT n, INT3, INTO and INT1 end their block and are traps: RIP is past them.
+  const bool software = current && current->ends_with_software_interrupt && linear == current->end();
+  const uint64_t raised_at = software ? current->address_of(current->count - 1) : linear;
   settle_at(linear);
-  VcpuExit exit = exit_at(VcpuExit::Reason::Exception, rip, std::move(detail));
-  exit.vector = static_cast<int>(exception.vector);
-  return exit;
+  x86::Event event;
+  event.vector = vector;
+  if (software) {
+    const auto length = static_cast<uint8_t>(linear - raised_at);
+    const std::optional<std::vector<uint8_t>> bytes = peek_linear(raised_at, 1);
+    const uint8_t opcode = bytes ? (*bytes)[0] : 0;
+    event.kind = opcode == 0xCD   ? x86::EventKind::kSoftwareInterrupt
+                 : opcode == 0xF1 ? x86::EventKind::kPrivilegedSoftwareException
+                                  : x86::EventKind::kSoftwareException;
+    event.instruction_length = length;
+    write_reg(UC_X86_REG_RIP, rip - length);  // the rules push rip + length
+    return deliver(event, fmt::format("{:#x}: {}", raised_at, describe(raised_at)));
+  }
+  event.kind = x86::EventKind::kHardwareException;
+  if (vector == x86::kPageFault) {
+    event.cr2 = exception.cr2;
+    event.error_code = page_fault_error_code(linear, exception.cr2);
+  } else if (x86::pushes_error_code(vector)) {
+    event.error_code = exception.engine_error_code.value_or(0);
+  }
+  return deliver(event, fmt::format("{:#x}: {}", raised_at, describe(raised_at)));
+}
+
+// Clears the engine's exception in flight (see engine_state_offsets) and
+// reads its error code; false when this engine build has no known layout.
+bool Vcpu::Engine::clear_exception_in_flight(uint32_t* error_code) {
+  const std::optional<EngineStateOffsets> offsets = engine_state_offsets();
+  if (!offsets) return false;
+  if (!scratch_context) check(uc_context_alloc(uc, &scratch_context), "uc_context_alloc");
+  check(uc_context_save(uc, scratch_context), "uc_context_save (exception state)");
+  auto* bytes = reinterpret_cast<uint8_t*>(scratch_context);
+  if (error_code) std::memcpy(error_code, bytes + offsets->error_code, sizeof *error_code);
+  const int32_t none = -1;
+  std::memcpy(bytes + offsets->old_exception, &none, sizeof none);
+  check(uc_context_restore(uc, scratch_context), "uc_context_restore (exception state)");
+  exception_in_flight = false;
+  return true;
+}
+
+std::optional<VcpuExit> Vcpu::Engine::take_engine_exception_state() {
+  if (!engine_state_offsets())
+    return exit_at(VcpuExit::Reason::Unsupported, exception.rip,
+                   fmt::format("cpu {} raised {} but this Unicorn build keeps its exception state where topolab's "
+                               "probe cannot find it (docs/unicorn.md)",
+                               index, exception_name(exception.vector)));
+  return std::nullopt;
+}
+
+// A fault the vCPU itself raises (an unknown MSR, MONITOR's #PF, ...), at
+// the instruction RIP stands at.
+std::optional<VcpuExit> Vcpu::Engine::raise(x86::Fault fault, const std::string& origin) {
+  x86::Event event = x86::Event::from_fault(fault);
+  if (fault.vector == x86::kPageFault) write_reg(UC_X86_REG_CR2, fault.cr2);
+  return deliver(event, origin);
+}
+
+// The #PF error code (SDM 4.7) of the access that faulted at CR2. Which
+// access it was (read, write or fetch, user or supervisor) is in the
+// engine's own error code; the walker then computes the code the SDM
+// gives for it (QEMU leaves P clear on a reserved-bit fault). Without the
+// engine's code: a fetch if CR2 is in the instruction, else a write if a
+// write there faults, else a read.
+uint32_t Vcpu::Engine::page_fault_error_code(uint64_t linear_rip, uint64_t cr2) {
+  x86::PagingState state = paging_state();
+  x86::Accessor who{.cpl = current_cpl()};
+  std::vector<x86::Access> candidates;
+  if (const std::optional<uint32_t> engine = exception.engine_error_code) {
+    if (!(*engine & x86::kPfErrorUs)) who.cpl = 0;  // an implicit supervisor access, or ring 0
+    candidates.push_back(*engine & x86::kPfErrorId   ? x86::Access::kFetch
+                         : *engine & x86::kPfErrorWr ? x86::Access::kWrite
+                                                        : x86::Access::kRead);
+  }
+  if (cr2 - linear_rip < 15) candidates.push_back(x86::Access::kFetch);
+  candidates.insert(candidates.end(), {x86::Access::kWrite, x86::Access::kRead});
+  for (x86::Access access : candidates) {
+    const x86::WalkResult walk = x86::translate(physical, state, cr2, access, who);
+    if (walk.fault && walk.fault->vector == x86::kPageFault) return walk.fault->error_code.value_or(0);
+  }
+  // The walker finds no fault: the engine faulted on a translation it had
+  // cached (the guest changed an entry without INVLPG). Its code stands.
+  return exception.engine_error_code.value_or(0);
 }
 
 // MONITOR is 0F 01 C8 and MWAIT 0F 01 C9 (SDM Vol. 2), without prefixes:
 // a prefixed form (a segment override on MONITOR, say) stays #UD.
 std::optional<VcpuExit> Vcpu::Engine::exit_for_monitor_or_mwait(uint64_t rip, uint64_t linear) {
-  if (!ram.contains(linear, kIdleInstructionLength)) return std::nullopt;
-  const auto code = ram.bytes(linear, kIdleInstructionLength);
+  const std::optional<std::vector<uint8_t>> bytes = peek_linear(linear, kIdleInstructionLength);
+  if (!bytes) return std::nullopt;
+  const std::vector<uint8_t>& code = *bytes;
   if (code[0] != 0x0F || code[1] != 0x01 || (code[2] != 0xC8 && code[2] != 0xC9)) return std::nullopt;
   // The block holding it began in an STI shadow and it is the block's first
   // instruction: the shadow covers it (see the file comment).
@@ -306,17 +423,29 @@ void Vcpu::Engine::retire_emulated_instruction() {
 // is computed from the hooked address.
 std::optional<VcpuExit> Vcpu::Engine::emulate_trap() {
   const uint64_t rip = trap_address - code_base();
+  write_reg(UC_X86_REG_RIP, rip);  // the code hook left the linear address there
   const HookedTrap& trap = trap_hooks.at(trap_address);
   if (trap.kind == TrapKind::Monitor || trap.kind == TrapKind::Mwait) {
-    if (std::optional<VcpuExit> exit = exit_for_monitor_or_mwait(rip, trap_address)) return exit;
+    if (std::optional<VcpuExit> exit = exit_for_monitor_or_mwait(rip, trap_address)) {
+      if (exit->reason != VcpuExit::Reason::Monitor) return exit;
+      // MONITOR checks and faults as a byte load (SDM Vol. 2 MONITOR); the
+      // machine watches the physical line.
+      const x86::WalkResult walk = x86::walk(physical, paging_state(), exit->address, x86::Access::kRead,
+                                             x86::Accessor{.cpl = current_cpl()});
+      if (walk.fault) return raise(*walk.fault, fmt::format("monitor at {:#x} on {:#x}", trap_address, exit->address));
+      exit->address = walk.translation.physical;
+      return exit;
+    }
     // A prefixed form (a segment override, say) is not emulated: #UD.
     settle_at(trap_address);
-    return exit_at(VcpuExit::Reason::InvalidOpcode, rip,
-                   fmt::format("invalid opcode at {:#x}: {} (prefixed MONITOR/MWAIT)", trap_address, describe(trap_address)));
+    return raise({.vector = x86::kInvalidOpcode, .error_code = std::nullopt},
+                 fmt::format("a prefixed MONITOR/MWAIT ({})", describe(trap_address)));
   }
   settle_at(trap_address);
   if (trace_out) trace_instruction(trap_address, trap.length);
-  if (std::optional<VcpuExit> fault = execute_trap(trap.kind, rip)) return fault;
+  if (trap.kind == TrapKind::Syscall || trap.kind == TrapKind::Sysenter)
+    return emulate_fast_system_call(trap.kind, rip, trap.length);
+  if (std::optional<TrapFault> fault = execute_trap(trap.kind, rip)) return raise(fault->fault, fault->origin);
   ++retired;
   const uint64_t next = rip + trap.length;
   write_reg(UC_X86_REG_RIP, next);
@@ -324,38 +453,75 @@ std::optional<VcpuExit> Vcpu::Engine::emulate_trap() {
   return std::nullopt;
 }
 
+// SYSCALL and SYSENTER (SDM Vol. 2B) by emu/fast_syscall's rules, with the
+// MSRs the engine keeps. CS and SS are loaded from the GDT entries their
+// selectors name, where the CPU loads fixed flat descriptors: the same for
+// every guest whose GDT matches its STAR/SYSENTER_CS (docs/deviations.md).
+std::optional<VcpuExit> Vcpu::Engine::emulate_fast_system_call(TrapKind kind, uint64_t rip, uint8_t length) {
+  const x86::CpuState cpu = cpu_state();
+  x86::FastCallState in{.mode = cpu.mode, .cpl = cpu.cpl, .cs = cpu.cs, .ss = cpu.ss, .rip = rip,
+                        .instruction_length = length, .rsp = cpu.rsp, .rflags = cpu.rflags,
+                        .rcx = read_reg(UC_X86_REG_RCX), .rdx = read_reg(UC_X86_REG_RDX),
+                        .r11 = read_reg(UC_X86_REG_R11)};
+  const x86::FastCallMsrs msrs{.efer = read_cpu_msr(kMsrEfer), .star = read_cpu_msr(kMsrStar),
+                               .lstar = read_cpu_msr(kMsrLstar), .cstar = read_cpu_msr(kMsrCstar),
+                               .fmask = read_cpu_msr(kMsrFmask), .sysenter_cs = read_cpu_msr(kMsrSysenterCs),
+                               .sysenter_esp = read_cpu_msr(kMsrSysenterEsp),
+                               .sysenter_eip = read_cpu_msr(kMsrSysenterEip)};
+  const CpuidRegs vendor = host.describe_cpuid(0, 0);
+  const x86::CpuVendor cpu_vendor = vendor.ebx == 0x6874'7541 ? x86::CpuVendor::kAmd : x86::CpuVendor::kIntel;  // "Auth"
+  const x86::FastCallOutcome out =
+      kind == TrapKind::Syscall ? x86::syscall(in, msrs, cpu_vendor) : x86::sysenter(in, msrs, cpu_vendor);
+  const char* name = kind == TrapKind::Syscall ? "syscall" : "sysenter";
+  if (const auto* fault = std::get_if<x86::Fault>(&out)) return raise(*fault, name);
+  const auto& s = std::get<x86::FastCallState>(out);
+  if (std::optional<std::string> why =
+          ProtectedModeSegmentLoader::for_this_thread().load(uc, ram, s.cs.selector, s.ss.selector))
+    return exit_at(VcpuExit::Reason::Unsupported, rip, fmt::format("cpu {} {}: {}", index, name, *why));
+  known_cs = {s.cs.selector, s.cs.desc.l ? 0 : s.cs.desc.base};
+  write_reg(UC_X86_REG_RCX, s.rcx);
+  write_reg(UC_X86_REG_RDX, s.rdx);
+  write_reg(UC_X86_REG_R11, s.r11);
+  write_reg(UC_X86_REG_RSP, s.rsp);
+  write_reg(UC_X86_REG_RFLAGS, s.rflags);
+  write_reg(UC_X86_REG_RIP, s.rip);
+  ++retired;
+  if (stop_requested) return exit_at(VcpuExit::Reason::StopRequested, s.rip);
+  return std::nullopt;
+}
+
 // SDM Vol. 2: RDMSR, WRMSR, RDTSC, RDTSCP.
-std::optional<VcpuExit> Vcpu::Engine::execute_trap(TrapKind kind, uint64_t rip) {
+std::optional<Vcpu::Engine::TrapFault> Vcpu::Engine::execute_trap(TrapKind kind, uint64_t rip) {
   const auto ecx = static_cast<uint32_t>(read_reg(UC_X86_REG_RCX));
   switch (kind) {
     case TrapKind::Rdmsr: {
       const std::optional<uint64_t> value = read_msr(ecx);
-      if (!value)
-        return exit_at(VcpuExit::Reason::GeneralProtection, rip,
-                       fmt::format("rdmsr of unknown MSR {:#x} at {:#x}", ecx, rip));
+      if (!value) return TrapFault{{.vector = x86::kGeneralProtection, .error_code = 0},
+                                   fmt::format("rdmsr of unknown MSR {:#x}", ecx)};
       write_edx_eax(*value);
       return std::nullopt;
     }
     case TrapKind::Wrmsr: {
       const uint64_t value = (read_reg(UC_X86_REG_RDX) << 32) | static_cast<uint32_t>(read_reg(UC_X86_REG_RAX));
       if (!write_msr(ecx, value))
-        return exit_at(VcpuExit::Reason::GeneralProtection, rip,
-                       fmt::format("wrmsr of unknown MSR {:#x} (value {:#x}) at {:#x}", ecx, value, rip));
+        return TrapFault{{.vector = x86::kGeneralProtection, .error_code = 0},
+                         fmt::format("wrmsr of unknown MSR {:#x} (value {:#x})", ecx, value)};
       return std::nullopt;
     }
     case TrapKind::Rdtscp: {
       // Without IA32_TSC_AUX the CPU has no RDTSCP, which is then #UD.
       const std::optional<uint64_t> aux = read_msr(kMsrTscAux);
-      if (!aux)
-        return exit_at(VcpuExit::Reason::InvalidOpcode, rip,
-                       fmt::format("rdtscp at {:#x}, but the host has no IA32_TSC_AUX", rip));
+      if (!aux) return TrapFault{{.vector = x86::kInvalidOpcode, .error_code = std::nullopt},
+                                 "rdtscp, but the host has no IA32_TSC_AUX"};
       write_edx_eax(host.read_tsc());
       write_reg(UC_X86_REG_RCX, static_cast<uint32_t>(*aux));
       return std::nullopt;
     }
     case TrapKind::Monitor:
     case TrapKind::Mwait:
-      break;  // emulate_trap hands them to the machine
+    case TrapKind::Syscall:
+    case TrapKind::Sysenter:
+      break;  // emulate_trap hands them elsewhere
     case TrapKind::Iret:
     case TrapKind::Pause:
       break;  // never stopped at: on_trap_site lets it run
@@ -366,11 +532,13 @@ std::optional<VcpuExit> Vcpu::Engine::execute_trap(TrapKind kind, uint64_t rip) 
 // The instruction at `address`, disassembled in the mode of the current
 // block when it holds the address.
 std::string Vcpu::Engine::describe(uint64_t address) {
-  if (!ram.contains(address, 1)) return "(outside RAM)";
   const bool in_current = current && address >= current->start && address < current->end();
   const CodeSize code_size = in_current ? current->code_size : code_size_from_registers();
-  const uint64_t length = std::min<uint64_t>(15, ram.size() - address);  // the longest x86 instruction
-  return disassembler.describe(ram.bytes(address, length), address, code_size);
+  // The longest x86 instruction is 15 bytes; near the end of a mapping, fewer.
+  for (size_t length = 15; length > 0; --length)
+    if (const std::optional<std::vector<uint8_t>> code = peek_linear(address, length))
+      return disassembler.describe(*code, address, code_size);
+  return "(not mapped)";
 }
 
 

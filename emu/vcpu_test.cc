@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <tuple>
 #include <functional>
 #include <map>
 #include <stdexcept>
@@ -94,6 +95,9 @@ class FakeHost final : public VcpuHost {
     it->second = value;
     return true;
   }
+  void open_bus_access(uint64_t physical, unsigned size, bool write) override {
+    open_bus.emplace_back(physical, size, write);
+  }
   uint64_t read_tsc() override {
     const uint64_t value = tsc_values.at(0);
     tsc_values.pop_front();
@@ -114,6 +118,7 @@ class FakeHost final : public VcpuHost {
   std::vector<PortAccess> port_reads, port_writes;
   std::vector<uint32_t> msr_reads;
   std::vector<std::pair<uint32_t, uint64_t>> msr_writes;
+  std::vector<std::tuple<uint64_t, unsigned, bool>> open_bus;
 };
 
 // A FILE* that collects what is written to it.
@@ -268,7 +273,10 @@ VcpuExit run_rdpkru(EngineCpu engine_cpu) {
 }
 
 TEST(VcpuEngineCpu, Qemu64EngineHasNoPku) {
-  EXPECT_EQ(run_rdpkru(EngineCpu::Qemu64).reason, VcpuExit::Reason::InvalidOpcode);
+  // The #UD has no IDT to go to (the Multiboot state has none): a triple fault.
+  const VcpuExit exit = run_rdpkru(EngineCpu::Qemu64);
+  EXPECT_EQ(exit.reason, VcpuExit::Reason::TripleFault) << exit.detail;
+  EXPECT_NE(exit.detail.find("while delivering #UD (the first raised by an invalid opcode"), std::string::npos) << exit.detail;
 }
 
 TEST(VcpuEngineCpu, SkylakeServerEngineRunsPku) {
@@ -334,14 +342,19 @@ TEST_F(VcpuTest, RunAfterHaltResumesAfterTheHlt) {
   EXPECT_EQ(cpu.state().rbx, kMultibootInfo + 1);
 }
 
-TEST_F(VcpuTest, Ud2IsInvalidOpcodeAtTheInstruction) {
+// With no IDT (the Multiboot state), every exception ends in a triple fault
+// (SDM 6.15: the #GP of the missing gate, then #DF, then shutdown), and the
+// one line names the chain and what raised the first.
+TEST_F(VcpuTest, Ud2WithNoIdtIsATripleFaultNamingTheUd) {
   boot32({
       0x90,        // 1000: nop
       0x0f, 0x0b,  // 1001: ud2
   });
-  const VcpuExit exit = run_expecting(VcpuExit::Reason::InvalidOpcode);
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::TripleFault);
   EXPECT_EQ(exit.rip, 0x1001u);
-  EXPECT_EQ(exit.detail, "invalid opcode at 0x1001: ud2");
+  EXPECT_NE(exit.detail.find("triple fault: "), std::string::npos) << exit.detail;
+  EXPECT_NE(exit.detail.find("while delivering #DF"), std::string::npos) << exit.detail;
+  EXPECT_NE(exit.detail.find("an invalid opcode (ud2) at 0x1001: ud2"), std::string::npos) << exit.detail;
   EXPECT_EQ(cpu.instructions(), 1u);
 }
 
@@ -351,12 +364,9 @@ TEST_F(VcpuTest, Int3IsExceptionThreeWithRipAfterIt) {
       0xcc,  // 1001: int3
       0xf4,  // 1002: hlt
   });
-  const VcpuExit exit = run_expecting(VcpuExit::Reason::Exception);
-  EXPECT_EQ(exit.vector, 3);
-  EXPECT_EQ(exit.rip, 0x1002u);
-  EXPECT_EQ(exit.detail, "#BP (vector 3) at 0x1001: int3");
-  EXPECT_EQ(cpu.instructions(), 2u);
-  EXPECT_EQ(cpu.state().rip, 0x1002u);
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::TripleFault);
+  EXPECT_NE(exit.detail.find("0x1001: int3"), std::string::npos) << exit.detail;
+  EXPECT_EQ(cpu.instructions(), 2u) << "INT3 is a trap: it retired";
 }
 
 TEST_F(VcpuTest, IntNIsExceptionWithItsVector) {
@@ -364,10 +374,8 @@ TEST_F(VcpuTest, IntNIsExceptionWithItsVector) {
       0xcd, 0x40,  // 1000: int 0x40
       0xf4,        // 1002: hlt
   });
-  const VcpuExit exit = run_expecting(VcpuExit::Reason::Exception);
-  EXPECT_EQ(exit.vector, 0x40);
-  EXPECT_EQ(exit.rip, 0x1002u);
-  EXPECT_EQ(exit.detail, "interrupt (vector 64) at 0x1000: int 0x40");
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::TripleFault);
+  EXPECT_NE(exit.detail.find("0x1000: int 0x40"), std::string::npos) << exit.detail;
 }
 
 TEST_F(VcpuTest, DivideByZeroIsExceptionZeroAtTheFaultingInstruction) {
@@ -376,12 +384,11 @@ TEST_F(VcpuTest, DivideByZeroIsExceptionZeroAtTheFaultingInstruction) {
       0xf7, 0xf1,  // 1002: div ecx
       0xf4,        // 1004: hlt
   });
-  const VcpuExit exit = run_expecting(VcpuExit::Reason::Exception);
-  EXPECT_EQ(exit.vector, 0);
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::TripleFault);
   EXPECT_EQ(exit.rip, 0x1002u);
-  EXPECT_EQ(exit.detail, "#DE (vector 0) at 0x1002: div ecx");
+  EXPECT_NE(exit.detail.find("0x1002: div ecx"), std::string::npos) << exit.detail;
   EXPECT_EQ(cpu.instructions(), 1u);
-  EXPECT_EQ(cpu.state().rip, 0x1002u);
+  EXPECT_EQ(cpu.state().rip, 0x1002u) << "a fault leaves RIP at the instruction";
 }
 
 TEST_F(VcpuTest, PageFaultReportsCr2) {
@@ -389,47 +396,35 @@ TEST_F(VcpuTest, PageFaultReportsCr2) {
       0x48, 0x8b, 0x04, 0x25, 0x00, 0x00, 0x08, 0x00,  // 2001: mov rax, [0x80000] (not present)
       0xf4,                                            // 2009: hlt
   });
-  const VcpuExit exit = run_expecting(VcpuExit::Reason::Exception);
-  EXPECT_EQ(exit.vector, 14);
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::TripleFault);
   EXPECT_EQ(exit.rip, kSnippet64);
-  EXPECT_EQ(exit.detail, "#PF (vector 14) at 0x2001: mov rax, qword ptr [0x80000], CR2 0x80000");
+  EXPECT_NE(exit.detail.find("#PF(0x0, cr2=0x80000)"), std::string::npos) << exit.detail;
+  EXPECT_EQ(cpu.state().rip, kSnippet64) << "Unicorn 2.1.3 stops at the exact faulting instruction";
 }
 
-TEST_F(VcpuTest, UnmappedReadIsUnmappedMemoryWithTheAddress) {
-  boot32({0xa1, 0x00, 0x00, 0x00, 0x10});  // 1000: mov eax, [0x10000000]
-  const VcpuExit exit = run_expecting(VcpuExit::Reason::UnmappedMemory);
-  EXPECT_EQ(exit.address, kUnmapped);
-  EXPECT_EQ(exit.rip, kEntry);
-  EXPECT_EQ(exit.detail,
-            "read of 4 bytes at unmapped 0x10000000 by an instruction of the block at 0x1000 "
-            "(mov eax, dword ptr [0x10000000]; Unicorn does not say which instruction)");
-}
-
-// Pins a Unicorn 2.0.1 limitation: a data access to unmapped memory is
-// reported at the start of its block, with the block counted as not run,
-// although the registers already show the instructions before it.
-TEST_F(VcpuTest, UnmappedWriteIsReportedAtTheStartOfItsBlock) {
+// A physical address with no RAM and no device is open bus: loads read all
+// ones, stores are dropped, both are counted, and the run goes on.
+TEST_F(VcpuTest, OpenBusReadsAllOnesAndDropsStores) {
   boot32({
-      0x41,                          // 1000: inc ecx
-      0xa3, 0x00, 0x00, 0x00, 0x10,  // 1001: mov [0x10000000], eax
+      0xa1, 0x00, 0x00, 0x00, 0x10,  // 1000: mov eax, [0x10000000]
+      0xa3, 0x04, 0x00, 0x00, 0x10,  // 1005: mov [0x10000004], eax
+      0xf4,                          // 100a: hlt
   });
-  const VcpuExit exit = run_expecting(VcpuExit::Reason::UnmappedMemory);
-  EXPECT_EQ(exit.address, kUnmapped);
-  EXPECT_EQ(exit.rip, kEntry);
-  EXPECT_EQ(cpu.instructions(), 0u);
-  EXPECT_EQ(cpu.state().rcx, 1u);
-  EXPECT_NE(exit.detail.find("write of 4 bytes at unmapped 0x10000000"), std::string::npos) << exit.detail;
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(cpu.state().rax, 0xFFFF'FFFFu);
+  EXPECT_EQ(host.open_bus, (std::vector<std::tuple<uint64_t, unsigned, bool>>{{kUnmapped, 4, false},
+                                                                            {kUnmapped + 4, 4, true}}));
+  EXPECT_EQ(cpu.instructions(), 3u);
 }
 
-TEST_F(VcpuTest, UnmappedFetchIsUnmappedMemoryAtTheTarget) {
+TEST_F(VcpuTest, FetchFromOpenBusIsUnsupportedAtTheTarget) {
   boot32({
       0xb8, 0x00, 0x00, 0x00, 0x10,  // 1000: mov eax, 0x10000000
       0xff, 0xe0,                    // 1005: jmp eax
   });
-  const VcpuExit exit = run_expecting(VcpuExit::Reason::UnmappedMemory);
-  EXPECT_EQ(exit.address, kUnmapped);
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::Unsupported);
   EXPECT_EQ(exit.rip, kUnmapped);
-  EXPECT_EQ(exit.detail, "fetch from unmapped memory at 0x10000000");
+  EXPECT_NE(exit.detail.find("from physical 0x10000000, where there is no RAM"), std::string::npos) << exit.detail;
   EXPECT_EQ(cpu.instructions(), 2u);
 }
 
@@ -571,9 +566,9 @@ TEST_F(VcpuTest, RdmsrOfAnUnknownMsrIsGeneralProtectionAtTheInstruction) {
       0x0f, 0x32,                    // 1005: rdmsr
       0xf4,                          // 1007: hlt
   });
-  const VcpuExit exit = run_expecting(VcpuExit::Reason::GeneralProtection);
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::TripleFault);
   EXPECT_EQ(exit.rip, 0x1005u);
-  EXPECT_EQ(exit.detail, "rdmsr of unknown MSR 0x1b at 0x1005");
+  EXPECT_NE(exit.detail.find("rdmsr of unknown MSR 0x1b at 0x1005"), std::string::npos) << exit.detail;
   EXPECT_EQ(cpu.instructions(), 1u);
   EXPECT_EQ(cpu.state().rip, 0x1005u);
 }
@@ -600,9 +595,9 @@ TEST_F(VcpuTest, WrmsrOfAnUnknownMsrIsGeneralProtectionAtTheInstruction) {
       0x0f, 0x30,                    // 100f: wrmsr
       0xf4,                          // 1011: hlt
   });
-  const VcpuExit exit = run_expecting(VcpuExit::Reason::GeneralProtection);
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::TripleFault);
   EXPECT_EQ(exit.rip, 0x100fu);
-  EXPECT_EQ(exit.detail, "wrmsr of unknown MSR 0x1b (value 0x1fee00900) at 0x100f");
+  EXPECT_NE(exit.detail.find("wrmsr of unknown MSR 0x1b (value 0x1fee00900) at 0x100f"), std::string::npos) << exit.detail;
   EXPECT_EQ(cpu.instructions(), 3u);
 }
 
@@ -644,9 +639,9 @@ TEST_F(VcpuTest, RdtscpWithoutTscAuxIsInvalidOpcode) {
       0x0f, 0x01, 0xf9,  // 1000: rdtscp
       0xf4,              // 1003: hlt
   });
-  const VcpuExit exit = run_expecting(VcpuExit::Reason::InvalidOpcode);
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::TripleFault);
   EXPECT_EQ(exit.rip, kEntry);
-  EXPECT_EQ(exit.detail, "rdtscp at 0x1000, but the host has no IA32_TSC_AUX");
+  EXPECT_NE(exit.detail.find("rdtscp, but the host has no IA32_TSC_AUX at 0x1000"), std::string::npos) << exit.detail;
   EXPECT_EQ(cpu.instructions(), 0u);
 }
 
@@ -1161,17 +1156,17 @@ TEST_F(InjectionTest, NoUsableHandlerLeavesTheVcpuUnchanged) {
     EXPECT_FALSE(injection);
     return injection.detail;
   };
-  EXPECT_EQ(failure(cpu.inject_interrupt(0x22)),
-            "vector 34 (external interrupt) in 32-bit protected mode: IDT gate at 0x4110 is not present");
-  EXPECT_EQ(failure(cpu.inject_interrupt(0x23)),
-            "vector 35 (external interrupt) in 32-bit protected mode: IDT gate at 0x4118 is a 16-bit gate (type "
-            "0x6): not supported");
-  EXPECT_EQ(failure(cpu.inject_interrupt(0x24)),
-            "vector 36 (external interrupt) in 32-bit protected mode: IDT gate at 0x4120 is a task gate (type 0x5): "
-            "not supported");
-  EXPECT_EQ(failure(cpu.inject_interrupt(0x25)),
-            "vector 37 (external interrupt) in 32-bit protected mode: IDT gate at 0x4128: gate selector 0x10 is not "
-            "a present code segment");
+  // SDM 6.12, 6.13: a not-present gate is #NP(vector*8+2+EXT), a gate to a
+  // data segment #GP(selector+EXT); with no handlers for those, #DF, then a
+  // triple fault. 16-bit and task gates are not modelled.
+  const std::string np = failure(cpu.inject_interrupt(0x22));
+  EXPECT_NE(np.find("while delivering #NP(0x113) while delivering INTR 0x22"), std::string::npos) << np;
+  const std::string gate16 = failure(cpu.inject_interrupt(0x23));
+  EXPECT_NE(gate16.find("16-bit"), std::string::npos) << gate16;
+  const std::string task = failure(cpu.inject_interrupt(0x24));
+  EXPECT_NE(task.find("task gate"), std::string::npos) << task;
+  const std::string data = failure(cpu.inject_interrupt(0x25));
+  EXPECT_NE(data.find("#GP(0x11) while delivering INTR 0x25"), std::string::npos) << data;
   const VcpuState after = cpu.state();
   EXPECT_EQ(after.rip, before.rip);
   EXPECT_EQ(after.rsp, before.rsp);
@@ -1185,7 +1180,7 @@ TEST_F(VcpuTest, GateBeyondTheIdtLimitIsNoUsableHandler) {
   run_expecting(VcpuExit::Reason::Halt);
   const Injection nmi = cpu.inject_interrupt(2);
   EXPECT_FALSE(nmi);
-  EXPECT_EQ(nmi.detail, "vector 2 (NMI) in 32-bit protected mode: IDT gate at 0x4010 is beyond the IDT limit 0xf");
+  EXPECT_NE(nmi.detail.find("#GP(0x13) while delivering INTR 0x2"), std::string::npos) << nmi.detail;
   EXPECT_EQ(cpu.state().rip, 0x1014u);
 }
 
@@ -1325,11 +1320,13 @@ TEST_F(LongModeInjectionTest, IstTakesTheStackFromTheTss) {
   // TR.base is what LTR loaded; a TSS descriptor at GDT 0x18 (SDM Vol. 3A 7.2.3).
   halt_in_long_mode_with_interrupts_on();
   set_gate64(0x20, 0x2100, kInterruptGate, 1);
-  EXPECT_FALSE(cpu.inject_interrupt(0x20)) << "TR.base 0: IST1 is read from 0x24";
-  // With TR.base 0 the IST1 slot is at 0x24, in RAM: put a stack there.
-  ram.write<uint64_t>(0x24, 0x7008);
+  // No TSS was loaded (TR limit 0): IST1 is outside it, #TS(TR + EXT)
+  // (SDM 6.14.5); the ring changes through a real TSS are in the
+  // higher_half testcase and event_delivery_test.
   const Injection injection = cpu.inject_interrupt(0x20);
-  ASSERT_TRUE(injection) << injection.detail;
+  EXPECT_FALSE(injection);
+  EXPECT_NE(injection.detail.find("#TS(0x1) while delivering INTR 0x20"), std::string::npos) << injection.detail;
+  return;
   EXPECT_EQ(cpu.state().rsp, 0x7000u - 40);
   EXPECT_EQ(stack64(24), 0x8008u) << "the interrupted RSP";
   run_expecting(VcpuExit::Reason::Halt);
@@ -1340,7 +1337,7 @@ TEST_F(LongModeInjectionTest, NotPresentGateNamesVectorGateAndMode) {
   halt_in_long_mode_with_interrupts_on();
   const Injection injection = cpu.inject_exception(13, 0);
   EXPECT_FALSE(injection);
-  EXPECT_EQ(injection.detail, "vector 13 (#GP) in long mode: IDT gate at 0x40d0 is not present");
+  EXPECT_NE(injection.detail.find("while delivering #DF(0x0) while delivering #GP(0x0)"), std::string::npos) << injection.detail;
 }
 
 // --- real mode, INIT and SIPI ---------------------------------------------
@@ -1676,11 +1673,12 @@ TEST_F(VcpuTest, MmioWindowRelocates) {
       0xa1, 0x20, 0x00, 0xd0, 0xfe,  // 1000: mov eax, [0xfed00020]
       0xf4,                          // 1005: hlt
       0xa1, 0x20, 0x00, 0xe0, 0xfe,  // 1006: mov eax, [0xfee00020]
+      0xf4,                          // 100b: hlt
   });
   run_expecting(VcpuExit::Reason::Halt);
   EXPECT_EQ(apic.reads, (std::vector<FakeMmio::Access>{{0x20, 4, 7}}));
-  const VcpuExit exit = run_expecting(VcpuExit::Reason::UnmappedMemory);
-  EXPECT_EQ(exit.address, kApicBase + 0x20);
+  run_expecting(VcpuExit::Reason::Halt);  // the old page is open bus now
+  EXPECT_EQ(host.open_bus.size(), 1u);
 }
 
 TEST_F(VcpuTest, MmioWindowMustBeWholePagesOutsideRam) {
@@ -1735,14 +1733,16 @@ TEST_F(VcpuTest, MonitorIn64BitCodeTakesAllOfRax) {
       0x48, 0xb8, 0x00, 0x10, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,  // mov rax, 0x100001000
       0x0f, 0x01, 0xc8,                                            // monitor
   });
-  EXPECT_EQ(run_expecting(VcpuExit::Reason::Monitor).address, 0x1'0000'1000u);
+  EXPECT_EQ(run_expecting(VcpuExit::Reason::TripleFault).detail.find("#PF(0x0, cr2=0x100001000)") != std::string::npos,
+            true) << "beyond the identity map of the first GiB: MONITOR's #PF";
 }
 
 TEST_F(VcpuTest, PrefixedMonitorStaysInvalidOpcode) {
   boot32({
       0x2e, 0x0f, 0x01, 0xc8,  // 1000: cs monitor
   });
-  run_expecting(VcpuExit::Reason::InvalidOpcode);
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::TripleFault);
+  EXPECT_NE(exit.detail.find("a prefixed MONITOR/MWAIT"), std::string::npos) << exit.detail;
 }
 
 // `sti; mwait`: MWAIT sits in the STI shadow, so no interrupt may come in
@@ -1852,13 +1852,13 @@ TEST_F(VcpuTest, MonitorAfterAHaltStops) {
 
 TEST_F(VcpuTest, MonitorStopsWhileTheInterruptWindowIsWatched) {
   boot64({
-      0x4c, 0x89, 0xf0,  // mov rax, r14
-      0x89, 0xd1,        // mov ecx, edx
-      0x0f, 0x01, 0xc8,  // monitor
-      0xf4,              // hlt
+      0xb8, 0x00, 0x50, 0x00, 0x00,  // mov eax, 0x5000 (mapped: page 0 is not)
+      0x89, 0xd1,                    // mov ecx, edx
+      0x0f, 0x01, 0xc8,              // monitor
+      0xf4,                          // hlt
   });
   cpu.stop_when_interruptible(true);
-  EXPECT_EQ(run_expecting(VcpuExit::Reason::Monitor).rip, kSnippet64 + 5);
+  EXPECT_EQ(run_expecting(VcpuExit::Reason::Monitor).rip, kSnippet64 + 7);
 }
 
 TEST(VcpuEngineCpu, MonitorAfterAHaltOnAnApStops) {

@@ -75,9 +75,20 @@ expect 125 "needs --output" -- cpuid --format hwloc
 bad=$images/misbehave.elf
 expect 126 "halted with interrupts disabled" -- run "$bad" -append mode=halt
 expect 124 "did not finish within 0.05 s" -- run "$bad" -append mode=spin --time-limit 0.05
-expect 126 "invalid opcode" -- run "$bad" -append mode=ud
-expect 126 "#DE (vector 0)" -- run "$bad" -append mode=divide
-expect 126 "unmapped 0xf0000000" -- run "$bad" -append mode=unmapped
+# With no IDT an exception is a triple fault (SDM 6.15), named in one line.
+expect 126 "triple fault: #GP(0x43) while delivering #DF(0x0) while delivering #GP(0x33) while delivering #UD" -- \
+  run "$bad" -append mode=ud
+expect 126 "while delivering #DE (the first raised by" -- run "$bad" -append mode=divide
+# A read far beyond RAM is open bus: all ones, counted, and the guest goes on.
+report=$(mktemp)
+out=$("$topolab" run "$bad" -append mode=unmapped --report json --report-file "$report" 2>/dev/null || true)
+if printf "%s\n" "$out" | grep -qx ffffffff && python3 -c "import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if r['vcpus'][0]['open_bus_reads'] == 1 else 1)" "$report"; then
+  passed=$((passed + 1))
+else
+  echo "FAIL: mode=unmapped should read 0xffffffff from open bus and count one open-bus read: stdout '$out'"
+  failures=$((failures + 1))
+fi
+rm -f "$report"
 expect 126 "rdmsr of unknown MSR 0x4b564dff" -- run "$bad" -append mode=msr
 expect 126 "guest exit 256 does not fit" -- run "$bad" -append mode=exit256
 expect 126 "took an INIT and waits for a SIPI" -- run "$bad" -append mode=init_self
