@@ -580,6 +580,7 @@ void Machine::wake_due_timers(uint64_t horizon_ns) {
 }
 
 Machine::Cpu* Machine::pick_next(uint64_t limit_ns) {
+  std::optional<uint64_t> jumped_to;
   while (true) {
     uint64_t horizon = std::numeric_limits<uint64_t>::max();
     for (const auto& cpu : cpus_)
@@ -593,10 +594,25 @@ Machine::Cpu* Machine::pick_next(uint64_t limit_ns) {
     }
     // Nobody runs: jump to the earliest APIC timer that can wake a halted vCPU.
     std::optional<uint64_t> earliest;
+    unsigned owner = 0;
     for (const auto& cpu : cpus_)
       if (cpu->state() == Cpu::State::Halted && cpu->timer_can_wake())
-        if (auto when = cpu->apic().next_timer_event()) earliest = std::min(earliest.value_or(*when), *when);
+        if (auto when = cpu->apic().next_timer_event(); when && (!earliest || *when < *earliest)) {
+          earliest = when;
+          owner = cpu->index();
+        }
     if (!earliest || *earliest >= limit_ns) return nullptr;
+    // The invariant that makes a host hang impossible whatever a device
+    // reports: each jump wakes a vCPU or moves the earliest timer later.
+    // A timer that stays due without firing (F1 of issue 14: a deadline
+    // wrapped to an early time) is a diagnosed hang, not a spin.
+    if (jumped_to && *earliest <= *jumped_to) {
+      stall_ = fmt::format("guest hung: no vCPU can run and virtual time cannot advance: cpu {}'s APIC timer stays "
+                           "due at {} ns without firing",
+                           owner, *earliest);
+      return nullptr;
+    }
+    jumped_to = earliest;
     wake_due_timers(*earliest);
   }
 }
@@ -869,12 +885,15 @@ std::string Machine::deadlock_diagnosis() const {
 
 RunResult Machine::run() {
   const uint64_t limit_ns = static_cast<uint64_t>(config_.time_limit_seconds * 1e9);
+  constexpr uint64_t kMaxIdleSlices = 1'000'000;
+  uint64_t idle_slices = 0;
   while (true) {
     for (const PendingMessage& p : pending_messages_) route(p.sender, p.message, p.sent_ns);
     pending_messages_.clear();
     if (debug_exit_.value()) return finish(RunResult::Outcome::GuestExit, "");
 
     Cpu* cpu = pick_next(limit_ns);
+    if (!cpu && stall_) return finish(RunResult::Outcome::Hung, *stall_);
     if (!cpu) {
       bool any_timer = false;
       for (const auto& c : cpus_)
@@ -917,6 +936,7 @@ RunResult Machine::run() {
     cpu->vcpu()->stop_when_interruptible(
         (cpu->apic().pending_vector() && !cpu->vcpu()->interrupt_window_open()) ||
         (cpu->nmi_pending() && cpu->vcpu()->nmi_blocked()));
+    const uint64_t instructions_before = cpu->instructions();
     running_ = cpu;
     cpu->begin_slice(now + config_.cost.ns_for_instructions(budget));
     VcpuExit exit = cpu->vcpu()->run(budget);
@@ -933,6 +953,19 @@ RunResult Machine::run() {
     if (cpu->state() == Cpu::State::WaitForSipi) continue;
     if (debug_exit_.value()) return finish(RunResult::Outcome::GuestExit, "");
     if (auto result = handle_exit(*cpu, exit)) return *result;
+    // The same invariant for running vCPUs: a slice that ran no instruction
+    // and moved no clock made no progress; a million of those in a row (far
+    // more than any exit sequence needs) is a host spin that --time-limit,
+    // on virtual time, could never end.
+    if (cpu->instructions() == instructions_before && cpu->now() == now) {
+      if (++idle_slices == kMaxIdleSlices)
+        return finish(RunResult::Outcome::Hung,
+                      fmt::format("guest hung: {} scheduling slices in a row ran no instruction and moved no clock "
+                                  "(cpu {} RIP {:#x})",
+                                  kMaxIdleSlices, cpu->index(), cpu->vcpu()->state().rip));
+    } else {
+      idle_slices = 0;
+    }
   }
 }
 

@@ -152,6 +152,8 @@ class Machine {
   std::vector<PendingMessage> pending_messages_;
   // A guest error found outside a vCPU exit (a reserved ICR delivery mode).
   std::optional<std::string> guest_error_;
+  // Set by pick_next when virtual time cannot advance: the hang's diagnosis.
+  std::optional<std::string> stall_;
   Cpu* running_ = nullptr;
   std::optional<Stats> window_begin_;
   std::optional<MeasureWindow> window_;
