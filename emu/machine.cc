@@ -340,6 +340,11 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   }
 
   std::optional<uint64_t> read_msr(uint32_t msr) override {
+    // An MSR CPUID does not announce does not exist: #GP (SDM Vol. 4 2.1).
+    if (!machine_.msrs_.announced(msr)) {
+      charge_exit(ExitKind::Msr);
+      return std::nullopt;
+    }
     // APICv reads the APIC's registers without an exit.
     if (LocalApic::is_apic_msr(msr) && msr != LocalApic::MSR_IA32_APIC_BASE) return apic_.rdmsr(msr, now());
     charge_exit(ExitKind::Msr);
@@ -354,6 +359,10 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   }
 
   bool write_msr(uint32_t msr, uint64_t value) override {
+    if (!machine_.msrs_.announced(msr)) {
+      charge_exit(ExitKind::Msr);
+      return false;
+    }
     if (LocalApic::is_apic_msr(msr)) {
       const auto timer_before = apic_.next_timer_event();
       const uint64_t at = now();
@@ -461,6 +470,8 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
 Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> serial_out)
     : config_(config),
       cpuid_(Topology::parse(config.smp), parse_cpu(config.cpu)),
+      // CPUID's feature bits are the same on every vCPU: vCPU 0 answers.
+      msrs_([this](uint32_t leaf, uint32_t subleaf) { return cpuid_.query(0, leaf, subleaf); }),
       ram_(checked_ram_bytes(config.ram_mib)),
       uart_(std::move(serial_out)),
       debug_exit_([this] {

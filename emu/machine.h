@@ -28,6 +28,7 @@
 #include "emu/cost_model.h"
 #include "emu/cpuid.h"
 #include "emu/guest_ram.h"
+#include "emu/msr_features.h"
 #include "emu/stats.h"
 #include "emu/vcpu.h"
 #include "firmware/multiboot.h"
@@ -139,6 +140,9 @@ class Machine {
 
   MachineConfig config_;
   CpuidModel cpuid_;
+  // Which MSRs CPUID announces; the others #GP (issue 14 F5). The vCPU
+  // keeps EFER, PAT, SYSENTER and the SYSCALL MSRs itself, without asking.
+  MsrAvailability msrs_;
   GuestRam ram_;
   PortBus ports_;
   Uart16550 uart_;

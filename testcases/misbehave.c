@@ -7,6 +7,7 @@
  *                | init_self | ipi_nobody | reserved_delivery | no_idt_interrupt
  *                | mwait_no_monitor | mwait_bad_hint | monitor_mmio
  *                | monitor_absent | mwait_forever | tsc_deadline_far
+ *                | tsc_deadline_absent
  *   halt      cli; hlt: nothing can ever wake the CPU
  *   spin      an endless loop: only the time limit ends it
  *   ud        ud2, with no IDT to handle #UD
@@ -47,6 +48,9 @@
  *                      sti; hlt: the timer never comes, so the run must end
  *                      at the time limit (topolab once spun here for ever,
  *                      issue 14 F1)
+ *   tsc_deadline_absent  wrmsr IA32_TSC_DEADLINE on a model without
+ *                      CPUID.1:ECX[24] (e.g. plain qemu64): #GP (SDM), with
+ *                      no IDT to handle it (issue 14 F5)
  */
 #include "lib/cmdline.h"
 #include "lib/io.h"
@@ -109,7 +113,7 @@ int main(const struct multiboot_info *mbi)
 		printf("misbehave: give mode=halt|spin|ud|divide|unmapped|msr|exit256|"
 		       "init_self|ipi_nobody|reserved_delivery|no_idt_interrupt|"
 		       "mwait_no_monitor|mwait_bad_hint|monitor_mmio|monitor_absent|"
-		       "mwait_forever|tsc_deadline_far\n");
+		       "mwait_forever|tsc_deadline_far|tsc_deadline_absent\n");
 		return EXIT_FAIL;
 	}
 	printf("misbehave: mode=%s\n", mode);
@@ -188,6 +192,8 @@ int main(const struct multiboot_info *mbi)
 		wrmsr(MSR_IA32_TSC_DEADLINE, 0x80000000000003E8ull);
 		/* No IDT: the timer must never fire (if it did, a crash). */
 		__asm__ volatile("sti; hlt");
+	} else if (!strcmp(mode, "tsc_deadline_absent")) {
+		wrmsr(MSR_IA32_TSC_DEADLINE, 0x1000);
 	}
 	printf("misbehave: mode %s did not misbehave\n", mode);
 	return EXIT_FAIL;

@@ -94,6 +94,8 @@ expect 126 "invalid opcode: monitor at" -- run "$bad" -cpu qemu64 -append mode=m
 # run ends at the time limit instead of spinning the host (timeout: 60 s).
 expect 124 "did not finish within 0.05 s of virtual time (halted, waiting for timers" -- \
   run "$bad" -cpu qemu64,+tsc-deadline --cost freq_mhz=500 --time-limit 0.05 -append mode=tsc_deadline_far
+# Issue 14 F5: IA32_TSC_DEADLINE without CPUID.1:ECX[24] is #GP.
+expect 126 "wrmsr of unknown MSR 0x6e0" -- run "$bad" -cpu qemu64 -append mode=tsc_deadline_absent
 
 echo "$passed passed, $failures failed"
 [ "$failures" -eq 0 ]
