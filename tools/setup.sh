@@ -11,6 +11,7 @@ packages=(
   cpuid hwloc-nox       # decoders our cpuid dumps are checked against
   qemu-system-x86       # the reference peer for differential tests
   python3               # tools/cpuid_diff.py and the report checks
+  clang libclang-rt-14-dev  # libFuzzer and the sanitizer runtimes (fuzz/, tools/fuzz_smoke.sh)
 )
 
 missing=()
