@@ -21,8 +21,8 @@ cmake --build build-fuzz -j"$(nproc)" --target fuzzers >/dev/null
 
 # Seeds: the committed ones, plus what the goldens and the test lists know.
 seeds=build-fuzz/seeds
-rm -rf "$seeds"
 for h in "${harnesses[@]}"; do
+  rm -rf "${seeds:?}/$h"
   mkdir -p "$seeds/$h" "build-fuzz/corpus/$h" "build-fuzz/findings/$h"
   if [ -d "fuzz/seeds/$h" ]; then cp fuzz/seeds/"$h"/* "$seeds/$h/"; fi
 done
