@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses (fuzz/) with clang, ASan and UBSan into
 # build-fuzz/, seeds each corpus, and runs every harness for SECONDS
-# (default 30) from it. A finding (a broken invariant, a sanitizer report,
+# (default 30) from it, nproc harnesses at a time. A finding (a broken invariant, a sanitizer report,
 # a crash, a slow input or a leak) fails the script and leaves the input in
 # build-fuzz/findings/HARNESS/. The corpora in build-fuzz/corpus/ grow from
 # run to run. docs/reliability.md tells how to run them for long.
@@ -52,12 +52,26 @@ if [ -d "$seeds/cost" ]; then
   fi
 fi
 
+# The harnesses run side by side, nproc at a time.
+fuzz_one() {
+  local h=$1
+  "build-fuzz/fuzz/${h}_fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=131072 \
+    -print_final_stats=1 -artifact_prefix="build-fuzz/findings/$h/" \
+    "build-fuzz/corpus/$h" "$seeds/$h" >"build-fuzz/findings/$h/last.log" 2>&1
+  echo $? >"build-fuzz/findings/$h/status"
+}
+running=0
+for h in "${harnesses[@]}"; do
+  fuzz_one "$h" &
+  running=$((running + 1))
+  if [ "$running" -ge "$(nproc)" ]; then wait -n || true; running=$((running - 1)); fi
+done
+wait
+
 status=0
 for h in "${harnesses[@]}"; do
   log=build-fuzz/findings/$h/last.log
-  if ! "build-fuzz/fuzz/${h}_fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=131072 \
-       -print_final_stats=1 -artifact_prefix="build-fuzz/findings/$h/" \
-       "build-fuzz/corpus/$h" "$seeds/$h" >"$log" 2>&1; then
+  if [ "$(cat "build-fuzz/findings/$h/status")" -ne 0 ]; then
     echo "fuzz_smoke: $h: FINDING (see $log and build-fuzz/findings/$h/):"
     grep -E "invariant failed|ERROR: |runtime error|SUMMARY" "$log" | head -5 | sed 's/^/    /'
     status=1
