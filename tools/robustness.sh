@@ -35,8 +35,9 @@ python3 - "$seed" "$n" "$images" "$work" >"$work/cases" <<'PY' || exit 2
 import glob, os, random, shlex, sys
 seed, n, images, work = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 rng = random.Random(seed)
-sources = sorted(glob.glob(os.path.join(images, "*.elf")))
-if not sources:
+sources = open(os.path.join(work, "sources"), "w")
+images_found = sorted(glob.glob(os.path.join(images, "*.elf")))
+if not images_found:
     sys.exit(f"robustness.sh: no images in {images}")
 # Valid values, then invalid ones: most cases use valid flags only, so
 # that the mutated image runs; a quarter get one invalid flag.
@@ -50,12 +51,15 @@ invalid = [["-smp", "0"], ["-smp", "7,sockets=2"], ["-smp", "abc"], ["-smp", "40
            ["-cpu", "qemu64,+avx9"], ["--cost", "freq_mhz=0"], ["--cost", "bogus=1"], ["--cost", "cpi=0"],
            ["-m", "0"], ["-m", "2"], ["--quantum", "0"], ["--time-limit", "-1"]]
 for i in range(n):
-    src = rng.choice(sources)
+    src = rng.choice(images_found)
     data = bytearray(open(src, "rb").read())
     if rng.random() < 0.15:
         data = data[: rng.randrange(len(data))]                     # truncated
+        how = f"{os.path.basename(src)} truncated to {len(data)} bytes"
     else:
-        for _ in range(rng.choice([1, 1, 2, 4, 16, 64])):           # bit flips
+        flips = rng.choice([1, 1, 2, 4, 16, 64])
+        how = f"{os.path.basename(src)} with {flips} bit flips"
+        for _ in range(flips):                                      # bit flips
             # Half of them in the first 8 KiB: headers, where a loader looks.
             limit = min(len(data), 8192) if rng.random() < 0.5 else len(data)
             data[rng.randrange(limit)] ^= 1 << rng.randrange(8)
@@ -74,6 +78,7 @@ for i in range(n):
     flags += ["--time-limit", rng.choice(["0.0005", "0.001", "0.003"])]
     if rng.random() < 0.25: flags += rng.choice(invalid)
     print(i, shlex.quote(path), " ".join(shlex.quote(f) for f in flags))
+    print(i, how, file=sources)
 PY
 
 # One case: two runs, their statuses and whether they agree, as one line
@@ -114,11 +119,13 @@ while read -r i s1 s2 same; do
   esac
   [ "$same" = differ ] && differ=$((differ + 1)) && bad="${bad:+$bad, }reruns differ"
   if [ -n "$bad" ]; then
-    echo "robustness: case $i (seed $seed): $bad: topolab run $(grep "^$i " "$work/cases" | cut -d' ' -f2-)"
+    echo "robustness: case $i (seed $seed, $(grep "^$i " "$work/sources" | cut -d' ' -f2-)): $bad:"
+    echo "    topolab run $(grep "^$i " "$work/cases" | cut -d' ' -f2-)"
     sed 's/^/    /' "$work/$i.1.err" | tail -3
     if [ -n "$keep" ]; then
       mkdir -p "$keep" && cp "$work/case$i.elf" "$work/$i".* "$keep/" 2>/dev/null
       grep "^$i " "$work/cases" >>"$keep/cases"
+      grep "^$i " "$work/sources" >>"$keep/sources"
     fi
   fi
 done < <(sort -n "$work/results")
