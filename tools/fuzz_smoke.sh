@@ -27,12 +27,14 @@ for h in "${harnesses[@]}"; do
   if [ -d "fuzz/seeds/$h" ]; then cp fuzz/seeds/"$h"/* "$seeds/$h/"; fi
 done
 if [ -d "$seeds/topology" ]; then
-  # golden.sh's configurations (name|smp|cpu) and the CMake topology list (name|smp|...).
+  # golden.sh's configurations (name|smp|cpu) and the CMake topology list
+  # (name|smp|guest arguments|counts), each -smp with every CPU model.
   i=0
   grep -ho '"[A-Za-z0-9-]*|[0-9][^|"]*|[^"]*"' tools/tests/golden.sh tools/CMakeLists.txt | tr -d '"' |
-    while IFS='|' read -r _ smp cpu _; do
-      for model in "$cpu" Skylake-Server EPYC qemu64; do
-        case $model in *=*|*' '*|'') model=${cpu%% *} ;; esac
+    while IFS='|' read -r _ smp third _; do
+      models=(Skylake-Server EPYC qemu64 Skylake-Server,+x2apic)
+      case $third in Skylake*|EPYC*|qemu64*) models+=("$third") ;; esac
+      for model in "${models[@]}"; do
         printf '%s\n%s' "$smp" "$model" >"$seeds/topology/list$i"
         i=$((i + 1))
       done
