@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 
 namespace topolab {
 
@@ -95,6 +96,14 @@ uint32_t divisor_of(uint32_t dcr) {
 }
 
 uint32_t x2apic_ldr(uint32_t id) { return ((id >> 4) << 16) | (1u << (id & 0xf)); }
+
+// A time past 2^64 ns never comes: it saturates to the last representable
+// instant rather than wrapping to an early one (which fired nothing and, with
+// every vCPU halted, left the scheduler at one instant for ever).
+uint64_t saturate_ns(unsigned __int128 ns) {
+  return ns > std::numeric_limits<uint64_t>::max() ? std::numeric_limits<uint64_t>::max()
+                                                   : static_cast<uint64_t>(ns);
+}
 
 }  // namespace
 
@@ -515,7 +524,7 @@ uint64_t LocalApic::tsc(uint64_t now) const {
 // ns_to_ticks(ticks_to_ns(t)) >= t: an event never fires early.
 uint64_t LocalApic::ticks_to_ns(uint64_t ticks, uint32_t divisor) const {
   unsigned __int128 num = static_cast<unsigned __int128>(ticks) * divisor * NS_PER_SECOND;
-  return static_cast<uint64_t>((num + config_.timer_hz - 1) / config_.timer_hz);
+  return saturate_ns((num + config_.timer_hz - 1) / config_.timer_hz);
 }
 
 uint64_t LocalApic::ns_to_ticks(uint64_t ns, uint32_t divisor) const {
@@ -557,13 +566,18 @@ uint32_t LocalApic::current_count(uint64_t now) const {
 std::optional<uint64_t> LocalApic::next_timer_event() const {
   if (timer_mode() == TIMER_MODE_TSC_DEADLINE) {
     if (tsc_deadline_ == 0) return std::nullopt;
+    // A deadline at or above 2^64 * tsc_hz / 1e9 lies past 2^64 ns (F1 of
+    // issue 14: with tsc_hz below 1 GHz a guest can write one).
     unsigned __int128 num = static_cast<unsigned __int128>(tsc_deadline_) * NS_PER_SECOND;
-    return static_cast<uint64_t>((num + config_.tsc_hz - 1) / config_.tsc_hz);
+    return saturate_ns((num + config_.tsc_hz - 1) / config_.tsc_hz);
   }
   if (!timer_.armed) return std::nullopt;
   uint64_t initial = slot(REG_TIMER_INITIAL_COUNT);
   uint64_t periods = timer_mode() == TIMER_MODE_PERIODIC ? timer_.expired + 1 : 1;
-  return timer_.start + ticks_to_ns(periods * initial, timer_.divisor);
+  unsigned __int128 ticks = static_cast<unsigned __int128>(periods) * initial;
+  if (ticks > std::numeric_limits<uint64_t>::max()) return std::numeric_limits<uint64_t>::max();
+  return saturate_ns(static_cast<unsigned __int128>(timer_.start) +
+                     ticks_to_ns(static_cast<uint64_t>(ticks), timer_.divisor));
 }
 
 void LocalApic::on_time(uint64_t now) {

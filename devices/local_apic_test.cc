@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <vector>
 
 namespace topolab {
@@ -696,6 +697,40 @@ TEST(LocalApicTimer, TscDeadline) {
   apic.wrmsr(LocalApic::MSR_IA32_TSC_DEADLINE, 5000, kNow);
   apic.wrmsr(LocalApic::MSR_IA32_TSC_DEADLINE, 0, kNow);
   EXPECT_FALSE(apic.next_timer_event());
+}
+
+// Issue 14, F1: with the TSC below 1 GHz a deadline can lie past 2^64 ns.
+// The quotient used to be truncated to an early instant at which on_time()
+// fired nothing, and the machine, every vCPU halted, waited there for ever.
+TEST(LocalApicTimer, TscDeadlinePast2To64NsSaturates) {
+  LocalApicConfig slow = config();
+  slow.tsc_hz = 500'000'000;  // --cost freq_mhz=500: 2 ns per TSC tick
+  LocalApic apic(slow);
+  wr(apic, REG_SVR, SVR_APIC_ENABLED | 0xff);
+  wr(apic, REG_LVT_TIMER, 0x43 | TIMER_MODE_TSC_DEADLINE);
+  constexpr uint64_t kFar = 0x80000000000003e8;  // 2^63 + 1000 ticks: 2^64 + 2000 ns
+  ASSERT_FALSE(apic.wrmsr(LocalApic::MSR_IA32_TSC_DEADLINE, kFar, kNow).gp);
+  EXPECT_EQ(apic.next_timer_event(), std::numeric_limits<uint64_t>::max());
+  apic.on_time(std::numeric_limits<uint64_t>::max());
+  EXPECT_FALSE(apic.irr(0x43));
+  // The last deadline that still fits fires where it says.
+  constexpr uint64_t kLast = std::numeric_limits<uint64_t>::max() / 2;
+  ASSERT_FALSE(apic.wrmsr(LocalApic::MSR_IA32_TSC_DEADLINE, kLast, kNow).gp);
+  ASSERT_EQ(apic.next_timer_event(), kLast * 2);
+  apic.on_time(kLast * 2);
+  EXPECT_TRUE(apic.irr(0x43));
+}
+
+// The counting modes cannot wrap either: a periodic timer's later periods
+// and a start near the end of time saturate.
+TEST(LocalApicTimer, CountingEventsNeverWrap) {
+  LocalApic apic = xapic();
+  wr(apic, REG_TIMER_DIVIDE_CONFIG, 0xb);  // divide by 1
+  wr(apic, REG_LVT_TIMER, 0x42 | TIMER_MODE_ONE_SHOT);
+  const uint64_t late = std::numeric_limits<uint64_t>::max() - 10;
+  wr(apic, REG_TIMER_INITIAL_COUNT, 1000, late);
+  ASSERT_TRUE(apic.next_timer_event());
+  EXPECT_GE(*apic.next_timer_event(), late);
 }
 
 TEST(LocalApicTimer, ChangingModeDisarms) {

@@ -336,6 +336,11 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   }
 
   std::optional<uint64_t> read_msr(uint32_t msr) override {
+    // An MSR CPUID does not announce does not exist: #GP (SDM Vol. 4 2.1).
+    if (!machine_.msrs_.announced(msr)) {
+      charge_exit(ExitKind::Msr);
+      return std::nullopt;
+    }
     // APICv reads the APIC's registers without an exit.
     if (LocalApic::is_apic_msr(msr) && msr != LocalApic::MSR_IA32_APIC_BASE) return apic_.rdmsr(msr, now());
     charge_exit(ExitKind::Msr);
@@ -350,6 +355,10 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   }
 
   bool write_msr(uint32_t msr, uint64_t value) override {
+    if (!machine_.msrs_.announced(msr)) {
+      charge_exit(ExitKind::Msr);
+      return false;
+    }
     if (LocalApic::is_apic_msr(msr)) {
       const auto timer_before = apic_.next_timer_event();
       const uint64_t at = now();
@@ -461,6 +470,8 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
 Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> serial_out)
     : config_(config),
       cpuid_(Topology::parse(config.smp), parse_cpu(config.cpu)),
+      // CPUID's feature bits are the same on every vCPU: vCPU 0 answers.
+      msrs_([this](uint32_t leaf, uint32_t subleaf) { return cpuid_.query(0, leaf, subleaf); }),
       ram_(checked_ram_bytes(config.ram_mib)),
       uart_(std::move(serial_out)),
       debug_exit_([this] {
@@ -580,6 +591,7 @@ void Machine::wake_due_timers(uint64_t horizon_ns) {
 }
 
 Machine::Cpu* Machine::pick_next(uint64_t limit_ns) {
+  std::optional<uint64_t> jumped_to;
   while (true) {
     uint64_t horizon = std::numeric_limits<uint64_t>::max();
     for (const auto& cpu : cpus_)
@@ -593,10 +605,25 @@ Machine::Cpu* Machine::pick_next(uint64_t limit_ns) {
     }
     // Nobody runs: jump to the earliest APIC timer that can wake a halted vCPU.
     std::optional<uint64_t> earliest;
+    unsigned owner = 0;
     for (const auto& cpu : cpus_)
       if (cpu->state() == Cpu::State::Halted && cpu->timer_can_wake())
-        if (auto when = cpu->apic().next_timer_event()) earliest = std::min(earliest.value_or(*when), *when);
+        if (auto when = cpu->apic().next_timer_event(); when && (!earliest || *when < *earliest)) {
+          earliest = when;
+          owner = cpu->index();
+        }
     if (!earliest || *earliest >= limit_ns) return nullptr;
+    // The invariant that makes a host hang impossible whatever a device
+    // reports: each jump wakes a vCPU or moves the earliest timer later.
+    // A timer that stays due without firing (F1 of issue 14: a deadline
+    // wrapped to an early time) is a diagnosed hang, not a spin.
+    if (jumped_to && *earliest <= *jumped_to) {
+      stall_ = fmt::format("guest hung: no vCPU can run and virtual time cannot advance: cpu {}'s APIC timer stays "
+                           "due at {} ns without firing",
+                           owner, *earliest);
+      return nullptr;
+    }
+    jumped_to = earliest;
     wake_due_timers(*earliest);
   }
 }
@@ -861,12 +888,15 @@ std::string Machine::deadlock_diagnosis() const {
 
 RunResult Machine::run() {
   const uint64_t limit_ns = static_cast<uint64_t>(config_.time_limit_seconds * 1e9);
+  constexpr uint64_t kMaxIdleSlices = 1'000'000;
+  uint64_t idle_slices = 0;
   while (true) {
     for (const PendingMessage& p : pending_messages_) route(p.sender, p.message, p.sent_ns);
     pending_messages_.clear();
     if (debug_exit_.value()) return finish(RunResult::Outcome::GuestExit, "");
 
     Cpu* cpu = pick_next(limit_ns);
+    if (!cpu && stall_) return finish(RunResult::Outcome::Hung, *stall_);
     if (!cpu) {
       bool any_timer = false;
       for (const auto& c : cpus_)
@@ -909,6 +939,7 @@ RunResult Machine::run() {
     cpu->vcpu()->stop_when_interruptible(
         (cpu->apic().pending_vector() && !cpu->vcpu()->interrupt_window_open()) ||
         (cpu->nmi_pending() && cpu->vcpu()->nmi_blocked()));
+    const uint64_t instructions_before = cpu->instructions();
     running_ = cpu;
     cpu->begin_slice(now + config_.cost.ns_for_instructions(budget));
     VcpuExit exit = cpu->vcpu()->run(budget);
@@ -925,6 +956,19 @@ RunResult Machine::run() {
     if (cpu->state() == Cpu::State::WaitForSipi) continue;
     if (debug_exit_.value()) return finish(RunResult::Outcome::GuestExit, "");
     if (auto result = handle_exit(*cpu, exit)) return *result;
+    // The same invariant for running vCPUs: a slice that ran no instruction
+    // and moved no clock made no progress; a million of those in a row (far
+    // more than any exit sequence needs) is a host spin that --time-limit,
+    // on virtual time, could never end.
+    if (cpu->instructions() == instructions_before && cpu->now() == now) {
+      if (++idle_slices == kMaxIdleSlices)
+        return finish(RunResult::Outcome::Hung,
+                      fmt::format("guest hung: {} scheduling slices in a row ran no instruction and moved no clock "
+                                  "(cpu {} RIP {:#x})",
+                                  kMaxIdleSlices, cpu->index(), cpu->vcpu()->state().rip));
+    } else {
+      idle_slices = 0;
+    }
   }
 }
 

@@ -28,6 +28,7 @@
 #include "emu/cost_model.h"
 #include "emu/cpuid.h"
 #include "emu/guest_ram.h"
+#include "emu/msr_features.h"
 #include "emu/stats.h"
 #include "emu/vcpu.h"
 #include "firmware/multiboot.h"
@@ -139,6 +140,9 @@ class Machine {
 
   MachineConfig config_;
   CpuidModel cpuid_;
+  // Which MSRs CPUID announces; the others #GP (issue 14 F5). The vCPU
+  // keeps EFER, PAT, SYSENTER and the SYSCALL MSRs itself, without asking.
+  MsrAvailability msrs_;
   GuestRam ram_;
   PortBus ports_;
   Uart16550 uart_;
@@ -152,6 +156,8 @@ class Machine {
   std::vector<PendingMessage> pending_messages_;
   // A guest error found outside a vCPU exit (a reserved ICR delivery mode).
   std::optional<std::string> guest_error_;
+  // Set by pick_next when virtual time cannot advance: the hang's diagnosis.
+  std::optional<std::string> stall_;
   Cpu* running_ = nullptr;
   std::optional<Stats> window_begin_;
   std::optional<MeasureWindow> window_;

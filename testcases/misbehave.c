@@ -6,7 +6,8 @@
  * cmdline: mode=halt | spin | ud | divide | unmapped | msr | exit256
  *                | init_self | ipi_nobody | reserved_delivery | no_idt_interrupt
  *                | mwait_no_monitor | mwait_bad_hint | monitor_mmio
- *                | monitor_absent | mwait_forever
+ *                | monitor_absent | mwait_forever | tsc_deadline_far
+ *                | tsc_deadline_absent
  *   halt      cli; hlt: nothing can ever wake the CPU
  *   spin      an endless loop: only the time limit ends it
  *   ud        ud2, with no IDT to handle #UD
@@ -41,6 +42,15 @@
  *                      plain qemu64): #UD, with no IDT to handle it
  *   mwait_forever      cli; MONITOR; MWAIT (ECX=0) in a loop: no store, and
  *                      no interrupt may break it: the vCPU sleeps for ever
+ * The APIC timer (run with -cpu MODEL,+tsc-deadline --cost freq_mhz=500):
+ *   tsc_deadline_far   LVT timer in TSC-deadline mode, IA32_TSC_DEADLINE =
+ *                      0x80000000000003E8 (past 2^64 ns at a 500 MHz TSC),
+ *                      sti; hlt: the timer never comes, so the run must end
+ *                      at the time limit (topolab once spun here for ever,
+ *                      issue 14 F1)
+ *   tsc_deadline_absent  wrmsr IA32_TSC_DEADLINE on a model without
+ *                      CPUID.1:ECX[24] (e.g. plain qemu64): #GP (SDM), with
+ *                      no IDT to handle it (issue 14 F5)
  */
 #include "lib/cmdline.h"
 #include "lib/io.h"
@@ -57,6 +67,8 @@
 #define APIC_REG_ESR		0x280
 #define APIC_REG_ICR_LO		0x300
 #define APIC_REG_ICR_HI		0x310
+#define APIC_REG_LVT_TIMER	0x320
+#define LVT_TSC_DEADLINE	(2u << 17)
 #define APIC_DEFAULT_BASE	0xFEE00000u
 
 /* A RAM line for MONITOR to arm. */
@@ -101,7 +113,7 @@ int main(const struct multiboot_info *mbi)
 		printf("misbehave: give mode=halt|spin|ud|divide|unmapped|msr|exit256|"
 		       "init_self|ipi_nobody|reserved_delivery|no_idt_interrupt|"
 		       "mwait_no_monitor|mwait_bad_hint|monitor_mmio|monitor_absent|"
-		       "mwait_forever\n");
+		       "mwait_forever|tsc_deadline_far|tsc_deadline_absent\n");
 		return EXIT_FAIL;
 	}
 	printf("misbehave: mode=%s\n", mode);
@@ -172,6 +184,16 @@ int main(const struct multiboot_info *mbi)
 			monitor((uintptr_t)monitor_line);
 			mwait(0);
 		}
+	} else if (!strcmp(mode, "tsc_deadline_far")) {
+		*apic_reg(APIC_REG_SVR) = 0x1FF;
+		*apic_reg(APIC_REG_LVT_TIMER) = LVT_TSC_DEADLINE | 0x40;
+		/* SDM 10.5.4.1: order the LVT write before the MSR write. */
+		__asm__ volatile("mfence" ::: "memory");
+		wrmsr(MSR_IA32_TSC_DEADLINE, 0x80000000000003E8ull);
+		/* No IDT: the timer must never fire (if it did, a crash). */
+		__asm__ volatile("sti; hlt");
+	} else if (!strcmp(mode, "tsc_deadline_absent")) {
+		wrmsr(MSR_IA32_TSC_DEADLINE, 0x1000);
 	}
 	printf("misbehave: mode %s did not misbehave\n", mode);
 	return EXIT_FAIL;

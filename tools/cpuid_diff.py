@@ -6,6 +6,8 @@ deviations file (testcases/cpuid_deviations.txt), which says why it is
 intended; anything else fails the test.
 
 Usage: cpuid_diff.py --topolab BIN --image ELF --deviations FILE -smp S -cpu C
+       cpuid_diff.py --self-test
+Each run may take 60 s + 5 s per vCPU, times $TOPOLAB_TIMEOUT_SCALE (>= 1).
 Exit status: 0 equal or all differences intended, 1 unexplained differences,
 2 a run failed.
 """
@@ -74,12 +76,37 @@ def allowed_mask(entries, vendor, leaf, subleaf, reg):
     return mask
 
 
+def vcpu_count(smp):
+    """The vCPUs of a -smp argument: its leading number, cpus=, or the product
+    of its topology fields."""
+    fields = smp.split(",")
+    if fields[0].isdigit():
+        return int(fields[0])
+    props = dict(f.split("=", 1) for f in fields if "=" in f)
+    if props.get("cpus", "").isdigit():
+        return int(props["cpus"])
+    n = 1
+    for key in ("sockets", "dies", "clusters", "cores", "threads"):
+        if props.get(key, "").isdigit():
+            n *= int(props[key])
+    return n
+
+
+def run_timeout(smp):
+    """Seconds a run may take. The guest dumps one CPU at a time while the boot
+    CPU spins, so the time grows with the vCPUs (32 EPYC vCPUs: 12 s in a
+    Release build, 104 s under ASan+UBSan). TOPOLAB_TIMEOUT_SCALE multiplies
+    it for slow builds (the sanitizer build sets it) and loaded hosts."""
+    scale = float(os.environ.get("TOPOLAB_TIMEOUT_SCALE", "1"))
+    return (60 + 5 * vcpu_count(smp)) * max(scale, 1.0)
+
+
 def run_qemu(image, smp, cpu, out):
     # -nic none: no network card, so no option ROM (package ipxe-qemu) is needed.
     cmd = ["qemu-system-x86_64", "-accel", "tcg", "-kernel", image, "-display", "none", "-no-reboot", "-nic", "none",
            "-serial", f"file:{out}", "-device", "isa-debug-exit,iobase=0xf4,iosize=4", "-m", "128",
            "-smp", smp, "-cpu", cpu]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=run_timeout(smp))
     if r.returncode != 1:  # guest 0 -> (0 << 1) | 1
         sys.stderr.write(f"qemu failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr}")
         sys.exit(2)
@@ -89,14 +116,29 @@ def run_qemu(image, smp, cpu, out):
 
 def run_topolab(topolab, image, smp, cpu):
     cmd = [topolab, "run", image, "-smp", smp, "-cpu", cpu]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=run_timeout(smp))
     if r.returncode != 0:
         sys.stderr.write(f"topolab failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr}")
         sys.exit(2)
     return r.stdout
 
 
+def self_test():
+    """The timeouts, checked without a run (ctest cpuid_diff.self_test)."""
+    os.environ.pop("TOPOLAB_TIMEOUT_SCALE", None)
+    assert vcpu_count("32,sockets=2,dies=2,cores=4,threads=2") == 32
+    assert vcpu_count("sockets=2,cores=3,threads=2") == 12
+    # The EPYC diff took 104 s under ASan+UBSan against the old fixed 120 s.
+    assert run_timeout("32,sockets=2,dies=2,cores=4,threads=2") >= 2 * 104
+    os.environ["TOPOLAB_TIMEOUT_SCALE"] = "4"
+    assert run_timeout("1") == 4 * (60 + 5)
+    print("cpuid_diff self-test passed")
+
+
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        self_test()
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("--topolab", required=True)
     ap.add_argument("--image", required=True)

@@ -101,6 +101,12 @@ expect 126 "with hint EAX 0x20: this CPU model enumerates no C-state sub-states"
   run "$bad" -cpu Skylake-Server,+monitor -append mode=mwait_bad_hint
 expect 126 "on 0xfee00000, which is not RAM (the local APIC page)" -- run "$bad" -cpu qemu64,+monitor -append mode=monitor_mmio
 expect 126 "invalid opcode: monitor at" -- run "$bad" -cpu qemu64 -append mode=monitor_absent
+# Issue 14 F1: a TSC deadline past 2^64 ns (a 500 MHz TSC) never comes; the
+# run ends at the time limit instead of spinning the host (timeout: 60 s).
+expect 124 "did not finish within 0.05 s of virtual time (halted, waiting for timers" -- \
+  run "$bad" -cpu qemu64,+tsc-deadline --cost freq_mhz=500 --time-limit 0.05 -append mode=tsc_deadline_far
+# Issue 14 F5: IA32_TSC_DEADLINE without CPUID.1:ECX[24] is #GP.
+expect 126 "wrmsr of unknown MSR 0x6e0" -- run "$bad" -cpu qemu64 -append mode=tsc_deadline_absent
 
 echo "$passed passed, $failures failed"
 [ "$failures" -eq 0 ]

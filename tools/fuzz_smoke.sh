@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses (fuzz/) with clang, ASan and UBSan into
+# build-fuzz/, seeds each corpus, and runs every harness for SECONDS
+# (default 30) from it, nproc harnesses at a time. A finding (a broken invariant, a sanitizer report,
+# a crash, a slow input or a leak) fails the script and leaves the input in
+# build-fuzz/findings/HARNESS/. The corpora in build-fuzz/corpus/ grow from
+# run to run. docs/reliability.md tells how to run them for long.
+# Usage: tools/fuzz_smoke.sh [SECONDS] [HARNESS...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-30}
+shift || true
+harnesses=("$@")
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(topology local_apic multiboot cost)
+
+tools/setup.sh
+if [ ! -f build-fuzz/CMakeCache.txt ]; then
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release -DTOPOLAB_FUZZ=ON >/dev/null
+fi
+cmake --build build-fuzz -j"$(nproc)" --target fuzzers >/dev/null
+
+# Seeds: the committed ones, plus what the goldens and the test lists know.
+seeds=build-fuzz/seeds
+for h in "${harnesses[@]}"; do
+  rm -rf "${seeds:?}/$h"
+  mkdir -p "$seeds/$h" "build-fuzz/corpus/$h" "build-fuzz/findings/$h"
+  if [ -d "fuzz/seeds/$h" ]; then cp fuzz/seeds/"$h"/* "$seeds/$h/"; fi
+done
+if [ -d "$seeds/topology" ]; then
+  # golden.sh's configurations (name|smp|cpu) and the CMake topology list
+  # (name|smp|guest arguments|counts), each -smp with every CPU model.
+  i=0
+  grep -ho '"[A-Za-z0-9-]*|[0-9][^|"]*|[^"]*"' tools/tests/golden.sh tools/CMakeLists.txt | tr -d '"' |
+    while IFS='|' read -r _ smp third _; do
+      models=(Skylake-Server EPYC qemu64 Skylake-Server,+x2apic)
+      case $third in Skylake*|EPYC*|qemu64*) models+=("$third") ;; esac
+      for model in "${models[@]}"; do
+        printf '%s\n%s' "$smp" "$model" >"$seeds/topology/list$i"
+        i=$((i + 1))
+      done
+    done
+fi
+if [ -d "$seeds/multiboot" ]; then
+  # The testcase images, from the normal build (tools/build.sh).
+  for image in build/testcases/*.elf; do [ -f "$image" ] && cp "$image" "$seeds/multiboot/"; done
+  [ -n "$(ls "$seeds/multiboot")" ] || { echo "fuzz_smoke: no build/testcases/*.elf: run tools/build.sh" >&2; exit 2; }
+fi
+if [ -d "$seeds/cost" ]; then
+  # The defaults as --cost spells them, and every key alone.
+  if [ -x build/topolab ]; then
+    spec=$(build/topolab run build/testcases/cpuid_dump.elf --report table 2>&1 >/dev/null | sed -n 's/^cost model: //p')
+    printf '%s' "$spec" >"$seeds/cost/defaults"
+    tr ',' '\n' <<<"$spec" | while read -r kv; do printf '%s' "$kv" >"$seeds/cost/key-${kv%%=*}"; done
+  fi
+fi
+
+# The harnesses run side by side, nproc at a time.
+fuzz_one() {
+  local h=$1
+  "build-fuzz/fuzz/${h}_fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=131072 \
+    -print_final_stats=1 -artifact_prefix="build-fuzz/findings/$h/" \
+    "build-fuzz/corpus/$h" "$seeds/$h" >"build-fuzz/findings/$h/last.log" 2>&1
+  echo $? >"build-fuzz/findings/$h/status"
+}
+running=0
+for h in "${harnesses[@]}"; do
+  fuzz_one "$h" &
+  running=$((running + 1))
+  if [ "$running" -ge "$(nproc)" ]; then wait -n || true; running=$((running - 1)); fi
+done
+wait
+
+status=0
+for h in "${harnesses[@]}"; do
+  log=build-fuzz/findings/$h/last.log
+  if [ "$(cat "build-fuzz/findings/$h/status")" -ne 0 ]; then
+    echo "fuzz_smoke: $h: FINDING (see $log and build-fuzz/findings/$h/):"
+    grep -E "invariant failed|ERROR: |runtime error|SUMMARY" "$log" | head -5 | sed 's/^/    /'
+    status=1
+    continue
+  fi
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+  ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+  echo "fuzz_smoke: $h: ${seconds} s, $runs executions, cov $cov, ft $ft, corpus $(ls "build-fuzz/corpus/$h" | wc -l) files, no findings"
+done
+exit $status

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Whole runs on hostile input: N mutated testcase images (bit flips and
+# truncations of build/testcases/*.elf) with random valid and invalid flags,
+# each run twice. Counts signals (an abort or a sanitizer report included),
+# wall-clock hangs, internal errors (exit 70) and reruns that differ (stdout,
+# stderr and the JSON report compared byte for byte); exits 1 on any of them.
+# The seed fixes every choice, so a failure is reproduced by its seed and
+# case number (the failing inputs are kept, see --keep).
+#
+# Usage: tools/robustness.sh [-n N] [--seed S] [-j JOBS] [--hang SECONDS]
+#                            [--topolab BIN] [--images DIR] [--keep DIR]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+n=30 seed=1 jobs=1 hang=60
+topolab=build/topolab images=build/testcases keep=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    -n) n=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
+    -j) jobs=$2; shift 2 ;;
+    --hang) hang=$2; shift 2 ;;
+    --topolab) topolab=$2; shift 2 ;;
+    --images) images=$2; shift 2 ;;
+    --keep) keep=$2; shift 2 ;;
+    *) echo "robustness.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+topolab=$(realpath "$topolab")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# Every case as one line: the mutated image's path, then its flags. Python
+# makes the mutations and draws the flags from the seed.
+python3 - "$seed" "$n" "$images" "$work" >"$work/cases" <<'PY' || exit 2
+import glob, os, random, shlex, sys
+seed, n, images, work = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+rng = random.Random(seed)
+sources = open(os.path.join(work, "sources"), "w")
+images_found = sorted(glob.glob(os.path.join(images, "*.elf")))
+if not images_found:
+    sys.exit(f"robustness.sh: no images in {images}")
+# Valid values, then invalid ones: most cases use valid flags only, so
+# that the mutated image runs; a quarter get one invalid flag.
+smp = ["1", "2", "4", "4,sockets=2,cores=2", "8,sockets=2,dies=2,cores=2", "3"]
+cpu = ["qemu64", "Skylake-Server", "EPYC", "Skylake-Server,+x2apic", "qemu64,+monitor", "qemu64,+tsc-deadline",
+       "Skylake-Server,+x2apic,+tsc-deadline", "EPYC,l3-cache=off"]
+cost = ["none", "freq_mhz=500", "freq_mhz=100,cpi=3000", "halt_poll_ns=0,ipiv=1", "mwait_passthrough=0"]
+appends = ["", "mode=halt", "mode=spin", "iterations=10", "cores=2", "workload=pipe loops=5", "mode=store",
+           "cpus=2", "x" * 300, "mode=tsc_deadline_far", "mode=nmi"]
+invalid = [["-smp", "0"], ["-smp", "7,sockets=2"], ["-smp", "abc"], ["-smp", "4097"], ["-cpu", "Pentium9"],
+           ["-cpu", "qemu64,+avx9"], ["--cost", "freq_mhz=0"], ["--cost", "bogus=1"], ["--cost", "cpi=0"],
+           ["-m", "0"], ["-m", "2"], ["--quantum", "0"], ["--time-limit", "-1"]]
+for i in range(n):
+    src = rng.choice(images_found)
+    data = bytearray(open(src, "rb").read())
+    if rng.random() < 0.15:
+        data = data[: rng.randrange(len(data))]                     # truncated
+        how = f"{os.path.basename(src)} truncated to {len(data)} bytes"
+    else:
+        flips = rng.choice([1, 1, 2, 4, 16, 64])
+        how = f"{os.path.basename(src)} with {flips} bit flips"
+        for _ in range(flips):                                      # bit flips
+            # Half of them in the first 8 KiB: headers, where a loader looks.
+            limit = min(len(data), 8192) if rng.random() < 0.5 else len(data)
+            data[rng.randrange(limit)] ^= 1 << rng.randrange(8)
+    path = os.path.join(work, f"case{i}.elf")
+    open(path, "wb").write(data)
+    flags = []
+    if rng.random() < 0.8: flags += ["-smp", rng.choice(smp)]
+    if rng.random() < 0.8: flags += ["-cpu", rng.choice(cpu)]
+    if rng.random() < 0.3: flags += ["-m", rng.choice(["4", "16", "128"])]
+    if rng.random() < 0.3: flags += ["--quantum", rng.choice(["1", "1000", "100000"])]
+    if rng.random() < 0.5: flags += ["--cost", rng.choice(cost)]
+    if rng.random() < 0.8: flags += ["-append", rng.choice(appends)]
+    # Short: code that writes where it runs (mutated images often execute
+    # zeros, "add [eax], al") retranslates at every store, ~175 k
+    # instructions per host second, so 3 ms at 2 GHz stays well inside --hang.
+    flags += ["--time-limit", rng.choice(["0.0005", "0.001", "0.003"])]
+    if rng.random() < 0.25: flags += rng.choice(invalid)
+    print(i, shlex.quote(path), " ".join(shlex.quote(f) for f in flags))
+    print(i, how, file=sources)
+PY
+
+# One case: two runs, their statuses and whether they agree, as one line
+# "i status1 status2 same|differ".
+run_case() {
+  local i=$1 image=$2
+  shift 2
+  local r
+  for r in 1 2; do
+    timeout -s KILL "$hang" "$topolab" run "$image" "$@" --report json --report-file "$work/$i.$r.json" \
+      >"$work/$i.$r.out" 2>"$work/$i.$r.err"
+    echo $? >"$work/$i.$r.status"
+    [ -f "$work/$i.$r.json" ] || : >"$work/$i.$r.json"
+  done
+  local same=same
+  for f in out err json status; do cmp -s "$work/$i.1.$f" "$work/$i.2.$f" || same=differ; done
+  echo "$i $(cat "$work/$i.1.status") $(cat "$work/$i.2.status") $same"
+}
+export -f run_case
+export topolab work hang
+while read -r line; do echo "$line"; done <"$work/cases" |
+  xargs -P "$jobs" -L 1 bash -c 'eval "set -- $*"; run_case "$@"' _ >"$work/results"
+
+signals=0 hangs=0 internal=0 differ=0 total=0
+declare -A by_status
+while read -r i s1 s2 same; do
+  total=$((total + 1))
+  bad=""
+  for s in $s1 $s2; do
+    if [ "$s" -eq 137 ]; then bad="hang"; elif [ "$s" -ge 128 ]; then bad="signal $((s - 128))";
+    elif [ "$s" -eq 70 ]; then bad="internal error"; fi
+  done
+  by_status[$s1]=$(( ${by_status[$s1]:-0} + 1 ))
+  case $bad in
+    hang) hangs=$((hangs + 1)) ;;
+    signal*) signals=$((signals + 1)) ;;
+    "internal error") internal=$((internal + 1)) ;;
+  esac
+  [ "$same" = differ ] && differ=$((differ + 1)) && bad="${bad:+$bad, }reruns differ"
+  if [ -n "$bad" ]; then
+    echo "robustness: case $i (seed $seed, $(grep "^$i " "$work/sources" | cut -d' ' -f2-)): $bad:"
+    echo "    topolab run $(grep "^$i " "$work/cases" | cut -d' ' -f2-)"
+    sed 's/^/    /' "$work/$i.1.err" | tail -3
+    if [ -n "$keep" ]; then
+      mkdir -p "$keep" && cp "$work/case$i.elf" "$work/$i".* "$keep/" 2>/dev/null
+      grep "^$i " "$work/cases" >>"$keep/cases"
+      grep "^$i " "$work/sources" >>"$keep/sources"
+    fi
+  fi
+done < <(sort -n "$work/results")
+
+statuses=""
+for s in $(printf '%s\n' "${!by_status[@]}" | sort -n); do statuses+=" $s:${by_status[$s]}"; done
+echo "robustness: $total cases (seed $seed, each run twice): $signals signals, $hangs hangs (> ${hang} s)," \
+     "$internal internal errors, $differ reruns differ; exit statuses (first run):$statuses"
+[ "$total" -eq "$n" ] && [ $((signals + hangs + internal + differ)) -eq 0 ]
