@@ -98,10 +98,9 @@ CodeSize Vcpu::Engine::code_size_from_registers() {
 // uc_ctl_remove_cache looks its range up through the guest's paging, and a
 // page the guest has not mapped raises a #PF inside the engine that nobody
 // sees, except QEMU's double-fault check: the exception stays "in flight"
-// (engine_state_offsets), so it is cleared before the engine runs again.
+// (engine_state_offsets) until run_until_stop clears it.
 void Vcpu::Engine::remove_cache(uint64_t begin, uint64_t end) {
   check(uc_ctl_remove_cache(uc, begin, end), "uc_ctl_remove_cache");
-  exception_in_flight = true;
 }
 
 // UC_HOOK_INSN refuses RDMSR, WRMSR and RDTSC(P) (the notes), so each site
