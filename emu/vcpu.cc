@@ -122,6 +122,12 @@ void Vcpu::Engine::map_open_bus(uint64_t page) {
 // ---------------------------------------------------------------------------
 // Vcpu: the public face.
 
+std::optional<std::pair<size_t, size_t>> vcpu_probe_offsets_for_tests() {
+  const std::optional<EngineStateOffsets> o = engine_state_offsets();
+  if (!o) return std::nullopt;
+  return std::pair{o->error_code, o->old_exception};
+}
+
 std::string engine_version() {
   unsigned major = 0, minor = 0;
   unsigned combined = uc_version(&major, &minor);

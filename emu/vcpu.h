@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "emu/cpuid_regs.h"
 #include "emu/guest_ram.h"
@@ -68,6 +69,11 @@ const char* to_string(VcpuExit::Reason reason);
 // The version of the CPU engine the vCPUs run on ("2.1.3"), as the linked
 // library reports it.
 std::string engine_version();
+
+// The offsets of the engine's error code and exception in flight in its
+// saved context, as the start-up probe found them (vcpu_engine.h), for the
+// test that proves the probe; nullopt if it failed.
+std::optional<std::pair<size_t, size_t>> vcpu_probe_offsets_for_tests();
 
 // A device register window the guest reaches with loads and stores (the
 // local APIC page). Calls are synchronous, in the middle of a block, like
