@@ -31,6 +31,14 @@ Vcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu en
                                                              : UC_CPU_X86_QEMU64;
     check(uc_ctl_set_cpu_model(uc, model), "uc_ctl_set_cpu_model");
     check(uc_mem_map_ptr(uc, 0, ram.size(), UC_PROT_ALL, ram.data()), "uc_mem_map_ptr");
+    // An empty set of exit addresses: runs end only where we stop them. With
+    // uc_emu_start's `until` instead, Unicorn invalidates the translation at
+    // that address after every run, which means translating it, and an
+    // address no guest can reach faults inside the engine (#GP for a
+    // non-canonical one, #PF for an unmapped one): an exception nobody sees
+    // that QEMU's double-fault check then counts as in flight
+    // (docs/unicorn.md; the exceptions testcases raise #GP after #GP).
+    check(uc_ctl_exits_enable(uc), "uc_ctl_exits_enable");
     uc_hook h;
     check(uc_hook_add(uc, &h, UC_HOOK_BLOCK, reinterpret_cast<void*>(on_block), this, 1, 0), "block hook");
     check(uc_hook_add(uc, &h, UC_HOOK_INSN, reinterpret_cast<void*>(on_cpuid), this, 1, 0, UC_X86_INS_CPUID),

@@ -101,6 +101,7 @@ CodeSize Vcpu::Engine::code_size_from_registers() {
 // (engine_state_offsets) until run_until_stop clears it.
 void Vcpu::Engine::remove_cache(uint64_t begin, uint64_t end) {
   check(uc_ctl_remove_cache(uc, begin, end), "uc_ctl_remove_cache");
+  exception_in_flight = true;
 }
 
 // UC_HOOK_INSN refuses RDMSR, WRMSR and RDTSC(P) (the notes), so each site

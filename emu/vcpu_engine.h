@@ -716,6 +716,10 @@ struct Vcpu::Engine {
   CodeSize code_size_from_registers();
   bool hook_trap_sites(const DecodedBlock& block);
   void remove_cache(uint64_t begin, uint64_t end);
+  // The engine may hold an exception "in flight" (an exception it raised, or
+  // a fault inside uc_ctl_remove_cache) that QEMU's double-fault check
+  // would combine with the guest's next one: cleared before the next run.
+  bool exception_in_flight = false;
   // Whether the RDTSCP instruction hook answers RDTSCP: the machine has
   // IA32_TSC_AUX (its CPU model has RDTSCP; asked once) and the engine's own
   // model has it too (QEMU64's has not: Unicorn raises #UD before the hook,

@@ -120,6 +120,7 @@ void Vcpu::Engine::on_interrupt(uc_engine*, uint32_t vector, void* user) {
       std::memcpy(&code, reinterpret_cast<const uint8_t*>(e.scratch_context) + offsets->error_code, sizeof code);
       e.exception.engine_error_code = code;
     }
+    e.exception_in_flight = true;
     e.stop_cause = StopCause::Exception;
     uc_emu_stop(e.uc);
   });
@@ -177,9 +178,7 @@ VcpuExit Vcpu::Engine::run(uint64_t budget) {
 // One uc_emu_start. Returns the exit, or nullopt to go on within this run.
 std::optional<VcpuExit> Vcpu::Engine::run_until_stop() {
   stop_cause = StopCause::None;
-  // Before every run: internal engine faults that nobody sees set it too
-  // (docs/unicorn.md), so no cheaper condition is known to be safe.
-  clear_exception_in_flight(nullptr);
+  if (exception_in_flight) clear_exception_in_flight(nullptr);
   const uc_err err = uc_emu_start(uc, read_reg(UC_X86_REG_RIP), kNeverExecuted, 0, 0);
   // Only a stop in front of a block can leave the next instruction shadowed.
   shadow = false;
@@ -320,6 +319,7 @@ bool Vcpu::Engine::clear_exception_in_flight(uint32_t* error_code) {
   const int32_t none = -1;
   std::memcpy(bytes + offsets->old_exception, &none, sizeof none);
   check(uc_context_restore(uc, scratch_context), "uc_context_restore (exception state)");
+  exception_in_flight = false;
   return true;
 }
 
