@@ -80,6 +80,7 @@
 #include <array>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <initializer_list>
 #include <limits>
 #include <span>
@@ -756,6 +757,8 @@ struct Vcpu::Engine {
 
   // --- register and MSR access ---
   uint64_t read_reg(int reg) const;
+  // A 64-bit general register named the way Capstone names it (0 for others).
+  uint64_t read_capstone_reg(x86_reg reg) const;
   void write_reg(int reg, uint64_t value);
   uint64_t read_cpu_msr(uint32_t msr) const;
   void write_cpu_msr(uint32_t msr, uint64_t value);

@@ -271,6 +271,62 @@ std::optional<VcpuExit> Vcpu::Engine::exit_for_error(uc_err err) {
   }
 }
 
+namespace {
+
+bool canonical(uint64_t linear) {
+  const auto high = static_cast<int64_t>(linear) >> 47;
+  return high == 0 || high == -1;
+}
+
+// Whether the 64-bit instruction in `code` makes a stack access (SDM Vol. 1
+// 3.4.2: an SS-relative one, by an RSP- or RBP-based operand, an SS
+// override, or the implicit stack of PUSH, POP, CALL, RET and friends) at a
+// non-canonical address, given the engine's register values.
+bool non_canonical_stack_access(std::span<const uint8_t> code, uint64_t address,
+                                const std::function<uint64_t(x86_reg)>& reg) {
+  thread_local struct Detail {
+    csh cs = 0;
+    cs_insn* insn = nullptr;
+    Detail() {
+      if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) == CS_ERR_OK) {
+        cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+        insn = cs_malloc(cs);
+      }
+    }
+    ~Detail() {
+      if (insn) cs_free(insn, 1);
+      if (cs) cs_close(&cs);
+    }
+  } d;
+  if (!d.insn) return false;
+  const uint8_t* bytes = code.data();
+  size_t left = code.size();
+  uint64_t at = address;
+  if (!cs_disasm_iter(d.cs, &bytes, &left, &at, d.insn)) return false;
+  const cs_x86& x86 = d.insn->detail->x86;
+  for (uint8_t i = 0; i < x86.op_count; ++i) {
+    const cs_x86_op& op = x86.operands[i];
+    if (op.type != X86_OP_MEM) continue;
+    const x86_reg base = op.mem.base;
+    const bool stack = op.mem.segment == X86_REG_SS ||
+                       (op.mem.segment == X86_REG_INVALID && (base == X86_REG_RSP || base == X86_REG_RBP));
+    if (!stack) continue;
+    uint64_t linear = static_cast<uint64_t>(op.mem.disp);
+    if (base != X86_REG_INVALID) linear += reg(base);
+    if (op.mem.index != X86_REG_INVALID) linear += reg(op.mem.index) * static_cast<uint64_t>(op.mem.scale);
+    if (!canonical(linear)) return true;
+  }
+  // The implicit stack: PUSH writes below RSP, POP and RET read at RSP.
+  for (uint8_t i = 0; i < d.insn->detail->regs_read_count; ++i)
+    if (d.insn->detail->regs_read[i] == X86_REG_RSP) {
+      const uint64_t rsp = reg(X86_REG_RSP);
+      return !canonical(rsp) || !canonical(rsp - 8);
+    }
+  return false;
+}
+
+}  // namespace
+
 // An exception the engine raised, delivered through the guest's IDT with
 // its error code: the engine's own (engine_error_code_offset), except for
 // #PF, whose code comes from the page walker (the SDM's, where QEMU's is
@@ -304,6 +360,13 @@ std::optional<VcpuExit> Vcpu::Engine::deliver_engine_exception() {
   } else if (x86::pushes_error_code(vector)) {
     event.error_code = exception.engine_error_code.value_or(0);
   }
+  // QEMU's TCG raises #GP(0) for a non-canonical stack access; the SDM's is
+  // #SS(0) (Vol. 3A 6.15, "Interrupt 12").
+  if (vector == x86::kGeneralProtection && event.error_code == 0 &&
+      (read_cpu_msr(kMsrEfer) & kEferLongModeActive))
+    if (const auto code = peek_linear(linear, 15);
+        code && non_canonical_stack_access(*code, linear, [&](x86_reg r) { return read_capstone_reg(r); }))
+      event.vector = x86::kStackFault;
   return deliver(event, fmt::format("{:#x}: {}", raised_at, describe(raised_at)));
 }
 

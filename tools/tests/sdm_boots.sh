@@ -17,7 +17,6 @@ FAIL: XM.divss_by_zero.rip
 FAIL: XM.divss_by_zero.mxcsr_ze (got 0x0, expected 0x4)
 FAIL: AC.ring3_unaligned_load.vector (got 0x6, expected 0x11)
 FAIL: AC.ring3_unaligned_load.rip
-FAIL: SS.non_canonical_stack.vector (got 0xd, expected 0xc)
 KNOWN
 )
 status=0
