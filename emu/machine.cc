@@ -1,5 +1,7 @@
 #include "emu/machine.h"
 
+#include "emu/x86_arch.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -17,17 +19,13 @@ namespace {
 
 constexpr uint32_t kMsrTsc = 0x10;
 constexpr uint32_t kMsrMiscEnable = 0x1a0;
-constexpr uint32_t kMsrTscAux = 0xc0000103;  // what RDTSCP returns in ECX
 // IA32_MISC_ENABLE: fast strings, and MONITOR/MWAIT enabled when the model has it.
 constexpr uint64_t kMiscFastStrings = 1u << 0;
 constexpr uint64_t kMiscMonitorEnable = 1u << 18;
-constexpr uint64_t kRflagsIf = 1u << 9;
-constexpr uint64_t kCr4Pke = 1u << 22;
 constexpr uint64_t kApicBaseEnable = 1u << 11;  // IA32_APIC_BASE.EN
 constexpr uint64_t kApicBaseExtd = 1u << 10;    // IA32_APIC_BASE.EXTD: x2APIC mode
 constexpr uint32_t kLeaf7EcxPku = 1u << 3;
 constexpr uint32_t kLeaf7EcxOspke = 1u << 4;
-constexpr uint8_t kInvalidOpcodeVector = 6;
 // APIC registers a KVM host with APICv virtualises (no exit) and the ICR.
 constexpr uint32_t kApicTprOffset = 0x80, kApicEoiOffset = 0xB0, kApicIcrLowOffset = 0x300;
 constexpr uint32_t kX2ApicTprMsr = 0x808, kX2ApicEoiMsr = 0x80B, kX2ApicIcrMsr = 0x830, kX2ApicSelfIpiMsr = 0x83F;
@@ -38,7 +36,6 @@ constexpr uint32_t kX2ApicTprMsr = 0x808, kX2ApicEoiMsr = 0x80B, kX2ApicIcrMsr =
 constexpr uint64_t kMonitorLine = 64;
 constexpr uint32_t kMwaitBreakOnInterrupt = 1u << 0;
 constexpr uint32_t kMwaitHintC1 = 0x00, kMwaitHintC0 = 0xF0;
-constexpr uint8_t kGeneralProtectionVector = 13;
 
 constexpr uint64_t kMaxRamMib = 3 * 1024;  // below the 32-bit PCI hole and the APIC page
 
@@ -323,7 +320,7 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
     CpuidRegs r = machine_.cpuid_.query(index_, leaf, subleaf);
     // CPUID.07H:ECX[4] OSPKE mirrors CR4.PKE (SDM): the one leaf bit that
     // follows guest state, now that no model offers XSAVE (OSXSAVE).
-    if (leaf == 7 && subleaf == 0 && (r.ecx & kLeaf7EcxPku) && (vcpu_->state().cr4 & kCr4Pke)) r.ecx |= kLeaf7EcxOspke;
+    if (leaf == 7 && subleaf == 0 && (r.ecx & kLeaf7EcxPku) && (vcpu_->state().cr4 & x86::kCr4Pke)) r.ecx |= kLeaf7EcxOspke;
     return r;
   }
   uint32_t port_in(uint16_t port, unsigned size) override {
@@ -349,7 +346,7 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
       case kMsrTsc: return read_tsc();
       case kMsrMiscEnable:
         return kMiscFastStrings | (machine_.cpuid_.cpu().has("monitor") ? kMiscMonitorEnable : 0);
-      case kMsrTscAux: return tsc_aux_;
+      case x86::kMsrTscAux: return tsc_aux_;
       default: return std::nullopt;
     }
   }
@@ -377,7 +374,7 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
         tsc_offset_ = static_cast<int64_t>(value - machine_.config_.cost.tsc_for_ns(now()));
         return true;
       case kMsrMiscEnable: return true;
-      case kMsrTscAux:
+      case x86::kMsrTscAux:
         if (value >> 32) return false;  // IA32_TSC_AUX[63:32] are reserved
         tsc_aux_ = value;
         return true;
@@ -760,7 +757,7 @@ std::optional<RunResult> Machine::handle_exit(Cpu& cpu, const VcpuExit& exit) {
         VcpuExit ud = exit;
         ud.detail = fmt::format("invalid opcode: {} (the CPU model has no MONITOR/MWAIT; add +monitor to -cpu)",
                                 exit.detail);
-        Injection injection = vcpu.inject_exception(kInvalidOpcodeVector, std::nullopt);
+        Injection injection = vcpu.inject_exception(x86::kInvalidOpcode, std::nullopt);
         if (injection) return std::nullopt;
         return crash(fmt::format("{}; no usable handler: {}", ud.detail, injection.detail));
       }
@@ -774,7 +771,7 @@ std::optional<RunResult> Machine::handle_exit(Cpu& cpu, const VcpuExit& exit) {
 std::optional<RunResult> Machine::emulate_monitor(Cpu& cpu, const VcpuExit& exit) {
   Vcpu& vcpu = *cpu.vcpu();
   if (exit.operands.ecx != 0) {
-    if (Injection injection = vcpu.inject_exception(kGeneralProtectionVector, 0); !injection)
+    if (Injection injection = vcpu.inject_exception(x86::kGeneralProtection, 0); !injection)
       return finish(RunResult::Outcome::Crashed,
                     fmt::format("guest crashed: MONITOR with ECX {:#x} raised #GP; no usable handler: {} (cpu {} RIP {:#x})",
                                 exit.operands.ecx, injection.detail, cpu.index(), exit.rip));
@@ -804,7 +801,7 @@ std::optional<RunResult> Machine::emulate_mwait(Cpu& cpu, const VcpuExit& exit) 
   Vcpu& vcpu = *cpu.vcpu();
   const uint32_t hint = exit.operands.eax, extensions = exit.operands.ecx;
   if (extensions & ~kMwaitBreakOnInterrupt) {
-    if (Injection injection = vcpu.inject_exception(kGeneralProtectionVector, 0); !injection)
+    if (Injection injection = vcpu.inject_exception(x86::kGeneralProtection, 0); !injection)
       return finish(RunResult::Outcome::Crashed,
                     fmt::format("guest crashed: MWAIT with ECX {:#x} raised #GP; no usable handler: {} (cpu {} RIP {:#x})",
                                 extensions, injection.detail, cpu.index(), exit.rip));
@@ -859,7 +856,7 @@ std::string Machine::deadlock_diagnosis() const {
     const LocalApic& apic = cpu.apic();
     std::optional<uint8_t> pending = apic.pending_vector();
     return fmt::format("cpu {} {} with interrupts {} at RIP {:#x} (APIC {}, TPR {:#x}, PPR {:#x}, {})", cpu.index(),
-                       cpu.idle_state(), s.rflags & kRflagsIf ? "enabled" : "disabled", s.rip,
+                       cpu.idle_state(), s.rflags & x86::kFlagIf ? "enabled" : "disabled", s.rip,
                        apic.software_enabled() ? "enabled" : "software-disabled", apic.task_priority(),
                        apic.processor_priority(),
                        pending ? fmt::format("vector {:#x} pending", *pending) : std::string("nothing pending"));
@@ -870,7 +867,7 @@ std::string Machine::deadlock_diagnosis() const {
     VcpuState s = cpus_[0]->vcpu()->state();
     return fmt::format("the guest {} with interrupts {} at cpu 0 RIP {:#x} RSP {:#x} CR0 {:#x} and nothing can wake it",
                        cpus_[0]->parked_in_mwait() ? "waits " + cpus_[0]->idle_state() : std::string("halted"),
-                       s.rflags & kRflagsIf ? "enabled" : "disabled", s.rip, s.rsp, s.cr0);
+                       s.rflags & x86::kFlagIf ? "enabled" : "disabled", s.rip, s.rsp, s.cr0);
   }
   std::string text = "guest deadlock: no vCPU can run and nothing can wake one:";
   constexpr size_t kShown = 8;
@@ -931,7 +928,7 @@ RunResult Machine::run() {
     uint64_t budget = std::max<uint64_t>(1, config_.cost.instructions_for_ns(until > now ? until - now : 0));
     // An interrupt waiting out an STI shadow goes in after one instruction.
     if (cpu->apic().pending_vector() && !cpu->vcpu()->interrupt_window_open() &&
-        (cpu->vcpu()->state().rflags & kRflagsIf))
+        (cpu->vcpu()->state().rflags & x86::kFlagIf))
       budget = 1;
     budget = std::min(budget, config_.quantum);
 

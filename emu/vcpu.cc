@@ -175,7 +175,7 @@ Injection Vcpu::inject_exception(uint8_t vector, std::optional<uint32_t> error_c
 }
 
 bool Vcpu::interrupt_window_open() const {
-  return !engine_->waits_for_sipi && !engine_->shadow && (engine_->read_reg(UC_X86_REG_RFLAGS) & kRflagsInterrupt);
+  return !engine_->waits_for_sipi && !engine_->shadow && (engine_->read_reg(UC_X86_REG_RFLAGS) & x86::kFlagIf);
 }
 
 void Vcpu::map_mmio(uint64_t base, uint64_t size, MmioHandler& handler) { engine_->map_mmio(base, size, handler); }
@@ -206,7 +206,7 @@ VcpuState Vcpu::state() const {
       .r8 = r(UC_X86_REG_R8),   .r9 = r(UC_X86_REG_R9),   .r10 = r(UC_X86_REG_R10), .r11 = r(UC_X86_REG_R11),
       .r12 = r(UC_X86_REG_R12), .r13 = r(UC_X86_REG_R13), .r14 = r(UC_X86_REG_R14), .r15 = r(UC_X86_REG_R15),
       .rip = r(UC_X86_REG_RIP), .rflags = r(UC_X86_REG_RFLAGS),
-      .cr0 = r(UC_X86_REG_CR0), .cr3 = r(UC_X86_REG_CR3), .cr4 = r(UC_X86_REG_CR4), .efer = e.read_cpu_msr(kMsrEfer),
+      .cr0 = r(UC_X86_REG_CR0), .cr3 = r(UC_X86_REG_CR3), .cr4 = r(UC_X86_REG_CR4), .efer = e.read_cpu_msr(x86::kMsrEfer),
       .cs = selector(UC_X86_REG_CS), .ds = selector(UC_X86_REG_DS), .es = selector(UC_X86_REG_ES),
       .ss = selector(UC_X86_REG_SS),
   };

@@ -90,8 +90,8 @@ std::optional<uint16_t> Vcpu::Engine::translated_instruction_count(uint64_t addr
 }
 
 CodeSize Vcpu::Engine::code_size_from_registers() {
-  if (!(read_reg(UC_X86_REG_CR0) & kCr0ProtectionEnable)) return CodeSize::Bits16;
-  if (read_cpu_msr(kMsrEfer) & kEferLongModeActive) return CodeSize::Bits64;
+  if (!(read_reg(UC_X86_REG_CR0) & x86::kCr0Pe)) return CodeSize::Bits16;
+  if (read_cpu_msr(x86::kMsrEfer) & x86::kEferLma) return CodeSize::Bits64;
   return CodeSize::Bits32;
 }
 
@@ -155,7 +155,7 @@ void Vcpu::Engine::flush_translations() {
 // the CPU context put back after.
 void Vcpu::Engine::invalidate_translated_code() {
   const UcContext saved(uc);
-  write_reg(UC_X86_REG_CR0, read_reg(UC_X86_REG_CR0) & ~kCr0Paging);
+  write_reg(UC_X86_REG_CR0, read_reg(UC_X86_REG_CR0) & ~x86::kCr0Pg);
   for (uint64_t page : blocks.code_pages())
     remove_cache(page, page + kPageSize);
   saved.restore_into(uc);

@@ -102,39 +102,15 @@ inline constexpr uint64_t kNoAddress = ~uint64_t{0};
 inline constexpr uint64_t kPageSize = 4096;
 
 // SDM Vol. 3A 2.5 (CR0) and Vol. 4 (MSR numbers).
-inline constexpr uint64_t kCr0ProtectionEnable = 1u << 0;
-inline constexpr uint64_t kCr0Paging = 1u << 31;
-inline constexpr uint64_t kEferLongModeActive = 1u << 10;
-inline constexpr uint32_t kMsrSysenterCs = 0x174;
-inline constexpr uint32_t kMsrSysenterEsp = 0x175;
-inline constexpr uint32_t kMsrSysenterEip = 0x176;
-inline constexpr uint32_t kMsrPat = 0x277;
-inline constexpr uint32_t kMsrEfer = 0xC000'0080;
-inline constexpr uint32_t kMsrStar = 0xC000'0081;
-inline constexpr uint32_t kMsrLstar = 0xC000'0082;
-inline constexpr uint32_t kMsrCstar = 0xC000'0083;
-inline constexpr uint32_t kMsrFmask = 0xC000'0084;
-inline constexpr uint32_t kMsrFsBase = 0xC000'0100;
-inline constexpr uint32_t kMsrGsBase = 0xC000'0101;
-inline constexpr uint32_t kMsrKernelGsBase = 0xC000'0102;
-inline constexpr uint32_t kMsrTscAux = 0xC000'0103;
 
 inline constexpr uint8_t kHltOpcode = 0xF4;
 inline constexpr uint8_t kIcebpOpcode = 0xF1;  // INT1
 inline constexpr uint64_t kDr6SingleStep = 1u << 14;         // DR6.BS (SDM Vol. 3B 18.2.3)
 inline constexpr uint64_t kDr7BreakpointEnables = 0xFF;      // L0-3, G0-3
 inline constexpr uint64_t kIdleInstructionLength = 3;  // MONITOR, MWAIT
-inline constexpr uint32_t kPageFaultVector = 14;
-inline constexpr uint32_t kNmiVector = 2;
 // EFLAGS bit 1 is reserved and always 1 (SDM Vol. 1 3.4.3); IF = 0.
 inline constexpr uint64_t kRflagsInterruptsOff = 0x2;
 // EFLAGS bits (SDM Vol. 1 3.4.3).
-inline constexpr uint64_t kRflagsTrap = 1u << 8;
-inline constexpr uint64_t kRflagsInterrupt = 1u << 9;
-inline constexpr uint64_t kRflagsNestedTask = 1u << 14;
-inline constexpr uint64_t kRflagsResume = 1u << 16;
-inline constexpr uint64_t kRflagsVirtual8086 = 1u << 17;
-inline constexpr uint64_t kRflagsAlignmentCheck = 1u << 18;
 
 // State after INIT (SDM Vol. 3A 9.1.1, table 9-1).
 inline constexpr uint64_t kCr0AfterInit = 0x6000'0010;  // CD, NW, ET
@@ -145,13 +121,7 @@ inline constexpr uint64_t kDr6AfterInit = 0xFFFF'0FF0;
 inline constexpr uint64_t kDr7AfterInit = 0x400;
 
 // Gate types (SDM Vol. 3A 3.5 table 3-2, 6.11, 6.14.1).
-inline constexpr uint8_t kTaskGate = 0x5;
-inline constexpr uint8_t kInterruptGate16 = 0x6;
-inline constexpr uint8_t kTrapGate16 = 0x7;
-inline constexpr uint8_t kInterruptGate = 0xE;  // 32-bit, or 64-bit in long mode
-inline constexpr uint8_t kTrapGate = 0xF;
 // 64-bit TSS: IST1 at 0x24, IST2..7 follow (SDM Vol. 3A 7.7, figure 7-11).
-inline constexpr uint64_t kTssIst1Offset = 0x24;
 
 // Flat 4 GiB descriptors, base 0, G = 1, DPL 0 (SDM Vol. 3A 3.4.5): a 32-bit
 // (D = 1) execute/read code segment and a read/write data segment.
@@ -170,9 +140,9 @@ inline void check(uc_err err, const char* what) {
 // it no guest could set EFER.LME and enter long mode.
 inline bool is_cpu_state_msr(uint32_t msr) {
   switch (msr) {
-    case kMsrSysenterCs: case kMsrSysenterEsp: case kMsrSysenterEip: case kMsrPat:
-    case kMsrEfer: case kMsrStar: case kMsrLstar: case kMsrCstar: case kMsrFmask:
-    case kMsrFsBase: case kMsrGsBase: case kMsrKernelGsBase:
+    case x86::kMsrSysenterCs: case x86::kMsrSysenterEsp: case x86::kMsrSysenterEip: case x86::kMsrPat:
+    case x86::kMsrEfer: case x86::kMsrStar: case x86::kMsrLstar: case x86::kMsrCstar: case x86::kMsrFmask:
+    case x86::kMsrFsBase: case x86::kMsrGsBase: case x86::kMsrKernelGsBase:
       return true;
     default:
       return false;
@@ -698,7 +668,7 @@ struct Vcpu::Engine {
     if (entering_shadowed) return false;
     uint64_t rflags = 0;
     uc_reg_read(uc, UC_X86_REG_EFLAGS, &rflags);
-    return rflags & kRflagsInterrupt;
+    return rflags & x86::kFlagIf;
   }
   void begin_block(const DecodedBlock& block) {
     first_block_of_run = false;
@@ -726,7 +696,7 @@ struct Vcpu::Engine {
   // model has it too (QEMU64's has not: Unicorn raises #UD before the hook,
   // RdtscpReturnsTheHostsTimeAndTscAux). Otherwise the site is trapped.
   bool rdtscp_hooked() {
-    if (!tsc_aux_known) tsc_aux_present = read_msr(kMsrTscAux).has_value(), tsc_aux_known = true;
+    if (!tsc_aux_known) tsc_aux_present = read_msr(x86::kMsrTscAux).has_value(), tsc_aux_known = true;
     return tsc_aux_present && engine_cpu != EngineCpu::Qemu64;
   }
 

@@ -53,7 +53,7 @@ class RecordingMemory final : public x86::LinearMemory {
 x86::CpuState Vcpu::Engine::cpu_state() {
   x86::CpuState s;
   const uint64_t cr0 = read_reg(UC_X86_REG_CR0);
-  const bool long_mode = read_cpu_msr(kMsrEfer) & kEferLongModeActive;
+  const bool long_mode = read_cpu_msr(x86::kMsrEfer) & x86::kEferLma;
   s.rip = read_reg(UC_X86_REG_RIP);
   s.rsp = read_reg(UC_X86_REG_RSP);
   s.rflags = read_reg(UC_X86_REG_RFLAGS);
@@ -64,7 +64,7 @@ x86::CpuState Vcpu::Engine::cpu_state() {
   s.tr = segment_from_cache(read_mmr(UC_X86_REG_TR));
   const auto cs = static_cast<uint16_t>(read_reg(UC_X86_REG_CS));
   const auto ss = static_cast<uint16_t>(read_reg(UC_X86_REG_SS));
-  if (!(cr0 & kCr0ProtectionEnable)) {
+  if (!(cr0 & x86::kCr0Pe)) {
     s.mode = x86::CpuMode::kReal;
     s.cs = {cs, x86::flat_data(0)};
     s.cs.desc.base = uint64_t{cs} << 4;

@@ -136,7 +136,7 @@ x86::PagingState Vcpu::Engine::paging_state() {
   return {.cr0 = read_reg(UC_X86_REG_CR0),
           .cr3 = read_reg(UC_X86_REG_CR3),
           .cr4 = read_reg(UC_X86_REG_CR4),
-          .efer = read_cpu_msr(kMsrEfer),
+          .efer = read_cpu_msr(x86::kMsrEfer),
           .rflags = read_reg(UC_X86_REG_RFLAGS),
           .pkru = static_cast<uint32_t>(pkru),
           .maxphyaddr = maxphyaddr};
@@ -160,7 +160,7 @@ std::optional<std::vector<uint8_t>> Vcpu::Engine::peek_linear(uint64_t linear, s
 
 // CS.RPL is the CPL after every architectural CS load; real mode is ring 0.
 unsigned Vcpu::Engine::current_cpl() {
-  if (!(read_reg(UC_X86_REG_CR0) & kCr0ProtectionEnable)) return 0;
+  if (!(read_reg(UC_X86_REG_CR0) & x86::kCr0Pe)) return 0;
   return read_reg(UC_X86_REG_CS) & 3;
 }
 
@@ -185,7 +185,7 @@ std::optional<std::string> vcpu_internal::ProtectedModeSegmentLoader::load(uc_en
   check(uc_reg_read(s, UC_X86_REG_CR0, &cr0), "uc_reg_read (CR0)");
   // Toggling CR0.PE also flushes the scratch engine's TLB, so the GDT is
   // read through the guest's page tables as they are now.
-  const uint64_t real = cr0 & ~kCr0ProtectionEnable;
+  const uint64_t real = cr0 & ~x86::kCr0Pe;
   check(uc_reg_write(s, UC_X86_REG_CR0, &real), "uc_reg_write (CR0)");
   const uint16_t null = 0;
   check(uc_reg_write(s, UC_X86_REG_SS, &null), "uc_reg_write (SS, real mode)");  // CPL 0
@@ -219,7 +219,7 @@ std::vector<uint8_t> context_after_gp(uint16_t selector) {
   check(uc_mem_write(s, kCode, code, sizeof code), "uc_mem_write (probe code)");
   const uc_x86_mmr gdtr{.selector = 0, .base = kGdt, .limit = sizeof gdt - 1, .flags = 0};
   check(uc_reg_write(s, UC_X86_REG_GDTR, &gdtr), "uc_reg_write (probe GDTR)");
-  const uint64_t cr0 = kCr0ProtectionEnable;
+  const uint64_t cr0 = x86::kCr0Pe;
   check(uc_reg_write(s, UC_X86_REG_CR0, &cr0), "uc_reg_write (probe CR0)");
   const uint16_t cs = kMultibootCodeSelector, ds = kMultibootDataSelector;
   check(uc_reg_write(s, UC_X86_REG_CS, &cs), "uc_reg_write (probe CS)");
@@ -295,9 +295,9 @@ std::optional<EngineStateOffsets> vcpu_internal::engine_state_offsets() {
 uint64_t Vcpu::Engine::code_base() {
   const auto selector = static_cast<uint16_t>(read_reg(UC_X86_REG_CS));
   uint64_t base = uint64_t{selector} << 4;
-  if (read_reg(UC_X86_REG_CR0) & kCr0ProtectionEnable) {
+  if (read_reg(UC_X86_REG_CR0) & x86::kCr0Pe) {
     if (const std::optional<SegmentDescriptor> cs = read_descriptor(selector); cs && cs->is_code()) {
-      const bool long_mode = read_cpu_msr(kMsrEfer) & kEferLongModeActive;
+      const bool long_mode = read_cpu_msr(x86::kMsrEfer) & x86::kEferLma;
       base = long_mode && cs->long_mode() ? 0 : cs->base();
     } else if (selector == known_cs.selector) {
       base = known_cs.base;
@@ -313,7 +313,7 @@ void Vcpu::Engine::reset_for_init() {
   // hidden effects that context already has.
   RealModeSegmentLoader::for_this_thread().enter_real_mode(uc);
   write_reg(UC_X86_REG_CR0, kCr0AfterInit);
-  write_cpu_msr(kMsrEfer, 0);
+  write_cpu_msr(x86::kMsrEfer, 0);
   for (int reg : {UC_X86_REG_CR2, UC_X86_REG_CR3, UC_X86_REG_CR4}) write_reg(reg, 0);
   for (int reg : {UC_X86_REG_RAX, UC_X86_REG_RBX, UC_X86_REG_RCX, UC_X86_REG_RDX, UC_X86_REG_RSI, UC_X86_REG_RDI,
                   UC_X86_REG_RBP, UC_X86_REG_RSP, UC_X86_REG_R8, UC_X86_REG_R9, UC_X86_REG_R10, UC_X86_REG_R11,

@@ -53,7 +53,7 @@ int Vcpu::Engine::on_rdtscp(uc_engine*, void* user) {
   e.guarded([&] {
     e.call_host_mid_block([&] {
       e.write_edx_eax(e.host.read_tsc());
-      e.write_reg(UC_X86_REG_RCX, static_cast<uint32_t>(e.read_msr(kMsrTscAux).value_or(0)));
+      e.write_reg(UC_X86_REG_RCX, static_cast<uint32_t>(e.read_msr(x86::kMsrTscAux).value_or(0)));
     });
   });
   return 1;
@@ -110,7 +110,7 @@ void Vcpu::Engine::on_interrupt(uc_engine*, uint32_t vector, void* user) {
   auto& e = *static_cast<Engine*>(user);
   e.guarded([&] {
     e.exception = {vector, e.read_reg(UC_X86_REG_RIP),
-                   vector == kPageFaultVector ? e.read_reg(UC_X86_REG_CR2) : 0, std::nullopt};
+                   vector == x86::kPageFault ? e.read_reg(UC_X86_REG_CR2) : 0, std::nullopt};
     // Here, in the hook: by the time uc_emu_start returns, the engine has
     // cleared it.
     if (const std::optional<EngineStateOffsets> offsets = engine_state_offsets()) {
@@ -226,7 +226,7 @@ std::optional<VcpuExit> Vcpu::Engine::exit_for_halt() {
   if (at && (*at)[0] == kIcebpOpcode)
     return deliver({.kind = x86::EventKind::kPrivilegedSoftwareException, .vector = x86::kDebug, .instruction_length = 1},
                    fmt::format("{:#x}: int1", linear));
-  if (read_reg(UC_X86_REG_RFLAGS) & kRflagsTrap) {
+  if (read_reg(UC_X86_REG_RFLAGS) & x86::kFlagTf) {
     write_reg(UC_X86_REG_DR6, (read_reg(UC_X86_REG_DR6) & ~uint64_t{0xF}) | kDr6SingleStep);
     return deliver({.kind = x86::EventKind::kHardwareException, .vector = x86::kDebug},
                    fmt::format("a single step (RFLAGS.TF) before {:#x}", linear));
@@ -363,7 +363,7 @@ std::optional<VcpuExit> Vcpu::Engine::deliver_engine_exception() {
   // QEMU's TCG raises #GP(0) for a non-canonical stack access; the SDM's is
   // #SS(0) (Vol. 3A 6.15, "Interrupt 12").
   if (vector == x86::kGeneralProtection && event.error_code == 0 &&
-      (read_cpu_msr(kMsrEfer) & kEferLongModeActive))
+      (read_cpu_msr(x86::kMsrEfer) & x86::kEferLma))
     if (const auto code = peek_linear(linear, 15);
         code && non_canonical_stack_access(*code, linear, [&](x86_reg r) { return read_capstone_reg(r); }))
       event.vector = x86::kStackFault;
@@ -468,7 +468,7 @@ std::optional<VcpuExit> Vcpu::Engine::exit_for_monitor_or_mwait(uint64_t rip, ui
 // flat Multiboot state).
 uint64_t Vcpu::Engine::data_segment_base() {
   const auto selector = static_cast<uint16_t>(read_reg(UC_X86_REG_DS));
-  if (!(read_reg(UC_X86_REG_CR0) & kCr0ProtectionEnable)) return uint64_t{selector} << 4;
+  if (!(read_reg(UC_X86_REG_CR0) & x86::kCr0Pe)) return uint64_t{selector} << 4;
   const std::optional<SegmentDescriptor> ds = read_descriptor(selector);
   return ds ? ds->base() : 0;
 }
@@ -526,11 +526,11 @@ std::optional<VcpuExit> Vcpu::Engine::emulate_fast_system_call(TrapKind kind, ui
                         .instruction_length = length, .rsp = cpu.rsp, .rflags = cpu.rflags,
                         .rcx = read_reg(UC_X86_REG_RCX), .rdx = read_reg(UC_X86_REG_RDX),
                         .r11 = read_reg(UC_X86_REG_R11)};
-  const x86::FastCallMsrs msrs{.efer = read_cpu_msr(kMsrEfer), .star = read_cpu_msr(kMsrStar),
-                               .lstar = read_cpu_msr(kMsrLstar), .cstar = read_cpu_msr(kMsrCstar),
-                               .fmask = read_cpu_msr(kMsrFmask), .sysenter_cs = read_cpu_msr(kMsrSysenterCs),
-                               .sysenter_esp = read_cpu_msr(kMsrSysenterEsp),
-                               .sysenter_eip = read_cpu_msr(kMsrSysenterEip)};
+  const x86::FastCallMsrs msrs{.efer = read_cpu_msr(x86::kMsrEfer), .star = read_cpu_msr(x86::kMsrStar),
+                               .lstar = read_cpu_msr(x86::kMsrLstar), .cstar = read_cpu_msr(x86::kMsrCstar),
+                               .fmask = read_cpu_msr(x86::kMsrFmask), .sysenter_cs = read_cpu_msr(x86::kMsrSysenterCs),
+                               .sysenter_esp = read_cpu_msr(x86::kMsrSysenterEsp),
+                               .sysenter_eip = read_cpu_msr(x86::kMsrSysenterEip)};
   const CpuidRegs vendor = host.describe_cpuid(0, 0);
   const x86::CpuVendor cpu_vendor = vendor.ebx == 0x6874'7541 ? x86::CpuVendor::kAmd : x86::CpuVendor::kIntel;  // "Auth"
   const x86::FastCallOutcome out =
@@ -573,7 +573,7 @@ std::optional<Vcpu::Engine::TrapFault> Vcpu::Engine::execute_trap(TrapKind kind,
     }
     case TrapKind::Rdtscp: {
       // Without IA32_TSC_AUX the CPU has no RDTSCP, which is then #UD.
-      const std::optional<uint64_t> aux = read_msr(kMsrTscAux);
+      const std::optional<uint64_t> aux = read_msr(x86::kMsrTscAux);
       if (!aux) return TrapFault{{.vector = x86::kInvalidOpcode, .error_code = std::nullopt},
                                  "rdtscp, but the host has no IA32_TSC_AUX"};
       write_edx_eax(host.read_tsc());

@@ -35,6 +35,7 @@ enum Vector : uint8_t {
 };
 
 // --- Control registers and IA32_EFER (SDM Vol. 3A 2.5, 2.2.1) ---
+constexpr uint64_t kCr0Pe = uint64_t{1} << 0;       // CR0.PE: protected mode
 constexpr uint64_t kCr0Wp = uint64_t{1} << 16;      // CR0.WP: write protect (supervisor writes honour R/W)
 constexpr uint64_t kCr0Pg = uint64_t{1} << 31;      // CR0.PG: paging
 constexpr uint64_t kCr4Pse = uint64_t{1} << 4;      // CR4.PSE: 4-MByte pages in 32-bit paging
@@ -47,6 +48,21 @@ constexpr uint64_t kEferSce = uint64_t{1} << 0;     // IA32_EFER.SCE: SYSCALL en
 constexpr uint64_t kEferLme = uint64_t{1} << 8;     // IA32_EFER.LME: long mode enable
 constexpr uint64_t kEferLma = uint64_t{1} << 10;    // IA32_EFER.LMA: long mode active
 constexpr uint64_t kEferNxe = uint64_t{1} << 11;    // IA32_EFER.NXE: execute-disable (XD) bit enable
+
+// Architectural MSRs the vCPU keeps in the engine (SDM Vol. 4, table 2-2).
+constexpr uint32_t kMsrSysenterCs = 0x174;
+constexpr uint32_t kMsrSysenterEsp = 0x175;
+constexpr uint32_t kMsrSysenterEip = 0x176;
+constexpr uint32_t kMsrPat = 0x277;
+constexpr uint32_t kMsrEfer = 0xC000'0080;
+constexpr uint32_t kMsrStar = 0xC000'0081;
+constexpr uint32_t kMsrLstar = 0xC000'0082;
+constexpr uint32_t kMsrCstar = 0xC000'0083;
+constexpr uint32_t kMsrFmask = 0xC000'0084;
+constexpr uint32_t kMsrFsBase = 0xC000'0100;
+constexpr uint32_t kMsrGsBase = 0xC000'0101;
+constexpr uint32_t kMsrKernelGsBase = 0xC000'0102;
+constexpr uint32_t kMsrTscAux = 0xC000'0103;
 
 // --- EFLAGS bits (SDM Vol. 1 3.4.3, figure 3-8) ---
 constexpr uint64_t kFlagCf = 1u << 0;
