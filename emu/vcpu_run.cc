@@ -237,8 +237,10 @@ std::optional<VcpuExit> Vcpu::Engine::exit_for_halt() {
                    fmt::format("cpu {} stopped at {:#x} with debug-register breakpoints enabled (DR7 {:#x}): topolab "
                                "does not deliver their #DB",
                                index, linear, read_reg(UC_X86_REG_DR7)));
-  throw std::runtime_error(fmt::format("cpu{}: the engine stopped with UC_ERR_OK at {:#x} ({}) for no known reason",
-                                       index, linear, describe(linear)));
+  throw std::runtime_error(fmt::format("cpu{}: the engine stopped at RIP {:#x} ({}, bytes {:02x}) with UC_ERR_OK and "
+                                       "no stop of ours: no known reason",
+                                       index, linear, describe(linear),
+                                       fmt::join(peek_linear(linear, 15).value_or(std::vector<uint8_t>{}), " ")));
 }
 
 std::optional<VcpuExit> Vcpu::Engine::exit_for_error(uc_err err) {

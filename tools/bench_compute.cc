@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
       fmt::print("compute_loop {}, {} iterations = {} guest instructions; median of {} interleaved rounds\n", variant,
                  iterations, instructions, kRepeats);
       fmt::print("  {:<44} {:>9} {:>9}\n", "", "seconds", "MIPS");
-      fmt::print("  {:<44} {:>9.3f} {:>9.0f}\n", "raw Unicorn 2.0.1 (no hooks but I/O)", median(raw), mips_raw);
+      fmt::print("  {:<44} {:>9.3f} {:>9.0f}\n", "raw Unicorn (no hooks but I/O)   ", median(raw), mips_raw);
       fmt::print("  {:<44} {:>9.3f} {:>9.0f}\n", "topolab run", median(ours), mips_ours);
       fmt::print("  {:<44} {:>9.3f} {:>9.0f}   (boot {:.3f} s subtracted)\n",
                  "QEMU 7.2 -accel tcg,thread=single -icount 0", q, mips_qemu, median(qemu_boot));
