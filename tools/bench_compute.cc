@@ -10,18 +10,25 @@
 // Runs are interleaved and each figure is the median of five: the machines
 // are noisy, so compare the ratios, not the absolute numbers.
 //
-// Both variants of the loop run: with a store per iteration, and with loads
-// only, because Unicorn 2.0.1 sends every guest store through a slow path
-// (docs/benchmarks.md).
+// The variants of the loop: with a store per iteration and with loads only
+// (IMAGE, the 32-bit compute_loop), because how an engine stores is where
+// they differ most (docs/benchmarks.md); and the 64-bit compute_loop64 with
+// its data pages mapped execute-disable (nx=on) against the same image with
+// nx=off, because Unicorn 2.1.x takes its fast store path only for pages its
+// TLB holds without execute permission. Each round runs every variant, so
+// nx=on and nx=off see the same noise.
 //
-//   bench_compute IMAGE [iterations]
+//   bench_compute IMAGE [iterations [IMAGE64]]
+// IMAGE64 defaults to compute_loop64.elf beside IMAGE; without it only the
+// 32-bit variants run.
 #include <unicorn/unicorn.h>
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -44,20 +51,28 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// The loop's variant (stores=on|off) rides along on the command line.
-std::string g_variant = "stores=on";
+// One image and the words its command line adds to iterations=N.
+struct Variant {
+  Variant(std::string image_, std::string words_) : image(std::move(image_)), words(std::move(words_)) {}
+  std::string image;
+  std::string words;  // stores=on|off, nx=on|off
+  std::vector<double> raw, ours, qemu, qemu_boot;  // seconds, one per round
+  uint64_t instructions = 0;
+};
 
-std::string append_for(uint32_t iterations) { return fmt::format("iterations={} {}", iterations, g_variant); }
+std::string append_for(const Variant& v, uint32_t iterations) {
+  return fmt::format("iterations={} {}", iterations, v.words);
+}
 
 struct TopolabRun {
   double seconds;
   uint64_t instructions;
 };
 
-TopolabRun run_topolab(const std::string& image, uint32_t iterations) {
+TopolabRun run_topolab(const Variant& v, uint32_t iterations) {
   MachineConfig config;
-  config.image = image;
-  config.append = append_for(iterations);
+  config.image = v.image;
+  config.append = append_for(v, iterations);
   config.time_limit_seconds = 1000;
   Machine machine(config, [](uint8_t) {});
   auto start = std::chrono::steady_clock::now();
@@ -83,10 +98,13 @@ void check(uc_err err, const char* what) {
   if (err != UC_ERR_OK) throw std::runtime_error(fmt::format("unicorn: {}: {}", what, uc_strerror(err)));
 }
 
-double run_raw_unicorn(const std::string& image, uint32_t iterations) {
+// A 64-bit image starts in this UC_MODE_32 engine too: it enters at its
+// 32-bit Multiboot entry and switches to long mode itself (lib/longmode.S),
+// which the engine's x86-64 CPU (Unicorn's default model, qemu64) allows.
+double run_raw_unicorn(const Variant& v, uint32_t iterations) {
   GuestRam ram(128 << 20);
-  MultibootBoot boot = load_multiboot(ram, read_image_file(image, ram.size()),
-                                      std::filesystem::path(image).filename().string(), append_for(iterations), {});
+  MultibootBoot boot = load_multiboot(ram, read_image_file(v.image, ram.size()),
+                                      std::filesystem::path(v.image).filename().string(), append_for(v, iterations), {});
   uc_engine* uc = nullptr;
   check(uc_open(UC_ARCH_X86, UC_MODE_32, &uc), "uc_open");
   check(uc_mem_map_ptr(uc, 0, ram.size(), UC_PROT_ALL, ram.data()), "uc_mem_map_ptr");
@@ -107,11 +125,11 @@ double run_raw_unicorn(const std::string& image, uint32_t iterations) {
   return elapsed;
 }
 
-double run_qemu_icount(const std::string& image, uint32_t iterations) {
+double run_qemu_icount(const Variant& v, uint32_t iterations) {
   std::string cmd = fmt::format(
       "qemu-system-x86_64 -accel tcg,thread=single -icount shift=0 -kernel '{}' -append '{}' -display none -nic none "
       "-no-reboot -serial null -device isa-debug-exit,iobase=0xf4,iosize=4 -m 128 >/dev/null 2>&1",
-      image, append_for(iterations));
+      v.image, append_for(v, iterations));
   auto start = std::chrono::steady_clock::now();
   int status = std::system(cmd.c_str());
   double elapsed = seconds_since(start);
@@ -120,45 +138,81 @@ double run_qemu_icount(const std::string& image, uint32_t iterations) {
   return elapsed;
 }
 
+std::string image_name(const Variant& v) { return std::filesystem::path(v.image).stem().string(); }
+
+double mips(uint64_t instructions, double seconds) { return instructions / std::max(seconds, 1e-9) / 1e6; }
+
+struct Mips {
+  double raw, ours, qemu;
+  bool qemu_measured;
+};
+
+Mips print_variant(const Variant& v, uint32_t iterations) {
+  double q = std::max(median(v.qemu) - median(v.qemu_boot), 1e-9);
+  // Too few iterations and QEMU's loop vanishes in its boot time's noise.
+  Mips m{mips(v.instructions, median(v.raw)), mips(v.instructions, median(v.ours)), mips(v.instructions, q),
+         median(v.qemu) > median(v.qemu_boot)};
+  unsigned version = uc_version(nullptr, nullptr);
+  std::string raw_label = fmt::format("raw Unicorn {}.{}.{} (no hooks but I/O)", version >> 24, (version >> 16) & 0xff,
+                                      (version >> 8) & 0xff);
+  fmt::print("{} {}, {} iterations = {} guest instructions; median of {} interleaved rounds\n", image_name(v),
+             v.words, iterations, v.instructions, kRepeats);
+  fmt::print("  {:<44} {:>9} {:>9}\n", "", "seconds", "MIPS");
+  fmt::print("  {:<44} {:>9.3f} {:>9.0f}\n", raw_label, median(v.raw), m.raw);
+  fmt::print("  {:<44} {:>9.3f} {:>9.0f}\n", "topolab run", median(v.ours), m.ours);
+  fmt::print("  {:<44} {:>9.3f} {:>9}   (boot {:.3f} s subtracted)\n",
+             "QEMU 7.2 -accel tcg,thread=single -icount 0", q,
+             m.qemu_measured ? fmt::format("{:.0f}", m.qemu) : "n/a", median(v.qemu_boot));
+  fmt::print("  topolab / raw Unicorn: {:.0f}%   topolab / QEMU icount: {}\n\n", 100 * m.ours / m.raw,
+             m.qemu_measured ? fmt::format("{:.2f}x", m.ours / m.qemu) : "n/a");
+  return m;
+}
+
 }  // namespace
 }  // namespace topolab
 
 int main(int argc, char** argv) {
   using namespace topolab;
   if (argc < 2) {
-    fmt::print(stderr, "usage: bench_compute IMAGE [iterations]\n");
+    fmt::print(stderr, "usage: bench_compute IMAGE [iterations [IMAGE64]]\n");
     return 2;
   }
   std::string image = argv[1];
   uint32_t iterations = argc > 2 ? static_cast<uint32_t>(std::strtoul(argv[2], nullptr, 10)) : 20'000'000;
+  std::string image64 =
+      argc > 3 ? argv[3] : (std::filesystem::path(image).parent_path() / "compute_loop64.elf").string();
+  std::vector<Variant> variants{{image, "stores=on"}, {image, "stores=off"}};
+  bool nx = std::filesystem::exists(image64);
+  if (nx) {
+    variants.emplace_back(image64, "nx=off");
+    variants.emplace_back(image64, "nx=on");
+  } else {
+    fmt::print(stderr, "bench_compute: no {}: the nx= variants do not run\n", image64);
+  }
   try {
-    for (const char* variant : {"stores=on", "stores=off"}) {
-      g_variant = variant;
-      std::vector<double> raw, ours, qemu, qemu_boot;
-      uint64_t instructions = 0;
-      for (int i = 0; i < kRepeats; ++i) {
-        fmt::print(stderr, "{}: round {}/{}\r", variant, i + 1, kRepeats);
-        raw.push_back(run_raw_unicorn(image, iterations));
-        TopolabRun t = run_topolab(image, iterations);
-        ours.push_back(t.seconds);
-        instructions = t.instructions;
-        qemu.push_back(run_qemu_icount(image, iterations));
-        qemu_boot.push_back(run_qemu_icount(image, kBootIterations));
+    for (int i = 0; i < kRepeats; ++i) {
+      for (Variant& v : variants) {
+        fmt::print(stderr, "round {}/{}: {} {}          \r", i + 1, kRepeats, image_name(v), v.words);
+        v.raw.push_back(run_raw_unicorn(v, iterations));
+        TopolabRun t = run_topolab(v, iterations);
+        v.ours.push_back(t.seconds);
+        v.instructions = t.instructions;
+        v.qemu.push_back(run_qemu_icount(v, iterations));
+        v.qemu_boot.push_back(run_qemu_icount(v, kBootIterations));
       }
-      double q = std::max(median(qemu) - median(qemu_boot), 1e-9);
-      double mips_raw = instructions / median(raw) / 1e6, mips_ours = instructions / median(ours) / 1e6;
-      double mips_qemu = instructions / q / 1e6;
-      fmt::print("compute_loop {}, {} iterations = {} guest instructions; median of {} interleaved rounds\n", variant,
-                 iterations, instructions, kRepeats);
-      fmt::print("  {:<44} {:>9} {:>9}\n", "", "seconds", "MIPS");
-      fmt::print("  {:<44} {:>9.3f} {:>9.0f}\n", "raw Unicorn (no hooks but I/O)   ", median(raw), mips_raw);
-      fmt::print("  {:<44} {:>9.3f} {:>9.0f}\n", "topolab run", median(ours), mips_ours);
-      fmt::print("  {:<44} {:>9.3f} {:>9.0f}   (boot {:.3f} s subtracted)\n",
-                 "QEMU 7.2 -accel tcg,thread=single -icount 0", q, mips_qemu, median(qemu_boot));
-      fmt::print("  topolab / raw Unicorn: {:.0f}%   topolab / QEMU icount: {:.2f}x\n\n", 100 * mips_ours / mips_raw,
-                 mips_ours / mips_qemu);
-      std::fflush(stdout);
     }
+    fmt::print(stderr, "\n");
+    std::vector<Mips> m;
+    for (const Variant& v : variants) m.push_back(print_variant(v, iterations));
+    if (nx) {
+      // Both are the 64-bit image doing the same work: the data pages' XD bit alone.
+      const Mips &off = m[2], &on = m[3];
+      fmt::print("compute_loop64 nx=on / nx=off (same work, same rounds)\n");
+      fmt::print("  raw Unicorn: {:.2f}x   topolab run: {:.2f}x   QEMU icount: {}\n", on.raw / off.raw,
+                 on.ours / off.ours,
+                 on.qemu_measured && off.qemu_measured ? fmt::format("{:.2f}x", on.qemu / off.qemu) : "n/a");
+    }
+    std::fflush(stdout);
   } catch (const std::exception& e) {
     fmt::print(stderr, "bench_compute: {}\n", e.what());
     return 1;
