@@ -257,11 +257,23 @@ std::optional<VcpuExit> Vcpu::Engine::exit_for_error(uc_err err) {
       return raise({.vector = x86::kInvalidOpcode, .error_code = std::nullopt},
                    fmt::format("an invalid opcode ({})", describe(linear)));
     case UC_ERR_FETCH_UNMAPPED:
+    case UC_ERR_FETCH_PROT: {
+      // No RAM there, or an open-bus page a load made earlier (MMIO is not
+      // executable).
+      const x86::WalkResult walk = x86::translate(physical, paging_state(), linear, x86::Access::kFetch,
+                                                  x86::Accessor{.cpl = 0, .implicit_supervisor = true});
+      const uint64_t where = err == UC_ERR_FETCH_UNMAPPED ? unmapped.address
+                             : walk.ok()                  ? walk.translation.physical
+                                                          : linear;
       settle_at(linear);
+      if (err == UC_ERR_FETCH_PROT && where < ram.size())
+        throw std::runtime_error(fmt::format("cpu{}: the engine refused a fetch at {:#x} from RAM at {:#x} ({})", index,
+                                             linear, where, uc_strerror(err)));
       return exit_at(VcpuExit::Reason::Unsupported, rip,
                      fmt::format("cpu {} fetches an instruction at {:#x} from physical {:#x}, where there is no RAM "
                                  "(open bus, which topolab does not execute)",
-                                 index, linear, unmapped.address));
+                                 index, linear, where));
+    }
     default: {
       // READ/WRITE_UNMAPPED cannot happen (open bus maps the page); the rest
       // are engine states topolab does not expect.
@@ -414,16 +426,18 @@ std::optional<VcpuExit> Vcpu::Engine::raise(x86::Fault fault, const std::string&
 uint32_t Vcpu::Engine::page_fault_error_code(uint64_t linear_rip, uint64_t cr2) {
   x86::PagingState state = paging_state();
   x86::Accessor who{.cpl = current_cpl()};
-  std::vector<x86::Access> candidates;
+  std::array<x86::Access, 4> candidates{};
+  size_t count = 0;
   if (const std::optional<uint32_t> engine = exception.engine_error_code) {
     if (!(*engine & x86::kPfErrorUs)) who.cpl = 0;  // an implicit supervisor access, or ring 0
-    candidates.push_back(*engine & x86::kPfErrorId   ? x86::Access::kFetch
-                         : *engine & x86::kPfErrorWr ? x86::Access::kWrite
-                                                        : x86::Access::kRead);
+    candidates[count++] = *engine & x86::kPfErrorId   ? x86::Access::kFetch
+                          : *engine & x86::kPfErrorWr ? x86::Access::kWrite
+                                                      : x86::Access::kRead;
   }
-  if (cr2 - linear_rip < 15) candidates.push_back(x86::Access::kFetch);
-  candidates.insert(candidates.end(), {x86::Access::kWrite, x86::Access::kRead});
-  for (x86::Access access : candidates) {
+  if (cr2 - linear_rip < 15) candidates[count++] = x86::Access::kFetch;
+  candidates[count++] = x86::Access::kWrite;
+  candidates[count++] = x86::Access::kRead;
+  for (x86::Access access : std::span(candidates).first(count)) {
     const x86::WalkResult walk = x86::translate(physical, state, cr2, access, who);
     if (walk.fault && walk.fault->vector == x86::kPageFault) return walk.fault->error_code.value_or(0);
   }
