@@ -1941,6 +1941,22 @@ TEST_F(VcpuTest, ThirtyTwoBitPagingWithFourMegabytePagesTranslates) {
   EXPECT_EQ(ram.read<uint32_t>(kPageDirectory + 4 * 512) & 0x20, 0x20u) << "the engine set A";
 }
 
+// Issue 14, F3: Unicorn's code hook passes the size 0xF1F1F1F1 ("unknown")
+// for an instruction whose translation raised an exception (here ud2); the
+// trace decodes the length itself instead of reading 4 GiB of RAM (which
+// threw, and ended the run as an internal error).
+TEST_F(VcpuTest, TraceOfAnInstructionOfUnknownSizeDecodesItsLength) {
+  MemoryStream trace;
+  boot32({
+      0x90,        // 1000: nop
+      0x0f, 0x0b,  // 1001: ud2
+  });
+  cpu.set_trace(trace.file());
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::TripleFault);
+  EXPECT_NE(trace.text().find("0000000000001001: 0f 0b  ud2"), std::string::npos) << trace.text();
+  EXPECT_NE(exit.detail.find("ud2"), std::string::npos) << exit.detail;
+}
+
 // The #PF error code is the SDM's, computed by the walker, and the handler
 // gets CR2 and RIP exact: a write to a not-present page is 0x2; a read
 // through an entry with a reserved bit set is P|RSVD = 0x9 (QEMU 7.2 says
