@@ -383,6 +383,7 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   }
 
   uint64_t read_tsc() override { return machine_.config_.cost.tsc_for_ns(now()) + static_cast<uint64_t>(tsc_offset_); }
+  bool msr_announced(uint32_t msr) override { return machine_.msrs_.announced(msr); }
   void open_bus_access(uint64_t, unsigned, bool write) override {
     VcpuStats& s = machine_.stats_.vcpu(index_);
     ++(write ? s.open_bus_writes : s.open_bus_reads);

@@ -32,6 +32,11 @@ class VcpuHost {
   // VcpuExit::Reason::GeneralProtection instead of silently ignoring it.
   virtual std::optional<uint64_t> read_msr(uint32_t msr) = 0;
   virtual bool write_msr(uint32_t msr, uint64_t value) = 0;
+  // Whether the CPU has `msr` as far as CPUID announces it (emu/msr_features),
+  // for the MSRs the vCPU keeps in the engine (EFER, STAR, PAT, SYSENTER, FS/GS
+  // base...), which never reach read_msr/write_msr: false makes RDMSR and
+  // WRMSR of it #GP(0).
+  virtual bool msr_announced(uint32_t msr) { return true; }
   // The time-stamp counter the guest sees: virtual time, never the host's.
   virtual uint64_t read_tsc() = 0;
   // A load or store at a physical address where there is no RAM and no

@@ -39,12 +39,16 @@ void Vcpu::Engine::write_cpu_msr(uint32_t msr, uint64_t value) {
 }
 
 std::optional<uint64_t> Vcpu::Engine::read_msr(uint32_t msr) {
-  if (is_cpu_state_msr(msr)) return read_cpu_msr(msr);
+  if (is_cpu_state_msr(msr)) {
+    if (!host.msr_announced(msr)) return std::nullopt;
+    return read_cpu_msr(msr);
+  }
   return host.read_msr(msr);
 }
 
 bool Vcpu::Engine::write_msr(uint32_t msr, uint64_t value) {
   if (!is_cpu_state_msr(msr)) return host.write_msr(msr, value);
+  if (!host.msr_announced(msr)) return false;
   write_cpu_msr(msr, value);
   return true;
 }

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <set>
 #include <tuple>
 #include <functional>
 #include <map>
@@ -119,6 +120,8 @@ class FakeHost final : public VcpuHost {
   std::vector<uint32_t> msr_reads;
   std::vector<std::pair<uint32_t, uint64_t>> msr_writes;
   std::vector<std::tuple<uint64_t, unsigned, bool>> open_bus;
+  std::set<uint32_t> unannounced_msrs;
+  bool msr_announced(uint32_t msr) override { return !unannounced_msrs.contains(msr); }
 };
 
 // A FILE* that collects what is written to it.
@@ -1939,6 +1942,18 @@ TEST_F(VcpuTest, ThirtyTwoBitPagingWithFourMegabytePagesTranslates) {
   run_expecting(VcpuExit::Reason::Halt);
   EXPECT_EQ(cpu.state().rax, 0x0050'00b8u) << "the first bytes at physical 0x1000";
   EXPECT_EQ(ram.read<uint32_t>(kPageDirectory + 4 * 512) & 0x20, 0x20u) << "the engine set A";
+}
+
+// Issue 14, F5 for the MSRs the engine keeps: one CPUID does not announce
+// (IA32_PAT without CPUID.01H:EDX[16]) is #GP(0) like any unknown MSR.
+TEST_F(VcpuTest, CpuStateMsrTheCpuidDoesNotAnnounceIsGeneralProtection) {
+  host.unannounced_msrs = {0x277};
+  boot32({
+      0xb9, 0x77, 0x02, 0x00, 0x00,  // 1000: mov ecx, 0x277 (IA32_PAT)
+      0x0f, 0x32,                    // 1005: rdmsr
+  });
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::TripleFault);
+  EXPECT_NE(exit.detail.find("rdmsr of unknown MSR 0x277"), std::string::npos) << exit.detail;
 }
 
 // Issue 14, F3: Unicorn's code hook passes the size 0xF1F1F1F1 ("unknown")
