@@ -71,7 +71,7 @@ Vcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu en
 }
 
 Vcpu::Engine::~Engine() {
-  if (scratch_context) uc_context_free(scratch_context);
+  scratch_context.reset();  // before its engine closes
   uc_close(uc);
 }
 

@@ -478,17 +478,23 @@ class UcHandle {
 };
 
 // A saved CPU context (registers, descriptor caches, control registers and
-// MSRs), owned for the length of a scope.
+// MSRs) allocated for the mode of the engine it was made from, owned for
+// the length of its scope. Its bytes are the engine's CPU state
+// (engine_state_offsets reads two fields of it).
 class UcContext {
  public:
-  explicit UcContext(uc_engine* from) {
-    check(uc_context_alloc(from, &context_), "uc_context_alloc");
-    check(uc_context_save(from, context_), "uc_context_save");
+  // Allocates a context for `engine`'s mode and saves `engine` into it.
+  explicit UcContext(uc_engine* engine) {
+    check(uc_context_alloc(engine, &context_), "uc_context_alloc");
+    save_from(engine);
   }
   ~UcContext() { uc_context_free(context_); }
   UcContext(const UcContext&) = delete;
   UcContext& operator=(const UcContext&) = delete;
+  void save_from(uc_engine* from) { check(uc_context_save(from, context_), "uc_context_save"); }
   void restore_into(uc_engine* to) const { check(uc_context_restore(to, context_), "uc_context_restore"); }
+  uc_context* get() const { return context_; }
+  uint8_t* bytes() const { return reinterpret_cast<uint8_t*>(context_); }
 
  private:
   uc_context* context_ = nullptr;
@@ -516,30 +522,22 @@ class RealModeSegmentLoader {
     return loader;
   }
   void load(uc_engine* uc, std::initializer_list<std::pair<int, uint16_t>> segments) {
-    check(uc_context_save(uc, context_), "uc_context_save (real-mode segments)");
+    context_.save_from(uc);
     for (const auto& [reg, selector] : segments)
-      check(uc_context_reg_write(context_, reg, &selector), "uc_context_reg_write (real-mode segment)");
-    check(uc_context_restore(uc, context_), "uc_context_restore (real-mode segments)");
+      check(uc_context_reg_write(context_.get(), reg, &selector), "uc_context_reg_write (real-mode segment)");
+    context_.restore_into(uc);
   }
   // Real mode, as a UC_MODE_16 engine starts: CR0.PE clear in the register
   // and in the hidden flags, EFER clear, 16-bit segments.
-  void enter_real_mode(uc_engine* uc) { check(uc_context_restore(uc, reset_state_), "uc_context_restore (real mode)"); }
-  ~RealModeSegmentLoader() {
-    uc_context_free(context_);
-    uc_context_free(reset_state_);
-  }
+  void enter_real_mode(uc_engine* uc) { reset_state_.restore_into(uc); }
   RealModeSegmentLoader(const RealModeSegmentLoader&) = delete;
   RealModeSegmentLoader& operator=(const RealModeSegmentLoader&) = delete;
 
  private:
-  RealModeSegmentLoader() : engine_(UC_MODE_16) {
-    check(uc_context_alloc(engine_.get(), &context_), "uc_context_alloc");
-    check(uc_context_alloc(engine_.get(), &reset_state_), "uc_context_alloc");
-    check(uc_context_save(engine_.get(), reset_state_), "uc_context_save (real mode)");
-  }
-  UcHandle engine_;  // never runs: its state stays the reset state
-  uc_context* context_ = nullptr;
-  uc_context* reset_state_ = nullptr;
+  RealModeSegmentLoader() = default;
+  UcHandle engine_{UC_MODE_16};  // never runs: its state stays the reset state
+  UcContext context_{engine_.get()};
+  UcContext reset_state_{engine_.get()};
 };
 
 // Loads CS and SS of protected or long mode into an engine from the guest's
@@ -562,17 +560,14 @@ class ProtectedModeSegmentLoader {
   }
   // nullopt when loaded; else why the engine refused the segments.
   std::optional<std::string> load(uc_engine* uc, GuestRam& ram, uint16_t cs, uint16_t ss);
-  ~ProtectedModeSegmentLoader() { uc_context_free(context_); }
   ProtectedModeSegmentLoader(const ProtectedModeSegmentLoader&) = delete;
   ProtectedModeSegmentLoader& operator=(const ProtectedModeSegmentLoader&) = delete;
 
  private:
-  ProtectedModeSegmentLoader() : engine_(UC_MODE_32) {
-    check(uc_context_alloc(engine_.get(), &context_), "uc_context_alloc");
-  }
+  ProtectedModeSegmentLoader() = default;
   void map(GuestRam& ram);
-  UcHandle engine_;
-  uc_context* context_ = nullptr;
+  UcHandle engine_{UC_MODE_32};
+  UcContext context_{engine_.get()};
   uint8_t* mapped_data_ = nullptr;
   uint64_t mapped_size_ = 0;
 };
@@ -856,7 +851,12 @@ struct Vcpu::Engine {
     int size = 0;
   } unmapped;
   std::exception_ptr host_failure;
-  uc_context* scratch_context = nullptr;  // for reading the engine's error code
+  std::optional<UcContext> scratch_context;  // for the engine's error code and exception in flight
+  UcContext& saved_state() {
+    if (!scratch_context) scratch_context.emplace(uc);
+    else scratch_context->save_from(uc);
+    return *scratch_context;
+  }
 };
 
 }  // namespace topolab

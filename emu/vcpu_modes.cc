@@ -183,8 +183,8 @@ void vcpu_internal::ProtectedModeSegmentLoader::map(GuestRam& ram) {
 std::optional<std::string> vcpu_internal::ProtectedModeSegmentLoader::load(uc_engine* uc, GuestRam& ram, uint16_t cs, uint16_t ss) {
   map(ram);
   uc_engine* s = engine_.get();
-  check(uc_context_save(uc, context_), "uc_context_save (segment loader)");
-  check(uc_context_restore(s, context_), "uc_context_restore (segment loader)");
+  context_.save_from(uc);
+  context_.restore_into(s);
   uint64_t cr0 = 0;
   check(uc_reg_read(s, UC_X86_REG_CR0, &cr0), "uc_reg_read (CR0)");
   // Toggling CR0.PE also flushes the scratch engine's TLB, so the GDT is
@@ -198,8 +198,8 @@ std::optional<std::string> vcpu_internal::ProtectedModeSegmentLoader::load(uc_en
     return fmt::format("the engine cannot load CS {:#x} (an execute-only or otherwise unloadable code segment)", cs);
   if (uc_reg_write(s, UC_X86_REG_SS, &ss) != UC_ERR_OK)
     return fmt::format("the engine cannot load SS {:#x} with CS {:#x}", ss, cs);
-  check(uc_context_save(s, context_), "uc_context_save (segment loader)");
-  check(uc_context_restore(uc, context_), "uc_context_restore (segment loader)");
+  context_.save_from(s);
+  context_.restore_into(uc);
   return std::nullopt;
 }
 
@@ -235,12 +235,12 @@ std::vector<uint8_t> context_after_gp(uint16_t selector) {
   uc_hook hook;
   auto on_interrupt = +[](uc_engine* uc, uint32_t, void* user) {
     auto& p = *static_cast<Probe*>(user);
-    uc_context* ctx = nullptr;
-    if (uc_context_alloc(uc, &ctx) == UC_ERR_OK && uc_context_save(uc, ctx) == UC_ERR_OK) {
-      const auto* bytes = reinterpret_cast<const uint8_t*>(ctx);
-      p.context->assign(bytes, bytes + uc_context_size(uc));
+    try {  // nothing may unwind through the engine's C frames
+      const UcContext saved(uc);
+      p.context->assign(saved.bytes(), saved.bytes() + uc_context_size(uc));
+    } catch (...) {
+      p.context->clear();  // the probe then fails, and says so
     }
-    uc_context_free(ctx);
     uc_emu_stop(uc);
   };
   check(uc_hook_add(s, &hook, UC_HOOK_INTR, reinterpret_cast<void*>(on_interrupt), &probe, 1, 0), "probe hook");
@@ -274,12 +274,8 @@ std::optional<EngineStateOffsets> vcpu_internal::engine_state_offsets() {
     if (!found) return std::nullopt;
     // A fresh engine has no exception in flight.
     UcHandle fresh(UC_MODE_32);
-    uc_context* ctx = nullptr;
-    check(uc_context_alloc(fresh.get(), &ctx), "uc_context_alloc (probe)");
-    check(uc_context_save(fresh.get(), ctx), "uc_context_save (probe)");
-    const auto* bytes = reinterpret_cast<const uint8_t*>(ctx);
-    const std::vector<uint8_t> c(bytes, bytes + uc_context_size(fresh.get()));
-    uc_context_free(ctx);
+    const UcContext saved(fresh.get());
+    const std::vector<uint8_t> c(saved.bytes(), saved.bytes() + uc_context_size(fresh.get()));
     if (at(c, found->old_exception) != kNone) return std::nullopt;
     return found;
   }();

@@ -114,10 +114,8 @@ void Vcpu::Engine::on_interrupt(uc_engine*, uint32_t vector, void* user) {
     // Here, in the hook: by the time uc_emu_start returns, the engine has
     // cleared it.
     if (const std::optional<EngineStateOffsets> offsets = engine_state_offsets()) {
-      if (!e.scratch_context) check(uc_context_alloc(e.uc, &e.scratch_context), "uc_context_alloc");
-      check(uc_context_save(e.uc, e.scratch_context), "uc_context_save (error code)");
       uint32_t code = 0;
-      std::memcpy(&code, reinterpret_cast<const uint8_t*>(e.scratch_context) + offsets->error_code, sizeof code);
+      std::memcpy(&code, e.saved_state().bytes() + offsets->error_code, sizeof code);
       e.exception.engine_error_code = code;
     }
     e.exception_in_flight = true;
@@ -389,13 +387,12 @@ std::optional<VcpuExit> Vcpu::Engine::deliver_engine_exception() {
 bool Vcpu::Engine::clear_exception_in_flight(uint32_t* error_code) {
   const std::optional<EngineStateOffsets> offsets = engine_state_offsets();
   if (!offsets) return false;
-  if (!scratch_context) check(uc_context_alloc(uc, &scratch_context), "uc_context_alloc");
-  check(uc_context_save(uc, scratch_context), "uc_context_save (exception state)");
-  auto* bytes = reinterpret_cast<uint8_t*>(scratch_context);
+  UcContext& state = saved_state();
+  uint8_t* bytes = state.bytes();
   if (error_code) std::memcpy(error_code, bytes + offsets->error_code, sizeof *error_code);
   const int32_t none = -1;
   std::memcpy(bytes + offsets->old_exception, &none, sizeof none);
-  check(uc_context_restore(uc, scratch_context), "uc_context_restore (exception state)");
+  state.restore_into(uc);
   exception_in_flight = false;
   return true;
 }
