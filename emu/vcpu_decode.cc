@@ -147,17 +147,22 @@ void Vcpu::Engine::flush_translations() {
 
 // Drops Unicorn's translations of every page where a decoded block starts,
 // which is all translated code: every block that ran went through on_block.
-// Not uc_ctl_flush_tlb: in 2.0.1 it zero-fills the whole 1 GiB translation
-// buffer (2.4 s and 1 GiB more RSS the first time, 14 ms after). And
-// uc_ctl_remove_cache finds a page through the guest page tables: for a page
-// they do not map it does nothing, silently, and sets CR2. So paging is
-// turned off around it (the identity is all Unicorn 2.0.1 maps anyway) and
-// the CPU context put back after.
+// Not uc_ctl_flush_tlb (on 2.0.1 it zero-filled the whole 1 GiB translation
+// buffer, 2.4 s and 1 GiB more RSS the first time). uc_ctl_remove_cache
+// finds each page through the guest's own page tables; a page they do not
+// map (any more) it skips, silently, with a #PF inside the engine that
+// remove_cache marks as in flight and that sets CR2. So it runs twice: with
+// the guest's paging, for code mapped anywhere (a higher-half kernel), and
+// with paging off, for code the guest identity-mapped and then unmapped
+// (FlushTranslationsReachesCodeOnAPageTheGuestUnmapped); the CPU context is
+// put back after.
 void Vcpu::Engine::invalidate_translated_code() {
   const UcContext saved(uc);
+  const std::vector<uint64_t> pages = blocks.code_pages();
+  for (uint64_t page : pages) remove_cache(page, page + kPageSize);
   write_reg(UC_X86_REG_CR0, read_reg(UC_X86_REG_CR0) & ~x86::kCr0Pg);
-  for (uint64_t page : blocks.code_pages())
-    remove_cache(page, page + kPageSize);
+  for (uint64_t page : pages)
+    if (page < ram.size()) remove_cache(page, page + kPageSize);
   saved.restore_into(uc);
   // The context brings paging back but not the TLB, which now holds entries
   // made with paging off; reloading CR3 flushes it (cpu_x86_update_cr3).

@@ -18,16 +18,21 @@
 //   converted with code_base() at every stop.
 //
 // How run() works
-// - uc_emu_start gets an `until` address no guest can execute and never a
-//   `count` (it runs ~7x slower and flushes all code when it changes). So
-//   Unicorn returns OK only when we stopped it, or at HLT.
+// - The engine runs with an empty set of exit addresses (uc_ctl_exits_enable,
+//   so uc_emu_start's `until` is ignored) and never a `count` (it runs ~7x
+//   slower and flushes all code when it changes). So Unicorn returns OK only
+//   when we stopped it, at HLT, or for a debug exception (exit_for_halt).
 // - A UC_HOOK_BLOCK callback counts instructions: each new translated block
 //   is decoded once with Capstone and cached by start address. The hook
 //   stops the run, exactly, before a block that would overrun the budget.
-// - IN/OUT and CPUID reach VcpuHost from Unicorn's instruction hooks.
-//   RDMSR, WRMSR, RDTSC and RDTSCP, which Unicorn cannot hook (and would
-//   run wrongly), get a one-instruction UC_HOOK_CODE that stops the run in
-//   front of them; run() then emulates them on the host side and resumes.
+// - IN/OUT, CPUID, RDTSC and RDTSCP reach VcpuHost from Unicorn's
+//   instruction hooks. RDMSR, WRMSR, MONITOR, MWAIT, SYSCALL and SYSENTER,
+//   which Unicorn cannot hook (or runs wrongly), get a one-instruction
+//   UC_HOOK_CODE that stops the run in front of them; run() then emulates
+//   them on the host side (or hands them to the machine) and resumes.
+// - Exceptions the engine raises and events the machine injects are
+//   delivered through the guest's IDT by vcpu_inject.cc (emu/event_delivery's
+//   rules); guest memory the host touches goes through emu/page_walker.
 //
 // Counting
 //   instructions() = instructions retired before the one executing now.
@@ -37,7 +42,7 @@
 //   before RIP, found in the block's decoded offsets.
 //
 // MONITOR/MWAIT
-//   Unicorn raises #UD for both (the notes), so run() returns Reason::Monitor
+//   Trap sites on every engine model, so run() returns Reason::Monitor
 //   or Reason::Mwait at the instruction with its operands; the machine
 //   emulates it and retire_emulated_instruction() steps over it. An MWAIT
 //   that is the first instruction after STI keeps the STI shadow until then,
@@ -56,8 +61,8 @@
 //   block granularity: Unicorn ends a block right after each of them.
 // - Interrupt delivery: see Vcpu::inject_interrupt in vcpu.h. NMI blocking
 //   until IRET is the machine's business (the vCPU does not see IRETs).
-// - A read or write of unmapped memory is reported at the start of its block
-//   (Unicorn 2.0.1 does not restore RIP for it; see exit_for_unmapped).
+// - A load or store at a physical address with no RAM and no device goes to
+//   an open-bus page (all ones, stores dropped); a fetch from one is refused.
 // - Guest code rewritten in place into a block with the same start and size
 //   keeps the old decoded instruction count until flush_translations().
 // - A store into the block that is running: Unicorn abandons the block at
@@ -97,7 +102,7 @@ namespace vcpu_internal {
 
 // uc_emu_start's `until`: non-canonical in long mode and above 4 GiB in
 // every other mode, so no guest instruction is ever there.
-inline constexpr uint64_t kNeverExecuted = 0x8000'0000'0000'0000;
+inline constexpr uint64_t kNeverExecuted = 0x8000'0000'0000'0000;  // uc_emu_start's `until`, ignored with exits enabled
 inline constexpr uint64_t kNoAddress = ~uint64_t{0};
 inline constexpr uint64_t kPageSize = 4096;
 
