@@ -758,6 +758,9 @@ struct Vcpu::Engine {
   // diagnostics): no permission check, no A/D bits; nullopt where a page
   // is not mapped.
   std::optional<std::vector<uint8_t>> peek_linear(uint64_t linear, size_t len);
+  // The same into `out`, with no allocation (the paths taken at every stop).
+  bool peek_linear_into(uint64_t linear, std::span<uint8_t> out);
+  std::optional<uint8_t> peek_byte(uint64_t linear);
   unsigned current_cpl();
 
   // --- interrupt and exception delivery ---

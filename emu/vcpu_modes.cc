@@ -116,10 +116,10 @@ std::optional<SegmentDescriptor> Vcpu::Engine::read_descriptor(uint16_t selector
   const uc_x86_mmr table = read_mmr(selector & 4 ? UC_X86_REG_LDTR : UC_X86_REG_GDTR);
   const uint64_t index = selector & ~7u;
   if (index + 7 > table.limit) return std::nullopt;
-  const std::optional<std::vector<uint8_t>> bytes = peek_linear(table.base + index, 8);
-  if (!bytes) return std::nullopt;
+  std::array<uint8_t, 8> bytes;
+  if (!peek_linear_into(table.base + index, bytes)) return std::nullopt;
   uint64_t raw = 0;
-  std::memcpy(&raw, bytes->data(), 8);
+  std::memcpy(&raw, bytes.data(), 8);
   return SegmentDescriptor{raw};
 }
 
@@ -147,19 +147,31 @@ x86::PagingState Vcpu::Engine::paging_state() {
 }
 
 std::optional<std::vector<uint8_t>> Vcpu::Engine::peek_linear(uint64_t linear, size_t len) {
-  const x86::PagingState state = paging_state();
   std::vector<uint8_t> bytes(len);
+  if (!peek_linear_into(linear, bytes)) return std::nullopt;
+  return bytes;
+}
+
+bool Vcpu::Engine::peek_linear_into(uint64_t linear, std::span<uint8_t> out) {
+  const x86::PagingState state = paging_state();
+  const size_t len = out.size();
   size_t done = 0;
   while (done < len) {
     const uint64_t at = linear + done;
     const x86::WalkResult walk =
         x86::translate(physical, state, at, x86::Access::kRead, x86::Accessor{.cpl = 0, .implicit_supervisor = true});
-    if (!walk.ok()) return std::nullopt;
+    if (!walk.ok()) return false;
     const size_t chunk = std::min<uint64_t>(len - done, kPageSize - (at % kPageSize));
-    physical.read(walk.translation.physical, bytes.data() + done, chunk);
+    physical.read(walk.translation.physical, out.data() + done, chunk);
     done += chunk;
   }
-  return bytes;
+  return true;
+}
+
+std::optional<uint8_t> Vcpu::Engine::peek_byte(uint64_t linear) {
+  uint8_t byte = 0;
+  if (!peek_linear_into(linear, std::span(&byte, 1))) return std::nullopt;
+  return byte;
 }
 
 // CS.RPL is the CPL after every architectural CS load; real mode is ring 0.

@@ -95,8 +95,10 @@ void Vcpu::Engine::on_trap_site(uc_engine*, uint64_t address, uint32_t, void* us
 void Vcpu::Engine::stop_at_trap_site(uint64_t address) {
   const HookedTrap& trap = trap_hooks.at(address);
   const auto opcode = trap_opcode(trap.kind);
-  const std::optional<std::vector<uint8_t>> bytes = peek_linear(address, trap.length);
-  if (!bytes || !std::equal(opcode.begin(), opcode.end(), bytes->end() - opcode.size())) return;
+  std::array<uint8_t, 16> buffer;
+  const std::span<uint8_t> bytes = std::span(buffer).first(trap.length);
+  if (!peek_linear_into(address, bytes) || !std::equal(opcode.begin(), opcode.end(), bytes.end() - opcode.size()))
+    return;
   trap_address = address;
   stop_cause = StopCause::TrapSite;
   uc_emu_stop(uc);
@@ -218,10 +220,10 @@ VcpuExit Vcpu::Engine::exit_before_block(VcpuExit::Reason reason) {
 std::optional<VcpuExit> Vcpu::Engine::exit_for_halt() {
   const uint64_t rip = read_reg(UC_X86_REG_RIP);
   const uint64_t linear = code_base() + rip;
-  const std::optional<std::vector<uint8_t>> before = linear ? peek_linear(linear - 1, 1) : std::nullopt;
-  const std::optional<std::vector<uint8_t>> at = peek_linear(linear, 1);
+  const std::optional<uint8_t> before = linear ? peek_byte(linear - 1) : std::nullopt;
+  const std::optional<uint8_t> at = peek_byte(linear);
   settle_at(linear);
-  if (at && (*at)[0] == kIcebpOpcode)
+  if (at == kIcebpOpcode)
     return deliver({.kind = x86::EventKind::kPrivilegedSoftwareException, .vector = x86::kDebug, .instruction_length = 1},
                    fmt::format("{:#x}: int1", linear));
   if (read_reg(UC_X86_REG_RFLAGS) & x86::kFlagTf) {
@@ -229,7 +231,7 @@ std::optional<VcpuExit> Vcpu::Engine::exit_for_halt() {
     return deliver({.kind = x86::EventKind::kHardwareException, .vector = x86::kDebug},
                    fmt::format("a single step (RFLAGS.TF) before {:#x}", linear));
   }
-  if (before && (*before)[0] == kHltOpcode) return exit_at(VcpuExit::Reason::Halt, rip);
+  if (before == kHltOpcode) return exit_at(VcpuExit::Reason::Halt, rip);
   if (read_reg(UC_X86_REG_DR7) & kDr7BreakpointEnables)
     return exit_at(VcpuExit::Reason::Unsupported, rip,
                    fmt::format("cpu {} stopped at {:#x} with debug-register breakpoints enabled (DR7 {:#x}): topolab "
@@ -248,7 +250,7 @@ std::optional<VcpuExit> Vcpu::Engine::exit_for_error(uc_err err) {
     case UC_ERR_INSN_INVALID:
       settle_at(linear);
       // QEMU 7.2's TCG raises #UD for ICEBP; the SDM's is a #DB trap.
-      if (const auto at = peek_linear(linear, 1); at && (*at)[0] == kIcebpOpcode)
+      if (peek_byte(linear) == kIcebpOpcode)
         return deliver({.kind = x86::EventKind::kPrivilegedSoftwareException, .vector = x86::kDebug,
                         .instruction_length = 1},
                        fmt::format("{:#x}: int1", linear));
@@ -356,8 +358,7 @@ std::optional<VcpuExit> Vcpu::Engine::deliver_engine_exception() {
   event.vector = vector;
   if (software) {
     const auto length = static_cast<uint8_t>(linear - raised_at);
-    const std::optional<std::vector<uint8_t>> bytes = peek_linear(raised_at, 1);
-    const uint8_t opcode = bytes ? (*bytes)[0] : 0;
+    const uint8_t opcode = peek_byte(raised_at).value_or(0);
     event.kind = opcode == 0xCD   ? x86::EventKind::kSoftwareInterrupt
                  : opcode == 0xF1 ? x86::EventKind::kPrivilegedSoftwareException
                                   : x86::EventKind::kSoftwareException;
