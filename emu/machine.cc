@@ -1,6 +1,6 @@
 #include "emu/machine.h"
 
-#include "emu/x86_arch.h"
+#include "arch/x86_arch.h"
 
 #include <algorithm>
 #include <array>

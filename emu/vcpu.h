@@ -12,8 +12,8 @@
 #include <string>
 #include <utility>
 
-#include "emu/cpuid_regs.h"
-#include "emu/guest_ram.h"
+#include "model/cpuid_regs.h"
+#include "base/guest_ram.h"
 
 namespace topolab {
 

@@ -71,11 +71,11 @@
 #pragma once
 
 #include "emu/vcpu.h"
-#include "emu/descriptors.h"
-#include "emu/event_delivery.h"
-#include "emu/fast_syscall.h"
-#include "emu/page_walker.h"
-#include "emu/x86_arch.h"
+#include "arch/descriptors.h"
+#include "arch/event_delivery.h"
+#include "arch/fast_syscall.h"
+#include "arch/page_walker.h"
+#include "arch/x86_arch.h"
 
 #include <capstone/capstone.h>
 #include <fmt/format.h>

@@ -33,8 +33,8 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "emu/guest_ram.h"
-#include "emu/topology.h"
+#include "base/guest_ram.h"
+#include "model/topology.h"
 
 namespace topolab {
 

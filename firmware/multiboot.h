@@ -14,15 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "emu/guest_ram.h"
+#include "base/errors.h"
+#include "base/guest_ram.h"
 
 namespace topolab {
-
-// An image that cannot boot. The message is one line naming the problem.
-class ImageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct MultibootModule {
   std::string cmdline;  // what the guest reads as the module's string

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "emu/cost_model.h"
-#include "emu/topology.h"  // ConfigError
+#include "model/cost_model.h"
+#include "model/topology.h"  // ConfigError
 #include "fuzz/fuzz_check.h"
 
 using namespace topolab;

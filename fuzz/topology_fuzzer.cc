@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "emu/cpuid.h"
+#include "model/cpuid.h"
 #include "fuzz/fuzz_check.h"
 
 using namespace topolab;

@@ -12,9 +12,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "emu/run_report.h"
-#include "emu/svg_report.h"
-#include "emu/text_buffer.h"
+#include "report/run_report.h"
+#include "report/svg_report.h"
+#include "base/text_buffer.h"
 
 namespace topolab {
 
@@ -130,9 +130,7 @@ CaseMeasurement measure_case(const ExperimentCase& spec);
 CaseMeasurement run_case(const ExperimentCase& spec) {
   try {
     return measure_case(spec);
-  } catch (const ConfigError&) {
-    throw;
-  } catch (const ImageError&) {
+  } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {
     const std::string what = e.what();

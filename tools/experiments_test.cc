@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "emu/topology.h"
+#include "model/topology.h"
 
 namespace topolab {
 namespace {

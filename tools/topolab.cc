@@ -11,11 +11,11 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "emu/cpuid.h"
-#include "emu/cpuid_report.h"
+#include "model/cpuid.h"
+#include "report/cpuid_report.h"
 #include "emu/machine.h"
-#include "emu/run_report.h"
-#include "emu/svg_report.h"
+#include "report/run_report.h"
+#include "report/svg_report.h"
 #include "emu/vcpu.h"
 #include "tools/experiments.h"
 
@@ -232,9 +232,7 @@ int run_experiment(ExperimentCli& cli, const std::filesystem::path& self) {
   std::vector<CaseMeasurement> results;
   try {
     results = run_experiment_cases(o, cases, stderr);
-  } catch (const ConfigError&) {
-    throw;
-  } catch (const ImageError&) {
+  } catch (const InputError&) {
     throw;
   } catch (const std::runtime_error& e) {
     fmt::print(stderr, "topolab: experiment {}: {}\n", o.name, e.what());
@@ -393,10 +391,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     fmt::print(stderr, "topolab: {} (see topolab --help)\n", e.what());
     return kExitBadInput;
-  } catch (const ConfigError& e) {
-    fmt::print(stderr, "topolab: {}\n", e.what());
-    return kExitBadInput;
-  } catch (const ImageError& e) {
+  } catch (const InputError& e) {
     fmt::print(stderr, "topolab: {}\n", e.what());
     return kExitBadInput;
   } catch (const std::exception& e) {

@@ -1,0 +1,508 @@
+#include "model/cpuid.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace topolab {
+
+namespace {
+
+// ---- the SDM fields the model writes -------------------------------------
+constexpr CpuidField kL1ApicId{0x1, 'b', 31, 24, "initial APIC ID"};
+constexpr CpuidField kL1LogicalCount{0x1, 'b', 23, 16, "max addressable logical processor IDs in the package"};
+constexpr CpuidField kL1ClflushSize{0x1, 'b', 15, 8, "CLFLUSH line size in quadwords"};
+constexpr CpuidField kL1Stepping{0x1, 'a', 3, 0, "stepping ID"};
+constexpr CpuidField kL1Model{0x1, 'a', 7, 4, "model"};
+constexpr CpuidField kL1Family{0x1, 'a', 11, 8, "family ID"};
+constexpr CpuidField kL1ExtModel{0x1, 'a', 19, 16, "extended model ID"};
+constexpr CpuidField kL1ExtFamily{0x1, 'a', 27, 20, "extended family ID"};
+
+constexpr CpuidField kL4Type{0x4, 'a', 4, 0, "cache type"};
+constexpr CpuidField kL4Level{0x4, 'a', 7, 5, "cache level"};
+constexpr CpuidField kL4SharingIds{0x4, 'a', 25, 14, "max addressable IDs for logical processors sharing this cache"};
+constexpr CpuidField kL4CoreIds{0x4, 'a', 31, 26, "max addressable core IDs in the package"};
+constexpr CpuidField kL4LineSize{0x4, 'b', 11, 0, "system coherency line size - 1"};
+constexpr CpuidField kL4Partitions{0x4, 'b', 21, 12, "physical line partitions - 1"};
+constexpr CpuidField kL4Ways{0x4, 'b', 31, 22, "ways of associativity - 1"};
+constexpr CpuidField kL4Sets{0x4, 'c', 31, 0, "number of sets - 1"};
+
+constexpr CpuidField kTopoShift{0xB, 'a', 4, 0, "bits to shift right on x2APIC ID to get the next level's ID"};
+constexpr CpuidField kTopoCount{0xB, 'b', 15, 0, "logical processors at this level type"};
+constexpr CpuidField kTopoLevelNumber{0xB, 'c', 7, 0, "level number"};
+constexpr CpuidField kTopoLevelType{0xB, 'c', 15, 8, "level type"};
+
+constexpr CpuidField kAmdL1Size{0x80000005, 'c', 31, 24, "L1 cache size in KiB"};
+constexpr CpuidField kAmdL1Assoc{0x80000005, 'c', 23, 16, "L1 cache associativity"};
+constexpr CpuidField kAmdL1LinesPerTag{0x80000005, 'c', 15, 8, "L1 cache lines per tag"};
+constexpr CpuidField kAmdL1LineSize{0x80000005, 'c', 7, 0, "L1 cache line size"};
+constexpr CpuidField kAmdL2Size{0x80000006, 'c', 31, 16, "L2 cache size in KiB"};
+constexpr CpuidField kAmdL2Assoc{0x80000006, 'c', 15, 12, "L2 cache associativity (encoded)"};
+constexpr CpuidField kAmdL2LinesPerTag{0x80000006, 'c', 11, 8, "L2 cache lines per tag"};
+constexpr CpuidField kAmdL2LineSize{0x80000006, 'c', 7, 0, "L2 cache line size"};
+constexpr CpuidField kAmdL3Size{0x80000006, 'd', 31, 18, "L3 cache size in 512 KiB units"};
+constexpr CpuidField kAmdL3Assoc{0x80000006, 'd', 15, 12, "L3 cache associativity (encoded)"};
+constexpr CpuidField kAmdL3LinesPerTag{0x80000006, 'd', 11, 8, "L3 cache lines per tag"};
+constexpr CpuidField kAmdL3LineSize{0x80000006, 'd', 7, 0, "L3 cache line size"};
+
+constexpr CpuidField kAmdApicIdSize{0x80000008, 'c', 15, 12, "APIC ID size (bits of thread ID in the package)"};
+constexpr CpuidField kAmdThreadsInPackage{0x80000008, 'c', 7, 0, "number of threads in the package - 1"};
+constexpr CpuidField kAmdCoreId{0x8000001E, 'b', 7, 0, "core ID"};
+constexpr CpuidField kAmdThreadsPerCore{0x8000001E, 'b', 15, 8, "threads per core - 1"};
+constexpr CpuidField kAmdNodeId{0x8000001E, 'c', 7, 0, "node ID"};
+constexpr CpuidField kAmdNodesPerPackage{0x8000001E, 'c', 10, 8, "nodes per processor - 1"};
+
+enum TopologyLevelType : uint32_t { kLevelInvalid = 0, kLevelSmt = 1, kLevelCore = 2, kLevelModule = 3, kLevelDie = 5 };
+
+// Leaf 1 EDX[28]: more than one logical processor ID in the package.
+constexpr uint32_t kLeaf1EdxHtt = 1u << 28;
+constexpr uint32_t kLeaf1EcxHypervisor = 1u << 31;
+// The hypervisor range 0x40000000.. (Intel SDM: "reserved for software").
+constexpr uint32_t kHypervisorBase = 0x40000000;
+constexpr uint32_t kHypervisorMax = 0x40000001;
+constexpr uint32_t kExt1EcxTopoext = 1u << 22;
+constexpr uint32_t kExt1EcxSvm = 1u << 2;
+constexpr uint32_t kExt1EcxCmpLegacy = 1u << 1;
+constexpr uint32_t kExt1EdxLongMode = 1u << 29;
+
+// Leaf 5 ECX: MWAIT extensions enumerated, interrupts break MWAIT with IF=0.
+constexpr uint32_t kMwaitEmx = 1u << 0;
+constexpr uint32_t kMwaitIbe = 1u << 1;
+constexpr uint32_t kMonitorLineSize = 64;
+
+// TLB geometry QEMU reports in 0x80000005/6 (target/i386/cpu.c).
+constexpr uint32_t kAmdL1Tlb2M = 0x01ff01ff;  // 1-way, 255 entries (D and I)
+constexpr uint32_t kAmdL1Tlb4K = 0x01ff01ff;
+constexpr uint32_t kAmdL2Tlb2M = 0;           // no L2 TLB for 2M pages
+constexpr uint32_t kAmdL2Tlb4K = 0x42004200;  // 4-way, 512 entries (D and I)
+
+// Physical and linear address widths TCG implements.
+constexpr uint32_t kPhysAddrBits = 40;
+constexpr uint32_t kVirtAddrBits = 48;
+
+// The subleaf terminator of the extended-topology leaves (SDM: level type 0,
+// EAX = EBX = 0, ECX[7:0] echoes the subleaf). Linux stops on the type or a
+// zero count, hwloc on EAX = EBX = 0, edk2 on the type: all stop here.
+CpuidRegs topology_terminator(uint32_t subleaf) { return {0, 0, subleaf & 0xff, 0}; }
+
+uint32_t pack4(const char* s) {
+  return uint32_t(uint8_t(s[0])) | uint32_t(uint8_t(s[1])) << 8 | uint32_t(uint8_t(s[2])) << 16 |
+         uint32_t(uint8_t(s[3])) << 24;
+}
+
+// AMD APM encoding of L2/L3 associativity in 0x80000006.
+uint32_t amd_encoded_ways(unsigned ways, bool fully_associative) {
+  if (fully_associative) return 0xF;
+  switch (ways) {
+    case 0: case 1: return ways;
+    case 2: return 0x2;
+    case 4: return 0x4;
+    case 8: return 0x6;
+    case 16: return 0x8;
+    case 32: return 0xA;
+    case 48: return 0xB;
+    case 64: return 0xC;
+    case 96: return 0xD;
+    case 128: return 0xE;
+    default: throw CpuidFieldError(fmt::format("CPUID.80000006H: {} ways has no AMD associativity encoding", ways));
+  }
+}
+
+uint32_t cache_size_kib(const CacheInfo& c) { return c.size / 1024; }
+
+}  // namespace
+
+void put_field(uint32_t& reg, const CpuidField& f, uint64_t value) {
+  unsigned width = f.hi - f.lo + 1;
+  uint64_t max = width == 32 ? 0xffffffffull : (uint64_t{1} << width) - 1;
+  if (value > max)
+    throw CpuidFieldError(fmt::format("CPUID.{:02X}H:E{}X[{}:{}] ({}) overflow: {}", f.leaf,
+                                      static_cast<char>(f.reg - 'a' + 'A'), f.hi, f.lo, f.meaning, value));
+  uint32_t mask = static_cast<uint32_t>(max << f.lo);
+  reg = (reg & ~mask) | (static_cast<uint32_t>(value << f.lo) & mask);
+}
+
+void put_field_saturated(uint32_t& reg, const CpuidField& f, uint64_t value) {
+  unsigned width = f.hi - f.lo + 1;
+  uint64_t max = width == 32 ? 0xffffffffull : (uint64_t{1} << width) - 1;
+  put_field(reg, f, std::min(value, max));
+}
+
+CpuidModel::CpuidModel(Topology topology, CpuConfig cpu) : topology_(std::move(topology)), cpu_(std::move(cpu)) {
+  if (topology_.needs_x2apic() && !cpu_.has("x2apic"))
+    throw ConfigError(fmt::format(
+        "{} CPUs reach APIC ID {}, above the xAPIC limit of {}: add +x2apic to -cpu", topology_.cpus(),
+        topology_.max_apic_id(), Topology::kMaxXApicId));
+  level_ = cpu_.model.level;
+  xlevel_ = cpu_.model.xlevel;
+  has_topoext_ = feature(FeatureWord::Ext1Ecx) & kExt1EcxTopoext;
+  // Leaf 0x1F describes modules and dies, and TOPOEXT's leaves must be
+  // reachable: raise the levels to reach them, as QEMU does with its
+  // automatic minimum levels. A level set explicitly with level=/xlevel= is
+  // kept, as in QEMU; the guest then falls back to leaf 0xB.
+  if (reports_leaf_1f() && !cpu_.level_explicit) level_ = std::max<uint32_t>(level_, 0x1F);
+  if (has_topoext_ && !cpu_.xlevel_explicit) xlevel_ = std::max<uint32_t>(xlevel_, 0x8000001E);
+  enumeration_ = build_enumeration();
+}
+
+bool CpuidModel::reports_leaf_1f() const {
+  // AMD CPUs of these generations have no leaf 0x1F; they give the node
+  // count in 0x8000001E instead (QEMU raises the level for Intel only, too).
+  return cpu_.vendor() == Vendor::Intel && (topology_.counts().dies > 1 || topology_.counts().modules > 1) &&
+         (level_ >= 0x1F || !cpu_.level_explicit);
+}
+
+bool CpuidModel::has_subleaves(uint32_t leaf) {
+  switch (leaf) {
+    case 0x4: case 0x7: case 0xB: case 0xD: case 0x1F: case 0x8000001D: return true;
+    default: return false;
+  }
+}
+
+uint32_t CpuidModel::feature(FeatureWord w) const {
+  auto it = cpu_.model.features.find(w);
+  return it == cpu_.model.features.end() ? 0 : it->second;
+}
+
+CpuidRegs CpuidModel::query(unsigned cpu_index, uint32_t leaf, uint32_t subleaf) const {
+  // SDM: "If a value entered for CPUID.EAX is higher than the maximum input
+  // value for basic or extended function ... the data for the highest basic
+  // information leaf is returned."
+  uint32_t limit = leaf >= 0x80000000 ? xlevel_ : leaf >= kHypervisorBase ? kHypervisorMax : level_;
+  if (leaf > limit) leaf = level_;
+  CpuidRegs r = base_leaf(leaf, subleaf);
+  patch_for_cpu(cpu_index, leaf, r);
+  return r;
+}
+
+CpuidRegs CpuidModel::base_leaf(uint32_t leaf, uint32_t subleaf) const {
+  switch (leaf) {
+    case 0x0: return leaf0();
+    case 0x1: return leaf1();
+    case 0x2: return leaf2();
+    case 0x4: return leaf4(subleaf);
+    case 0x5: return leaf5();
+    case 0x6: return leaf6();
+    case 0x7: return leaf7(subleaf);
+    case 0xB: return leafB(subleaf);
+    case 0x1F: return leaf1F(subleaf);
+    case 0x80000000: return ext0();
+    case 0x80000001: return ext1();
+    case 0x80000002: case 0x80000003: case 0x80000004: return brand(leaf);
+    case 0x80000005: return ext5();
+    case 0x80000006: return ext6();
+    case 0x80000007: return ext7();
+    case 0x80000008: return ext8();
+    case 0x8000000A: return extA();
+    case kHypervisorBase: case kHypervisorMax: return hypervisor(leaf);
+    case 0x8000001D: return ext1D(subleaf);
+    case 0x8000001E: return ext1E();
+    default: return {};
+  }
+}
+
+// The fields that differ between vCPUs: each carries the vCPU's APIC ID.
+void CpuidModel::patch_for_cpu(unsigned cpu_index, uint32_t leaf, CpuidRegs& r) const {
+  uint32_t apic_id = topology_.apic_id(cpu_index);
+  switch (leaf) {
+    case 0x1:
+      // Only the low 8 bits fit; past 255 the x2APIC ID is in 0xB/0x1F.
+      put_field(r.ebx, kL1ApicId, apic_id & 0xff);
+      break;
+    case 0xB:
+    case 0x1F:
+      r.edx = apic_id;  // every subleaf, the terminator included
+      break;
+    case 0x8000001E:
+      if (has_topoext_) {
+        // The core's bits of the APIC ID, unique in the package as on real
+        // EPYCs (QEMU 7.2 numbers cores within a die, which makes hwloc and
+        // Linux merge the cores of different dies).
+        r.eax = apic_id;
+        put_field(r.ebx, kAmdCoreId, (apic_id >> topology_.core_offset()) & 0xff);
+        put_field(r.ecx, kAmdNodeId, (apic_id >> topology_.die_offset()) & 0xff);
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+CpuidRegs CpuidModel::leaf0() const {
+  const std::string& v = cpu_.model.vendor_id;
+  return {level_, pack4(v.data()), pack4(v.data() + 8), pack4(v.data() + 4)};
+}
+
+CpuidRegs CpuidModel::leaf1() const {
+  const CpuModelDef& m = cpu_.model;
+  CpuidRegs r;
+  // SDM "Processor Version Information": families above 0xF go into the
+  // extended family field with the base family saturated at 0xF.
+  put_field(r.eax, kL1Stepping, m.stepping);
+  put_field(r.eax, kL1Model, m.model & 0xf);
+  put_field(r.eax, kL1ExtModel, m.model >> 4);
+  put_field(r.eax, kL1Family, std::min(m.family, 0xfu));
+  put_field(r.eax, kL1ExtFamily, m.family > 0xf ? m.family - 0xf : 0);
+  put_field(r.ebx, kL1ClflushSize, 8);
+  r.ecx = feature(FeatureWord::Leaf1Ecx);
+  r.edx = feature(FeatureWord::Leaf1Edx);
+  // Intel (SDM): addressable IDs, a power of two; AMD (APM): the count.
+  uint32_t logical = cpu_.vendor() == Vendor::Intel ? 1u << topology_.package_offset() : topology_.threads_per_package();
+  if (logical > 1) {
+    put_field_saturated(r.ebx, kL1LogicalCount, logical);
+    r.edx |= kLeaf1EdxHtt;
+  }
+  return r;
+}
+
+CpuidRegs CpuidModel::leaf2() const {
+  // Leaf 2 is Intel's; QEMU's vendor-cpuid-only leaves it empty on AMD.
+  if (cpu_.vendor() == Vendor::Amd) return {};
+  const CpuModelDef& m = cpu_.model;
+  CpuidRegs r;
+  r.eax = 1;  // the count of CPUID(2) calls needed, in the low byte
+  r.ecx = cpu_.l3_cache ? m.leaf2.l3 : 0;
+  r.edx = uint32_t{m.leaf2.l1d} << 16 | uint32_t{m.leaf2.l1i} << 8 | m.leaf2.l2;
+  return r;
+}
+
+std::vector<const CacheInfo*> CpuidModel::deterministic_caches() const {
+  const CpuModelDef& m = cpu_.model;
+  std::vector<const CacheInfo*> caches{&m.caches.l1d, &m.caches.l1i, &m.caches.l2};
+  if (cpu_.l3_cache) caches.push_back(&m.caches.l3);
+  return caches;
+}
+
+unsigned CpuidModel::sharing_offset(CacheScope scope) const {
+  switch (scope) {
+    case CacheScope::Core: return topology_.core_offset();
+    case CacheScope::Module: return topology_.module_offset();
+    case CacheScope::Die: return topology_.die_offset();
+    case CacheScope::Package: return topology_.package_offset();
+  }
+  return topology_.package_offset();
+}
+
+namespace {
+
+// The leaf 4 / 0x8000001D register layout, shared by both leaves.
+CpuidRegs encode_deterministic_cache(const CacheInfo& c, uint32_t sharing_ids, uint32_t core_ids) {
+  CpuidRegs r;
+  put_field(r.eax, kL4Type, static_cast<uint32_t>(c.type));
+  put_field(r.eax, kL4Level, c.level);
+  if (c.self_init) r.eax |= 1u << 8;
+  put_field(r.eax, kL4SharingIds, sharing_ids - 1);
+  if (core_ids) put_field_saturated(r.eax, kL4CoreIds, core_ids - 1);
+  put_field(r.ebx, kL4LineSize, c.line_size - 1);
+  put_field(r.ebx, kL4Partitions, c.partitions - 1);
+  put_field(r.ebx, kL4Ways, c.ways - 1);
+  put_field(r.ecx, kL4Sets, c.sets - 1);
+  r.edx = (c.no_invd_sharing ? 1u : 0) | (c.inclusive ? 2u : 0) | (c.complex_indexing ? 4u : 0);
+  return r;
+}
+
+}  // namespace
+
+CpuidRegs CpuidModel::leaf4(uint32_t subleaf) const {
+  if (cpu_.vendor() == Vendor::Amd) return {};
+  auto caches = deterministic_caches();
+  if (subleaf >= caches.size()) return {};  // type 0: no more caches
+  const CacheInfo& c = *caches[subleaf];
+  // SDM: both counts are "maximum addressable IDs", i.e. the span of the
+  // APIC-ID field, a power of two (QEMU >= 9.0 encodes them this way too).
+  uint32_t sharing = 1u << sharing_offset(c.scope);
+  uint32_t cores = 1u << (topology_.package_offset() - topology_.core_offset());
+  return encode_deterministic_cache(c, sharing, cores);
+}
+
+CpuidRegs CpuidModel::leaf5() const {
+  // The monitor line is 64 bytes when MONITOR exists (QEMU reports 0 even
+  // then); no C-state sub-states are enumerated.
+  uint32_t line = cpu_.has("monitor") ? kMonitorLineSize : 0;
+  return {line, line, kMwaitEmx | kMwaitIbe, 0};
+}
+
+CpuidRegs CpuidModel::leaf6() const { return {feature(FeatureWord::Leaf6Eax), 0, 0, 0}; }
+
+CpuidRegs CpuidModel::leaf7(uint32_t subleaf) const {
+  if (subleaf != 0) return {};
+  return {0, feature(FeatureWord::Leaf7Ebx), feature(FeatureWord::Leaf7Ecx), feature(FeatureWord::Leaf7Edx)};
+}
+
+CpuidRegs CpuidModel::leafB(uint32_t subleaf) const {
+  // Leaf 0xB knows only SMT and core; the core level's shift reaches the
+  // package ID, so dies and modules fold into it.
+  CpuidRegs r;
+  switch (subleaf) {
+    case 0:
+      put_field(r.eax, kTopoShift, topology_.core_offset());
+      put_field(r.ebx, kTopoCount, topology_.threads_per_core());
+      put_field(r.ecx, kTopoLevelType, kLevelSmt);
+      break;
+    case 1:
+      put_field(r.eax, kTopoShift, topology_.package_offset());
+      put_field(r.ebx, kTopoCount, topology_.threads_per_package());
+      put_field(r.ecx, kTopoLevelType, kLevelCore);
+      break;
+    default:
+      return topology_terminator(subleaf);
+  }
+  put_field(r.ecx, kTopoLevelNumber, subleaf);
+  return r;
+}
+
+CpuidRegs CpuidModel::leaf1F(uint32_t subleaf) const {
+  if (!reports_leaf_1f()) return {};
+  // The levels that exist, from SMT up; each one's shift is the APIC-ID
+  // offset of its parent's field and its count the CPUs in one parent. A
+  // level of count 1 has a zero-width field, so skipping it needs no
+  // adjustment: the next offset and count already cover it.
+  struct Level {
+    uint32_t type;
+    unsigned shift;
+    unsigned count;
+  };
+  const Topology& t = topology_;
+  std::vector<Level> levels{{kLevelSmt, t.core_offset(), t.threads_per_core()},
+                            {kLevelCore, t.module_offset(), t.threads_per_module()}};
+  if (t.counts().modules > 1) levels.push_back({kLevelModule, t.die_offset(), t.threads_per_die()});
+  if (t.counts().dies > 1) levels.push_back({kLevelDie, t.package_offset(), t.threads_per_package()});
+  if (subleaf >= levels.size()) return topology_terminator(subleaf);
+  CpuidRegs r;
+  put_field(r.eax, kTopoShift, levels[subleaf].shift);
+  put_field(r.ebx, kTopoCount, levels[subleaf].count);
+  put_field(r.ecx, kTopoLevelNumber, subleaf);
+  put_field(r.ecx, kTopoLevelType, levels[subleaf].type);
+  return r;
+}
+
+CpuidRegs CpuidModel::ext0() const {
+  // QEMU repeats the vendor here for every vendor; Intel CPUs return zeros.
+  const std::string& v = cpu_.model.vendor_id;
+  return {xlevel_, pack4(v.data()), pack4(v.data() + 8), pack4(v.data() + 4)};
+}
+
+CpuidRegs CpuidModel::ext1() const {
+  CpuidRegs r = leaf1();
+  uint32_t ecx = feature(FeatureWord::Ext1Ecx);
+  // AMD's CmpLegacy: more than one core, HTT must not be read as SMT.
+  if (cpu_.vendor() == Vendor::Amd && topology_.threads_per_package() > 1) ecx |= kExt1EcxCmpLegacy;
+  return {r.eax, 0, ecx, feature(FeatureWord::Ext1Edx)};
+}
+
+CpuidRegs CpuidModel::brand(uint32_t leaf) const {
+  char text[48] = {};
+  std::copy_n(cpu_.model.brand.data(), std::min<size_t>(cpu_.model.brand.size(), 47), text);
+  const char* part = text + (leaf - 0x80000002) * 16;
+  return {pack4(part), pack4(part + 4), pack4(part + 8), pack4(part + 12)};
+}
+
+CpuidRegs CpuidModel::ext5() const {
+  const CpuModelDef& m = cpu_.model;
+  auto l1 = [](const CacheInfo& c) {
+    uint32_t reg = 0;
+    put_field(reg, kAmdL1Size, cache_size_kib(c));
+    put_field(reg, kAmdL1Assoc, c.ways);
+    put_field(reg, kAmdL1LinesPerTag, c.lines_per_tag);
+    put_field(reg, kAmdL1LineSize, c.line_size);
+    return reg;
+  };
+  return {kAmdL1Tlb2M, kAmdL1Tlb4K, l1(m.amd_caches.l1d), l1(m.amd_caches.l1i)};
+}
+
+CpuidRegs CpuidModel::ext6() const {
+  const CpuModelDef& m = cpu_.model;
+  CpuidRegs r{kAmdL2Tlb2M, kAmdL2Tlb4K, 0, 0};
+  put_field(r.ecx, kAmdL2Size, cache_size_kib(m.amd_caches.l2));
+  put_field(r.ecx, kAmdL2Assoc, amd_encoded_ways(m.amd_caches.l2.ways, false));
+  put_field(r.ecx, kAmdL2LinesPerTag, m.amd_caches.l2.lines_per_tag);
+  put_field(r.ecx, kAmdL2LineSize, m.amd_caches.l2.line_size);
+  if (cpu_.l3_cache) {
+    put_field(r.edx, kAmdL3Size, m.amd_caches.l3.size / (512 * 1024));
+    put_field(r.edx, kAmdL3Assoc, amd_encoded_ways(m.amd_caches.l3.ways, false));
+    put_field(r.edx, kAmdL3LinesPerTag, m.amd_caches.l3.lines_per_tag);
+    put_field(r.edx, kAmdL3LineSize, m.amd_caches.l3.line_size);
+  }
+  return r;
+}
+
+CpuidRegs CpuidModel::ext7() const { return {0, 0, 0, feature(FeatureWord::Ext7Edx)}; }
+
+CpuidRegs CpuidModel::ext8() const {
+  CpuidRegs r;
+  r.eax = kPhysAddrBits;
+  if (feature(FeatureWord::Ext1Edx) & kExt1EdxLongMode) r.eax |= kVirtAddrBits << 8;
+  r.ebx = feature(FeatureWord::Ext8Ebx);
+  // ECX is AMD's (APM); the SDM reserves it on Intel.
+  if (cpu_.vendor() == Vendor::Amd && topology_.threads_per_package() > 1) {
+    put_field(r.ecx, kAmdApicIdSize, topology_.package_offset());
+    put_field_saturated(r.ecx, kAmdThreadsInPackage, topology_.threads_per_package() - 1);
+  }
+  return r;
+}
+
+CpuidRegs CpuidModel::extA() const {
+  if (!(feature(FeatureWord::Ext1Ecx) & kExt1EcxSvm)) return {};
+  // SVM revision 1 and 16 ASIDs, as QEMU reports.
+  return {1, 0x10, 0, feature(FeatureWord::SvmEdx)};
+}
+
+CpuidRegs CpuidModel::hypervisor(uint32_t leaf) const {
+  if (leaf != kHypervisorBase || !(feature(FeatureWord::Leaf1Ecx) & kLeaf1EcxHypervisor)) return {};
+  // The hypervisor signature: guests that look for one find "topolab".
+  return {kHypervisorMax, pack4("topo"), pack4("lab\0"), 0};
+}
+
+CpuidRegs CpuidModel::ext1D(uint32_t subleaf) const {
+  if (!has_topoext_) return {};
+  auto caches = deterministic_caches();
+  if (subleaf >= caches.size()) return {};
+  const CacheInfo& c = *caches[subleaf];
+  // Same layout as leaf 4 without the core count (EAX[31:26] reserved).
+  return encode_deterministic_cache(c, 1u << sharing_offset(c.scope), 0);
+}
+
+CpuidRegs CpuidModel::ext1E() const {
+  if (!has_topoext_) return {};
+  CpuidRegs r;
+  put_field(r.ebx, kAmdThreadsPerCore, topology_.threads_per_core() - 1);
+  put_field_saturated(r.ecx, kAmdNodesPerPackage, topology_.counts().dies - 1);
+  return r;  // APIC ID, core and node IDs are per vCPU: patch_for_cpu
+}
+
+// Which leaves and subleaves exist does not depend on the vCPU (only the
+// APIC-ID fields do), so the list is built once from the base leaves.
+std::vector<CpuidModel::Entry> CpuidModel::build_enumeration() const {
+  std::vector<Entry> out;
+  auto add_leaf = [&](uint32_t leaf) {
+    if (!has_subleaves(leaf)) {
+      out.push_back({leaf, 0, base_leaf(leaf, 0)});
+      return;
+    }
+    for (uint32_t sub = 0; sub < 64; ++sub) {
+      CpuidRegs r = base_leaf(leaf, sub);
+      out.push_back({leaf, sub, r});
+      bool last = false;
+      switch (leaf) {
+        case 0x4: case 0x8000001D: last = (r.eax & 0x1f) == 0; break;
+        case 0xB: case 0x1F: last = ((r.ecx >> 8) & 0xff) == kLevelInvalid; break;
+        case 0x7: last = sub >= base_leaf(0x7, 0).eax; break;
+        case 0xD: last = sub >= 1; break;  // no XSAVE: the main leaf and its sub-feature leaf
+      }
+      if (last) break;
+    }
+  };
+  for (uint32_t leaf = 0; leaf <= level_; ++leaf) add_leaf(leaf);
+  if (feature(FeatureWord::Leaf1Ecx) & kLeaf1EcxHypervisor)
+    for (uint32_t leaf = kHypervisorBase; leaf <= kHypervisorMax; ++leaf) add_leaf(leaf);
+  for (uint32_t leaf = 0x80000000; leaf <= xlevel_; ++leaf) add_leaf(leaf);
+  return out;
+}
+
+std::vector<CpuidModel::Entry> CpuidModel::enumerate(unsigned cpu_index) const {
+  std::vector<Entry> out = enumeration_;
+  for (Entry& e : out) patch_for_cpu(cpu_index, e.leaf, e.regs);
+  return out;
+}
+
+}  // namespace topolab

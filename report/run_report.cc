@@ -1,0 +1,223 @@
+#include "report/run_report.h"
+
+#include "report/cpuid_report.h"
+#include "base/text_buffer.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace topolab {
+
+namespace {
+
+constexpr unsigned kTableRows = 64;
+constexpr size_t kTopRoutes = 8;
+
+uint64_t wakes(const VcpuStats& s) {
+  uint64_t n = 0;
+  for (uint64_t w : s.wakes) n += w;
+  return n;
+}
+
+uint64_t hlt_exits(const VcpuStats& s) { return s.exits[static_cast<size_t>(ExitKind::Hlt)]; }
+
+// Sums of the counters the table's total line and the window line show.
+struct Totals {
+  uint64_t exits = 0, hlt_exits = 0, pauses = 0, mwaits = 0, busy_ns = 0;
+  std::map<uint8_t, uint64_t> received_by_vector;
+};
+
+Totals totals(const Stats& stats) {
+  Totals t;
+  for (unsigned i = 0; i < stats.vcpu_count(); ++i) {
+    const VcpuStats& s = stats.vcpu(i);
+    t.exits += s.total_exits();
+    t.hlt_exits += hlt_exits(s);
+    t.pauses += s.pauses;
+    t.mwaits += s.mwait_entries;
+    t.busy_ns += s.host_busy_ns();
+    for (auto [vector, n] : s.received_by_vector) t.received_by_vector[vector] += n;
+  }
+  return t;
+}
+
+nlohmann::ordered_json vcpu_json(const VcpuStats& s) {
+  using nlohmann::ordered_json;
+  ordered_json v;
+  v["instructions"] = s.instructions;
+  v["hlt_entries"] = s.hlt_entries;
+  v["halted_ns"] = s.halted_ns;
+  ordered_json sent, received, shorthands, wake, exits;
+  for (size_t m = 0; m < kIpiModes; ++m) {
+    sent[std::string(to_string(static_cast<IpiMode>(m)))] = s.ipis_sent[m];
+    received[std::string(to_string(static_cast<IpiMode>(m)))] = s.ipis_received[m];
+  }
+  for (size_t h = 0; h < kIpiShorthands; ++h)
+    shorthands[std::string(to_string(static_cast<IpiShorthand>(h)))] = s.ipis_sent_by_shorthand[h];
+  for (size_t w = 0; w < kWakeCauses; ++w) wake[std::string(to_string(static_cast<WakeCause>(w)))] = s.wakes[w];
+  for (size_t k = 0; k < kExitKinds; ++k) exits[std::string(to_string(static_cast<ExitKind>(k)))] = s.exits[k];
+  v["ipis_sent"] = sent;
+  v["ipis_sent_by_shorthand"] = shorthands;
+  v["ipis_received"] = received;
+  ordered_json sv = ordered_json::object(), rv = ordered_json::object(), hints = ordered_json::object();
+  for (auto [vec, n] : s.sent_by_vector) sv[fmt::format("{:#04x}", vec)] = n;
+  for (auto [vec, n] : s.received_by_vector) rv[fmt::format("{:#04x}", vec)] = n;
+  for (auto [hint, n] : s.mwait_hints) hints[fmt::format("{:#04x}", hint)] = n;
+  v["sent_by_vector"] = sv;
+  v["received_by_vector"] = rv;
+  v["received_while_halted"] = s.received_while_halted;
+  v["received_while_running"] = s.received_while_running;
+  v["ipis_to_nobody"] = s.ipis_to_nobody;
+  v["wakes"] = wake;
+  v["pauses"] = s.pauses;
+  v["monitor_arms"] = s.monitor_arms;
+  v["mwait_entries"] = s.mwait_entries;
+  v["mwait_hints"] = hints;
+  v["open_bus_reads"] = s.open_bus_reads;
+  v["open_bus_writes"] = s.open_bus_writes;
+  v["exits"] = exits;
+  v["exit_ns"] = s.exit_ns;
+  v["run_ns"] = s.run_ns;
+  v["halt_poll_hits"] = s.halt_poll_hits;
+  v["halt_poll_misses"] = s.halt_poll_misses;
+  v["host_poll_ns"] = s.host_poll_ns;
+  v["host_mwait_ns"] = s.host_mwait_ns;
+  v["host_busy_ns"] = s.host_busy_ns();
+  return v;
+}
+
+}  // namespace
+
+double host_cpu_percent(const Stats& stats, uint64_t elapsed_ns) {
+  if (elapsed_ns == 0) return 0;
+  return 100.0 * static_cast<double>(totals(stats).busy_ns) / static_cast<double>(elapsed_ns);
+}
+
+std::string format_run_table(const RunReportInput& in) {
+  const Stats& stats = in.stats;
+  fmt::memory_buffer out;
+  appendf(out, "{:>5} {:>7} {:>14} {:>8} {:>12} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>6}\n", "vcpu", "apic",
+          "instructions", "hlt", "halted us", "ipi sent", "ipi recv", "to idle", "wakes", "init/sipi", "mwait", "pause",
+          "exits", "%cpu");
+  const uint64_t elapsed = in.result.virtual_ns;
+  VcpuStats total;
+  std::vector<unsigned> never_ran;
+  unsigned rows = 0;
+  for (unsigned i = 0; i < stats.vcpu_count(); ++i) {
+    const VcpuStats& s = stats.vcpu(i);
+    total.instructions += s.instructions;
+    total.hlt_entries += s.hlt_entries;
+    total.halted_ns += s.halted_ns;
+    total.received_while_halted += s.received_while_halted;
+    for (size_t m = 0; m < kIpiModes; ++m) {
+      total.ipis_sent[m] += s.ipis_sent[m];
+      total.ipis_received[m] += s.ipis_received[m];
+    }
+    for (size_t w = 0; w < kWakeCauses; ++w) total.wakes[w] += s.wakes[w];
+    // vCPUs the guest never started get one line together below.
+    if (s.instructions == 0 && s.total_received() == 0) {
+      never_ran.push_back(i);
+      continue;
+    }
+    if (++rows > kTableRows) continue;
+    uint64_t init_sipi = s.ipis_received[static_cast<size_t>(IpiMode::Init)] +
+                         s.ipis_received[static_cast<size_t>(IpiMode::StartUp)];
+    appendf(out, "{:>5} {:>#7x} {:>14} {:>8} {:>12.1f} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>6.1f}\n", i,
+            in.cpuid.topology().apic_id(i), s.instructions, s.hlt_entries, s.halted_ns / 1e3, s.total_sent(),
+            s.total_received(), s.received_while_halted, wakes(s), init_sipi, s.mwait_entries, s.pauses,
+            s.total_exits(), elapsed ? 100.0 * s.host_busy_ns() / elapsed : 0.0);
+  }
+  if (rows > kTableRows) appendf(out, "  ... {} more vCPUs (see --report json)\n", rows - kTableRows);
+  if (!never_ran.empty())
+    appendf(out, "  vCPU{} {} never ran (the guest sent no INIT/SIPI)\n", never_ran.size() == 1 ? "" : "s",
+            format_cpu_list(never_ran));
+  const Totals all = totals(stats);
+  appendf(out, "{:>5} {:>7} {:>14} {:>8} {:>12.1f} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>6.1f}\n", "all", "",
+          total.instructions, total.hlt_entries, total.halted_ns / 1e3, total.total_sent(), total.total_received(),
+          total.received_while_halted, wakes(total), "", all.mwaits, all.pauses, all.exits,
+          host_cpu_percent(stats, elapsed));
+
+  std::vector<std::pair<std::pair<unsigned, unsigned>, uint64_t>> routes(stats.ipi_matrix().begin(),
+                                                                          stats.ipi_matrix().end());
+  std::stable_sort(routes.begin(), routes.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (!routes.empty()) {
+    appendf(out, "busiest IPI routes:");
+    for (size_t r = 0; r < routes.size() && r < kTopRoutes; ++r)
+      appendf(out, " {}->{} x{}", routes[r].first.first, routes[r].first.second, routes[r].second);
+    appendf(out, "\n");
+  }
+  if (in.window) {
+    const MeasureWindow& w = *in.window;
+    const uint64_t ns = w.end_ns - w.begin_ns;
+    const Totals t = totals(w.stats);
+    appendf(out, "measuring window: {:.3f} ms of virtual time{}; host CPU {:.1f}%; HLT exits {}", ns / 1e6,
+            w.ended_by_guest ? "" : " (not ended by the guest: to the end of the run)", host_cpu_percent(w.stats, ns),
+            t.hlt_exits);
+    for (auto [vector, n] : t.received_by_vector) appendf(out, "; vector {:#04x} x{}", vector, n);
+    appendf(out, "\n");
+  }
+  appendf(out, "cost model: {}\n", in.config.cost.to_string());
+  return fmt::to_string(out);
+}
+
+std::string format_run_json(const RunReportInput& in) {
+  using nlohmann::ordered_json;
+  const Stats& stats = in.stats;
+  ordered_json j;
+  j["schema"] = kRunReportSchema;
+  j["config"] = {{"image", std::filesystem::path(in.config.image).filename().string()},
+                 {"smp", in.cpuid.topology().to_smp_arg()},
+                 {"cpu", in.config.cpu},
+                 {"memory_mib", in.config.ram_mib},
+                 {"append", in.config.append},
+                 {"quantum", in.config.quantum},
+                 {"time_limit_s", in.config.time_limit_seconds}};
+  j["outcome"] = to_string(in.result.outcome);
+  if (in.result.guest_value) j["guest_exit_value"] = *in.result.guest_value;
+  if (!in.result.diagnosis.empty()) j["diagnosis"] = in.result.diagnosis;
+  j["instructions"] = in.result.instructions;
+  j["virtual_ns"] = in.result.virtual_ns;
+  ordered_json cost = ordered_json::object();
+  for (const auto& [key, value] : in.config.cost.entries()) cost[key] = value;
+  j["cost"] = cost;  // as --cost reads it
+  j["host_cpu_percent"] = host_cpu_percent(stats, in.result.virtual_ns);
+  auto vcpu_list = [&](const Stats& from) {
+    ordered_json vcpus = ordered_json::array();
+    for (unsigned i = 0; i < from.vcpu_count(); ++i) {
+      ordered_json v;
+      v["index"] = i;
+      v["apic_id"] = in.cpuid.topology().apic_id(i);
+      v.update(vcpu_json(from.vcpu(i)));
+      vcpus.push_back(v);
+    }
+    return vcpus;
+  };
+  auto matrix_of = [](const Stats& from) {
+    ordered_json matrix = ordered_json::array();
+    for (const auto& [route, count] : from.ipi_matrix()) matrix.push_back({route.first, route.second, count});
+    return matrix;  // [source, destination, count], sorted
+  };
+  j["vcpus"] = vcpu_list(stats);
+  j["ipi_matrix"] = matrix_of(stats);
+  if (in.window) {
+    const MeasureWindow& w = *in.window;
+    ordered_json window;
+    window["begin_ns"] = w.begin_ns;
+    window["end_ns"] = w.end_ns;
+    window["ended_by_guest"] = w.ended_by_guest;
+    window["host_cpu_percent"] = host_cpu_percent(w.stats, w.end_ns - w.begin_ns);
+    window["vcpus"] = vcpu_list(w.stats);
+    window["ipi_matrix"] = matrix_of(w.stats);
+    j["window"] = window;
+  } else {
+    j["window"] = nullptr;
+  }
+  return j.dump(2) + "\n";
+}
+
+}  // namespace topolab
