@@ -246,6 +246,7 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
       }
       catch_up(resume);
       accrue_idle(now());
+      machine_.activity_.record(index_, halted_since_, now(), in_mwait_ ? VcpuActivity::Mwait : VcpuActivity::Halted);
       leave_mwait();
     } else {
       catch_up(event_ns);
@@ -256,6 +257,9 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
 
   void enter_wait_for_sipi() {
     accrue_idle(now());
+    if (state_ == State::Halted)
+      machine_.activity_.record(index_, halted_since_, now(), in_mwait_ ? VcpuActivity::Mwait : VcpuActivity::Halted);
+    waiting_since_ = now();
     state_ = State::WaitForSipi;
     leave_mwait();
     ever_monitored_ = false;
@@ -268,8 +272,17 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
     vcpu_->reset_for_init();
     vcpu_->start_at_sipi(vector);
     catch_up(at_ns);
+    machine_.activity_.record(index_, waiting_since_, now(), VcpuActivity::WaitForSipi);
     state_ = State::Running;
     machine_.stats_.record_wake(index_, WakeCause::Sipi);
+  }
+
+  // Books what it is still doing at the end of the run, up to `end_ns`.
+  void record_final_activity(uint64_t end_ns) {
+    if (state_ == State::Halted)
+      machine_.activity_.record(index_, halted_since_, end_ns, in_mwait_ ? VcpuActivity::Mwait : VcpuActivity::Halted);
+    else if (state_ == State::WaitForSipi)
+      machine_.activity_.record(index_, waiting_since_, end_ns, VcpuActivity::WaitForSipi);
   }
 
   // An interrupt ends the halt: the vCPU would take it now, or it waits in
@@ -459,6 +472,7 @@ class Machine::Cpu final : public VcpuHost, public MmioHandler {
   uint64_t monitor_line_ = 0;
   std::array<uint8_t, kMonitorLine> monitor_snapshot_{};
   bool nmi_pending_ = false;
+  uint64_t waiting_since_ = 0;  // WaitForSipi since
   int64_t tsc_offset_ = 0;
   uint64_t tsc_aux_ = 0;
   std::optional<uint64_t> mapped_apic_page_;
@@ -483,7 +497,8 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
       pic_master_(PicStub::Role::kMaster),
       pic_slave_(PicStub::Role::kSlave),
       measure_port_([this](MeasurePort::Mark mark) { on_measure_mark(mark); }),
-      stats_(cpuid_.topology().cpus()) {
+      stats_(cpuid_.topology().cpus()),
+      activity_(cpuid_.topology().cpus()) {
   if (!std::isfinite(config.time_limit_seconds) || config.time_limit_seconds <= 0 ||
       config.time_limit_seconds > MachineConfig::kMaxTimeLimitSeconds)
     throw ConfigError(fmt::format("--time-limit must be between 0 and {} seconds of virtual time",
@@ -529,7 +544,10 @@ RunResult Machine::finish(RunResult::Outcome outcome, std::string diagnosis) {
     result.virtual_ns = std::max(result.virtual_ns, cpu->now());
   }
   // vCPUs still halted at the end were halted until the end.
-  for (const auto& cpu : cpus_) cpu->accrue_idle(result.virtual_ns);
+  for (const auto& cpu : cpus_) {
+    cpu->accrue_idle(result.virtual_ns);
+    cpu->record_final_activity(result.virtual_ns);
+  }
   // A window the guest began but did not end ends with the run.
   if (window_begin_ && (!window_ || !window_->ended_by_guest)) {
     window_ = MeasureWindow{.begin_ns = window_->begin_ns,
@@ -937,11 +955,13 @@ RunResult Machine::run() {
     cpu->vcpu()->stop_when_interruptible(
         (cpu->apic().pending_vector() && !cpu->vcpu()->interrupt_window_open()) ||
         (cpu->nmi_pending() && cpu->vcpu()->nmi_blocked()));
-    const uint64_t instructions_before = cpu->instructions();
+    const uint64_t instructions_before = cpu->instructions(), pauses_before = cpu->pauses();
     running_ = cpu;
     cpu->begin_slice(now + config_.cost.ns_for_instructions(budget));
     VcpuExit exit = cpu->vcpu()->run(budget);
     running_ = nullptr;
+    activity_.record(cpu->index(), now, cpu->now(),
+                     cpu->pauses() != pauses_before ? VcpuActivity::Spinning : VcpuActivity::Running);
     // Stores of this slice wake MWAITs at the slice's end, before whatever
     // its exit (a HLT, an INIT it sent itself) does to its clock.
     check_monitored_lines(*cpu, cpu->now());

@@ -29,6 +29,7 @@
 #include "model/cpuid.h"
 #include "base/guest_ram.h"
 #include "model/msr_features.h"
+#include "emu/activity_log.h"
 #include "emu/stats.h"
 #include "emu/vcpu.h"
 #include "firmware/multiboot.h"
@@ -92,6 +93,8 @@ class Machine {
 
   const CpuidModel& cpuid() const { return cpuid_; }
   const Stats& stats() const { return stats_; }
+  // What each vCPU did over virtual time, span by span.
+  const ActivityLog& activity() const { return activity_; }
   const CostModel& cost() const { return config_.cost; }
   // The guest's measuring window, once it began one.
   const std::optional<MeasureWindow>& window() const { return window_; }
@@ -151,6 +154,7 @@ class Machine {
   PicStub pic_master_, pic_slave_;
   MeasurePort measure_port_;
   Stats stats_;
+  ActivityLog activity_;
   std::vector<std::unique_ptr<Cpu>> cpus_;
   // ICR writes wait here until the sender's slice ends (see the top).
   std::vector<PendingMessage> pending_messages_;
