@@ -49,6 +49,13 @@ constexpr uint64_t kEferLme = uint64_t{1} << 8;     // IA32_EFER.LME: long mode 
 constexpr uint64_t kEferLma = uint64_t{1} << 10;    // IA32_EFER.LMA: long mode active
 constexpr uint64_t kEferNxe = uint64_t{1} << 11;    // IA32_EFER.NXE: execute-disable (XD) bit enable
 
+// Architectural MSRs the machine emulates (SDM Vol. 4, table 2-2); the
+// local APIC's are in devices/local_apic.h.
+constexpr uint32_t kMsrTsc = 0x10;
+constexpr uint32_t kMsrMiscEnable = 0x1A0;
+constexpr uint64_t kMiscEnableFastStrings = uint64_t{1} << 0;
+constexpr uint64_t kMiscEnableMonitor = uint64_t{1} << 18;  // MONITOR/MWAIT enabled
+
 // Architectural MSRs the vCPU keeps in the engine (SDM Vol. 4, table 2-2).
 constexpr uint32_t kMsrSysenterCs = 0x174;
 constexpr uint32_t kMsrSysenterEsp = 0x175;

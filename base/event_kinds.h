@@ -29,4 +29,11 @@ enum class ExitKind : uint8_t { Cpuid, Hlt, Io, Msr, Apic, Icr, Mwait, Monitor }
 inline constexpr size_t kExitKinds = 8;
 std::string_view to_string(ExitKind kind);
 
+// How an APIC register write leaves the guest on a KVM host with APICv:
+// EOI, TPR and x2APIC SELF IPI are virtualised (no exit), an ICR write
+// exits unless IPIs are virtualised too, any other APIC register write (and
+// IA32_APIC_BASE, TSC_DEADLINE) traps. The local APIC says which a write
+// was; the cost model (model/cost_rules.h) says what it costs.
+enum class ApicWriteKind : uint8_t { Virtualized, Icr, Trapped };
+
 }  // namespace topolab

@@ -34,6 +34,7 @@
 #include <fmt/format.h>
 
 #include "emu/machine.h"
+#include "emu/unicorn_vcpu.h"
 #include "firmware/multiboot.h"
 
 namespace topolab {
@@ -74,7 +75,7 @@ TopolabRun run_topolab(const Variant& v, uint32_t iterations) {
   config.image = v.image;
   config.append = append_for(v, iterations);
   config.time_limit_seconds = 1000;
-  Machine machine(config, [](uint8_t) {});
+  Machine machine(config, [](uint8_t) {}, unicorn_vcpu_factory());
   auto start = std::chrono::steady_clock::now();
   RunResult r = machine.run();
   double elapsed = seconds_since(start);

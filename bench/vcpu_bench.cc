@@ -19,7 +19,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "emu/vcpu.h"
+#include "emu/unicorn_vcpu.h"
 
 namespace topolab {
 namespace {
@@ -149,7 +149,7 @@ double vcpu_seconds(const Loop& loop) {
   GuestRam ram(kRamBytes);
   load(ram.data(), loop);
   NoDevices host;
-  Vcpu cpu(0, ram, host);
+  UnicornVcpu cpu(0, ram, host);
   cpu.enter_multiboot(kEntry, 0, 0);
   const auto start = std::chrono::steady_clock::now();
   VcpuExit exit;

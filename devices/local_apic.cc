@@ -269,7 +269,30 @@ uint32_t LocalApic::mmio_read(uint32_t offset, unsigned size, uint64_t now) {
   return size == 4 ? value : value & ((1u << (8 * size)) - 1);
 }
 
-std::optional<ApicMessage> LocalApic::mmio_write(uint32_t offset, unsigned size, uint32_t value, uint64_t now) {
+// Both paths: the write's kind comes from the register alone (a rejected
+// write to the ICR still exited), what it caused from the APIC before and
+// after.
+template <typename Write>
+ApicWrite LocalApic::observe_write(ApicWriteKind kind, Write&& write) {
+  const std::optional<uint64_t> timer_before = next_timer_event();
+  const uint32_t id_before = id();
+  ApicWrite result = write();
+  result.kind = kind;
+  result.timer_changed = next_timer_event() != timer_before;
+  result.interrupt_pending = pending_vector().has_value();
+  result.id_changed = id() != id_before;
+  return result;
+}
+
+ApicWrite LocalApic::mmio_write(uint32_t offset, unsigned size, uint32_t value, uint64_t now) {
+  const uint32_t reg = offset & (kMmioSize - 1) & ~0xfu;
+  const ApicWriteKind kind = reg == REG_ICR_LOW                       ? ApicWriteKind::Icr
+                             : reg == REG_EOI || reg == REG_TPR ? ApicWriteKind::Virtualized
+                                                                     : ApicWriteKind::Trapped;
+  return observe_write(kind, [&] { return ApicWrite{.message = write_mmio_register(offset, size, value, now)}; });
+}
+
+std::optional<ApicMessage> LocalApic::write_mmio_register(uint32_t offset, unsigned size, uint32_t value, uint64_t now) {
   if (!mmio_enabled()) return std::nullopt;
   offset &= kMmioSize - 1;
   const ApicRegisterInfo* reg = lookup(offset);
@@ -300,9 +323,22 @@ std::optional<uint64_t> LocalApic::rdmsr(uint32_t msr, uint64_t now) const {
   return read_register(*reg, offset, now);
 }
 
-LocalApic::MsrWrite LocalApic::wrmsr(uint32_t msr, uint64_t value, uint64_t now) {
-  const MsrWrite kFault{true, std::nullopt};
-  if (msr == MSR_IA32_APIC_BASE) return {!set_apic_base(value), std::nullopt};
+ApicWrite LocalApic::wrmsr(uint32_t msr, uint64_t value, uint64_t now) {
+  const uint32_t reg = (msr - MSR_X2APIC_FIRST) << 4;
+  const ApicWriteKind kind = msr == MSR_X2APIC_ICR ? ApicWriteKind::Icr
+                             : msr >= MSR_X2APIC_FIRST && msr <= MSR_X2APIC_LAST &&
+                                     (reg == REG_EOI || reg == REG_TPR || reg == REG_SELF_IPI)
+                                 ? ApicWriteKind::Virtualized
+                                 : ApicWriteKind::Trapped;
+  return observe_write(kind, [&] { return write_msr_register(msr, value, now); });
+}
+
+ApicWrite LocalApic::write_msr_register(uint32_t msr, uint64_t value, uint64_t now) {
+  const ApicWrite kFault{.gp = true};
+  if (msr == MSR_IA32_APIC_BASE) {
+    const bool ok = set_apic_base(value);
+    return {.gp = !ok, .base_written = ok};
+  }
   if (msr == MSR_IA32_TSC_DEADLINE) {
     // Writing 0 disarms; a deadline already past fires at the next on_time().
     if (timer_mode() == TIMER_MODE_TSC_DEADLINE && mode() != ApicMode::Disabled) tsc_deadline_ = value;
@@ -318,10 +354,10 @@ LocalApic::MsrWrite LocalApic::wrmsr(uint32_t msr, uint64_t value, uint64_t now)
     if (low & ~reg->write_mask) return kFault;
     slot(REG_ICR_LOW) = low;
     slot(REG_ICR_HIGH) = static_cast<uint32_t>(value >> 32);
-    return {false, send(value)};
+    return {.message = send(value)};
   }
   if ((value >> 32) != 0 || (value & ~static_cast<uint64_t>(reg->write_mask)) != 0) return kFault;
-  return {false, write_register(*reg, offset, static_cast<uint32_t>(value), now)};
+  return {.message = write_register(*reg, offset, static_cast<uint32_t>(value), now)};
 }
 
 // --- Sending ----------------------------------------------------------------

@@ -36,6 +36,8 @@
 #include <span>
 #include <string>
 
+#include "base/event_kinds.h"  // ApicWriteKind
+
 namespace topolab {
 
 // Register offsets in the xAPIC page (SDM table 10-1); the x2APIC MSR is
@@ -164,6 +166,19 @@ struct ApicAcceptResult {
   bool operator==(const ApicAcceptResult&) const = default;
 };
 
+// What a register write caused, so the caller need not decode the offset
+// or poll the APIC around the write.
+struct ApicWrite {
+  bool gp = false;  // x2APIC / MSR path: the caller raises #GP(0); nothing changed
+  std::optional<ApicMessage> message;  // an ICR or SELF IPI write: the bus message
+  ApicWriteKind kind = ApicWriteKind::Trapped;
+  bool timer_changed = false;      // next_timer_event() moved
+  bool interrupt_pending = false;  // pending_vector() holds a vector after the write
+  bool id_changed = false;         // id() answers to another ID now
+  bool base_written = false;       // IA32_APIC_BASE: the page may have moved or gone
+  bool operator==(const ApicWrite&) const = default;
+};
+
 // IA32_APIC_BASE[11:10] (SDM 10.12.5, figure 10-27). EN=0 EXTD=1 is invalid
 // and never reached.
 enum class ApicMode : uint8_t { Disabled, XApic, X2Apic };
@@ -228,17 +243,13 @@ class LocalApic {
   // The caller checks mmio_enabled(). Unknown offsets read 0, ignore writes
   // and set ESR "illegal register address".
   uint32_t mmio_read(uint32_t offset, unsigned size, uint64_t now);
-  std::optional<ApicMessage> mmio_write(uint32_t offset, unsigned size, uint32_t value, uint64_t now);
+  ApicWrite mmio_write(uint32_t offset, unsigned size, uint32_t value, uint64_t now);
 
   // --- MSRs: IA32_APIC_BASE, IA32_TSC_DEADLINE, x2APIC 0x800-0x8FF -----
   static bool is_apic_msr(uint32_t msr);
   // nullopt: the caller raises #GP(0).
   std::optional<uint64_t> rdmsr(uint32_t msr, uint64_t now) const;
-  struct MsrWrite {
-    bool gp = false;  // the caller raises #GP(0); nothing changed
-    std::optional<ApicMessage> message;
-  };
-  MsrWrite wrmsr(uint32_t msr, uint64_t value, uint64_t now);
+  ApicWrite wrmsr(uint32_t msr, uint64_t value, uint64_t now);
 
   // --- The bus ------------------------------------------------------------
   // Whether this APIC is a destination of `msg` (shorthands compare with
@@ -292,6 +303,11 @@ class LocalApic {
   // Register-level access shared by MMIO and MSR paths; `reg` is the table row.
   uint32_t read_register(const ApicRegisterInfo& reg, uint32_t offset, uint64_t now) const;
   std::optional<ApicMessage> write_register(const ApicRegisterInfo& reg, uint32_t offset, uint32_t value, uint64_t now);
+  // The part of each write the two paths share: classify, write, observe.
+  template <typename Write>
+  ApicWrite observe_write(ApicWriteKind kind, Write&& write);
+  std::optional<ApicMessage> write_mmio_register(uint32_t offset, unsigned size, uint32_t value, uint64_t now);
+  ApicWrite write_msr_register(uint32_t msr, uint64_t value, uint64_t now);
   bool set_apic_base(uint64_t value);
   void power_on_registers();
 

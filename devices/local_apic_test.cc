@@ -18,7 +18,7 @@ LocalApicConfig config(uint32_t id = 0, bool bsp = false) {
 
 uint32_t rd(LocalApic& apic, uint32_t offset, uint64_t now = kNow) { return apic.mmio_read(offset, 4, now); }
 std::optional<ApicMessage> wr(LocalApic& apic, uint32_t offset, uint32_t value, uint64_t now = kNow) {
-  return apic.mmio_write(offset, 4, value, now);
+  return apic.mmio_write(offset, 4, value, now).message;
 }
 uint32_t msr_of(uint32_t offset) { return LocalApic::MSR_X2APIC_FIRST + offset / 16; }
 
@@ -365,6 +365,48 @@ TEST(LocalApicIcr, SelfIpiIsAFixedSelfMessage) {
 }
 
 // --- Destinations -----------------------------------------------------------
+
+// --- What a write returns ---------------------------------------------------
+
+TEST(LocalApicWrite, KindComesFromTheRegister) {
+  LocalApic x = xapic();
+  EXPECT_EQ(x.mmio_write(REG_EOI, 4, 0, kNow).kind, ApicWriteKind::Virtualized);
+  EXPECT_EQ(x.mmio_write(REG_TPR, 4, 0, kNow).kind, ApicWriteKind::Virtualized);
+  EXPECT_EQ(x.mmio_write(REG_ICR_LOW, 4, 0x40, kNow).kind, ApicWriteKind::Icr);
+  EXPECT_EQ(x.mmio_write(REG_ICR_LOW + 1, 1, 0, kNow).kind, ApicWriteKind::Icr);  // rejected, but it exited
+  EXPECT_EQ(x.mmio_write(REG_ICR_HIGH, 4, 0, kNow).kind, ApicWriteKind::Trapped);
+  EXPECT_EQ(x.mmio_write(REG_LVT_TIMER, 4, 0, kNow).kind, ApicWriteKind::Trapped);
+  LocalApic x2 = x2apic();
+  EXPECT_EQ(x2.wrmsr(msr_of(REG_EOI), 0, kNow).kind, ApicWriteKind::Virtualized);
+  EXPECT_EQ(x2.wrmsr(msr_of(REG_TPR), 0, kNow).kind, ApicWriteKind::Virtualized);
+  EXPECT_EQ(x2.wrmsr(msr_of(REG_SELF_IPI), 0x40, kNow).kind, ApicWriteKind::Virtualized);
+  EXPECT_EQ(x2.wrmsr(LocalApic::MSR_X2APIC_ICR, 0x40, kNow).kind, ApicWriteKind::Icr);
+  EXPECT_EQ(x2.wrmsr(msr_of(REG_LVT_ERROR), 0, kNow).kind, ApicWriteKind::Trapped);
+  EXPECT_EQ(x2.wrmsr(LocalApic::MSR_IA32_TSC_DEADLINE, 0, kNow).kind, ApicWriteKind::Trapped);
+}
+
+TEST(LocalApicWrite, ReportsTimerPendingIdAndBaseChanges) {
+  LocalApic apic = xapic(3);
+  ApicWrite w = apic.mmio_write(REG_TIMER_INITIAL_COUNT, 4, 1000, kNow);
+  EXPECT_TRUE(w.timer_changed);
+  EXPECT_FALSE(w.interrupt_pending);
+  EXPECT_FALSE(apic.mmio_write(REG_TIMER_DIVIDE_CONFIG, 4, 0, kNow).timer_changed);  // takes effect at the next count
+  // A TPR write that lets a held-back vector through makes it pending.
+  apic.mmio_write(REG_TPR, 4, 0xf0, kNow);
+  apic.accept(fixed(0x40, 3));
+  EXPECT_FALSE(apic.pending_vector());
+  EXPECT_TRUE(apic.mmio_write(REG_TPR, 4, 0, kNow).interrupt_pending);
+  // The xAPIC ID register is writable: the APIC answers to another ID.
+  EXPECT_TRUE(apic.mmio_write(REG_ID, 4, 7u << 24, kNow).id_changed);
+  EXPECT_FALSE(apic.mmio_write(REG_ID, 4, 7u << 24, kNow).id_changed);
+  ApicWrite base = apic.wrmsr(LocalApic::MSR_IA32_APIC_BASE, LocalApic::kDefaultBase | APIC_BASE_EN | APIC_BASE_EXTD, kNow);
+  EXPECT_TRUE(base.base_written);
+  EXPECT_TRUE(base.id_changed);  // x2APIC mode answers to the initial ID, 3
+  EXPECT_EQ(apic.id(), 3u);
+  ApicWrite bad = apic.wrmsr(LocalApic::MSR_IA32_APIC_BASE, APIC_BASE_EXTD, kNow);  // EN=0 EXTD=1: invalid
+  EXPECT_TRUE(bad.gp);
+  EXPECT_FALSE(bad.base_written);
+}
 
 TEST(LocalApicMatch, XapicPhysicalAndBroadcast) {
   LocalApic apic = xapic(3);

@@ -7,7 +7,13 @@
 // does not advance; an IPI or its APIC timer wakes it, and its clock catches
 // up to the waker's. Every cross-vCPU effect (an ICR write) is routed after
 // the sender's slice ends, at the sender's time: the same image and flags
-// give the same run on any host.
+// give the same run on any host. docs/machine.md describes the loop.
+//
+// Where things are: one vCPU's machine-side state in emu/machine_cpu.h,
+// routing in devices/apic_bus.h, the cost rules in model/cost_rules.h; this
+// file's machine.cc runs the loop and routes, machine_exits.cc handles
+// what a vCPU stops for, machine_window.cc keeps the measuring window and
+// writes the diagnoses.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "devices/apic_bus.h"
 #include "devices/debug_exit.h"
 #include "devices/fw_cfg.h"
 #include "devices/local_apic.h"
@@ -30,6 +37,8 @@
 #include "base/guest_ram.h"
 #include "model/msr_features.h"
 #include "emu/activity_log.h"
+#include "emu/event_queue.h"
+#include "emu/machine_cpu.h"
 #include "emu/stats.h"
 #include "emu/vcpu.h"
 #include "firmware/multiboot.h"
@@ -79,11 +88,12 @@ struct MeasureWindow {
 
 const char* to_string(RunResult::Outcome outcome);
 
-class Machine {
+class Machine final : private CpuEvents {
  public:
-  // `serial_out` receives every byte the guest sends to COM1. Throws
+  // `serial_out` receives every byte the guest sends to COM1; `make_vcpu`
+  // builds the vCPUs (unicorn_vcpu_factory(), or a test's fake). Throws
   // ConfigError (bad -smp/-cpu/-m) or ImageError (an image that cannot boot).
-  Machine(const MachineConfig& config, std::function<void(uint8_t)> serial_out);
+  Machine(const MachineConfig& config, std::function<void(uint8_t)> serial_out, VcpuFactory make_vcpu);
   ~Machine();
   Machine(const Machine&) = delete;
   Machine& operator=(const Machine&) = delete;
@@ -103,49 +113,63 @@ class Machine {
   std::string describe_apics() const;
 
  private:
-  class Cpu;
-  friend class Cpu;
-  // An ICR write on its way: sent at sent_ns (the write, plus the part of
-  // its exit before KVM sends it), routed once the sender's slice ends, and
-  // held in a running target's inbox until the target's clock reaches
-  // arrive_ns (the posted-interrupt latency later).
-  struct PendingMessage {
-    unsigned sender;
-    ApicMessage message;
-    uint64_t sent_ns;
-    uint64_t arrive_ns;
-  };
+  using Cpu = MachineCpu;
 
+  // CpuEvents
+  void ipi_sent(const IpiInFlight& ipi) override { ipis_to_route_.push(ipi.sent_ns, ipi); }
+  void apic_written(const ApicWrite& write) override { bus_->note_write(write); }
+  void guest_error(std::string diagnosis) override {
+    if (!guest_error_) guest_error_ = std::move(diagnosis);
+  }
+
+  // The loop (machine.cc).
   Cpu* pick_next(uint64_t limit_ns);
   void wake_due_timers(uint64_t horizon_ns);
+  // Runs `cpu` for one slice from its clock `now`; a result ends the run.
+  // `reset_itself`: an INIT it sent itself reset it during the slice.
+  std::optional<RunResult> run_slice(Cpu& cpu, uint64_t now, uint64_t limit_ns, bool& reset_itself);
+  // The instructions `cpu` may run from `now`: to its next event, at most a quantum.
+  uint64_t slice_budget(Cpu& cpu, uint64_t now, uint64_t limit_ns) const;
   // Injects a pending NMI or interrupt the vCPU can take now; a one-line
   // diagnosis when the guest has no usable handler for it.
   std::optional<std::string> deliver_pending(Cpu& cpu);
   uint64_t total_instructions() const;
-  void route(unsigned sender, const ApicMessage& message, uint64_t sent_ns);
-  // Hands one IPI sent at `sent_ns` to one target APIC and acts on what it
-  // accepted.
-  void deliver(unsigned sender, Cpu& target, const ApicMessage& message, uint64_t sent_ns);
-  std::optional<RunResult> handle_exit(Cpu& cpu, const VcpuExit& exit);
-  std::optional<RunResult> emulate_monitor(Cpu& cpu, const VcpuExit& exit);
-  std::optional<RunResult> emulate_mwait(Cpu& cpu, const VcpuExit& exit);
-  // Wakes vCPUs parked in MWAIT whose line `writer` changed in the slice
-  // that ended at `slice_end_ns`.
-  void check_monitored_lines(Cpu& writer, uint64_t slice_end_ns);
+  // Routes every IPI sent in the slice that just ended, in send order.
+  void route_sent_ipis();
+  void route(const IpiInFlight& ipi);
+  // Hands one IPI to one target APIC and acts on what it accepted.
+  void deliver(Cpu& target, const IpiInFlight& ipi);
+  // A vCPU that just halted (HLT or MWAIT): IPIs already sent to it arrive
+  // now, each at its own time, and it resumes at once if one ends the halt.
+  void settle_halt(Cpu& cpu);
   // The earliest time any wakeup still to come can carry: no vCPU's clock,
   // and no IPI waiting to be routed, is earlier.
   uint64_t settled_time() const;
+
+  // What a vCPU stopped for (machine_exits.cc).
+  std::optional<RunResult> handle_exit(Cpu& cpu, const VcpuExit& exit);
+  std::optional<RunResult> emulate_monitor(Cpu& cpu, const VcpuExit& exit);
+  std::optional<RunResult> emulate_mwait(Cpu& cpu, const VcpuExit& exit);
+  // Raises #GP(0) for a bad MONITOR/MWAIT extension; a crash result when
+  // the guest cannot take it.
+  std::optional<RunResult> raise_gp_for(Cpu& cpu, const VcpuExit& exit, const char* instruction, uint32_t ecx);
+  // Wakes vCPUs parked in MWAIT whose line `writer` changed in the slice
+  // that ended at `slice_end_ns`.
+  void check_monitored_lines(Cpu& writer, uint64_t slice_end_ns);
+
+  // The window and the end of the run (machine_window.cc).
   void on_measure_mark(MeasurePort::Mark mark);
   // Brings the per-vCPU counters that live in the vCPUs up to date.
   void settle_stats();
   std::string deadlock_diagnosis() const;
+  // Nobody can run: the time limit, a timer still to come, or a deadlock.
+  RunResult finish_idle();
   RunResult finish(RunResult::Outcome outcome, std::string diagnosis);
 
   MachineConfig config_;
   CpuidModel cpuid_;
-  // Which MSRs CPUID announces; the others #GP (issue 14 F5). The vCPU
-  // keeps EFER, PAT, SYSENTER and the SYSCALL MSRs itself, without asking.
-  MsrAvailability msrs_;
+  MsrAvailability msrs_;  // CpuPlatform::msrs says what it is for
+  VcpuFactory make_vcpu_;
   GuestRam ram_;
   PortBus ports_;
   Uart16550 uart_;
@@ -155,9 +179,11 @@ class Machine {
   MeasurePort measure_port_;
   Stats stats_;
   ActivityLog activity_;
+  CpuPlatform platform_;
   std::vector<std::unique_ptr<Cpu>> cpus_;
+  std::optional<ApicBus> bus_;  // over cpus_, made once they exist
   // ICR writes wait here until the sender's slice ends (see the top).
-  std::vector<PendingMessage> pending_messages_;
+  EventQueue<IpiInFlight> ipis_to_route_;
   // A guest error found outside a vCPU exit (a reserved ICR delivery mode).
   std::optional<std::string> guest_error_;
   // Set by pick_next when virtual time cannot advance: the hang's diagnosis.

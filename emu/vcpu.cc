@@ -17,7 +17,7 @@ const char* to_string(VcpuExit::Reason reason) {
   return "unknown";
 }
 
-Vcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu engine_cpu)
+UnicornVcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu engine_cpu)
     : index(index), engine_cpu(engine_cpu), ram(ram), host(host), blocks(ram.size()) {
   // Before this engine exists: the probe runs engines of its own, which
   // must never happen inside one of this engine's callbacks.
@@ -70,7 +70,7 @@ Vcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu en
   }
 }
 
-Vcpu::Engine::~Engine() {
+UnicornVcpu::Engine::~Engine() {
   scratch_context.reset();  // before its engine closes
   uc_close(uc);
 }
@@ -81,17 +81,17 @@ Vcpu::Engine::~Engine() {
 // block boundary like any other request, so the write is not replayed
 // (RequestStopFromAnMmioWriteDoesNotReplayTheWrite).
 
-uint64_t Vcpu::Engine::on_mmio_read(uc_engine*, uint64_t offset, unsigned size, void* user) {
+uint64_t UnicornVcpu::Engine::on_mmio_read(uc_engine*, uint64_t offset, unsigned size, void* user) {
   auto& w = *static_cast<MmioWindow*>(user);
   return w.engine->guarded<uint64_t>([&] { return w.handler->read(offset, size); });
 }
 
-void Vcpu::Engine::on_mmio_write(uc_engine*, uint64_t offset, unsigned size, uint64_t value, void* user) {
+void UnicornVcpu::Engine::on_mmio_write(uc_engine*, uint64_t offset, unsigned size, uint64_t value, void* user) {
   auto& w = *static_cast<MmioWindow*>(user);
   w.engine->guarded([&] { w.handler->write(offset, size, value); });
 }
 
-void Vcpu::Engine::map_mmio(uint64_t base, uint64_t size, MmioHandler& handler) {
+void UnicornVcpu::Engine::map_mmio(uint64_t base, uint64_t size, MmioHandler& handler) {
   if (size == 0 || base % kPageSize || size % kPageSize || base + size < base)
     throw std::invalid_argument(fmt::format("MMIO window {:#x}+{:#x} is not whole 4 KiB pages", base, size));
   if (base < ram.size())
@@ -108,7 +108,7 @@ void Vcpu::Engine::map_mmio(uint64_t base, uint64_t size, MmioHandler& handler) 
   mmio.emplace(base, std::move(window));
 }
 
-void Vcpu::Engine::unmap_mmio(uint64_t base, uint64_t size) {
+void UnicornVcpu::Engine::unmap_mmio(uint64_t base, uint64_t size) {
   const auto it = mmio.find(base);
   if (it == mmio.end() || it->second->size != size)
     throw std::invalid_argument(fmt::format("no MMIO window {:#x}+{:#x}", base, size));
@@ -118,18 +118,18 @@ void Vcpu::Engine::unmap_mmio(uint64_t base, uint64_t size) {
 
 // Open bus (see on_unmapped): all ones read, stores dropped, each counted
 // by the host. The offset is from the page's start.
-uint64_t Vcpu::Engine::on_open_bus_read(uc_engine*, uint64_t offset, unsigned size, void* user) {
+uint64_t UnicornVcpu::Engine::on_open_bus_read(uc_engine*, uint64_t offset, unsigned size, void* user) {
   auto& page = *static_cast<OpenBusPage*>(user);
   page.engine->guarded([&] { page.engine->host.open_bus_access(page.base + offset, size, false); });
   return ~uint64_t{0};
 }
 
-void Vcpu::Engine::on_open_bus_write(uc_engine*, uint64_t offset, unsigned size, uint64_t, void* user) {
+void UnicornVcpu::Engine::on_open_bus_write(uc_engine*, uint64_t offset, unsigned size, uint64_t, void* user) {
   auto& page = *static_cast<OpenBusPage*>(user);
   page.engine->guarded([&] { page.engine->host.open_bus_access(page.base + offset, size, true); });
 }
 
-void Vcpu::Engine::map_open_bus(uint64_t page) {
+void UnicornVcpu::Engine::map_open_bus(uint64_t page) {
   auto& slot = open_bus_windows[page];
   if (!slot) slot = std::make_unique<OpenBusPage>(OpenBusPage{this, page});
   check(uc_mmio_map(uc, page, kPageSize, on_open_bus_read, slot.get(), on_open_bus_write, slot.get()),
@@ -152,61 +152,67 @@ std::string engine_version() {
   return fmt::format("{}.{}.{}", major, minor, (combined >> 8) & 0xFF);
 }
 
-Vcpu::Vcpu(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu engine_cpu)
+UnicornVcpu::UnicornVcpu(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu engine_cpu)
     : engine_(std::make_unique<Engine>(index, ram, host, engine_cpu)) {}
 
-Vcpu::~Vcpu() = default;
+UnicornVcpu::~UnicornVcpu() = default;
 
-void Vcpu::enter_multiboot(uint32_t entry, uint32_t eax, uint32_t ebx) { engine_->enter_multiboot(entry, eax, ebx); }
+VcpuFactory unicorn_vcpu_factory() {
+  return [](unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu cpu) -> std::unique_ptr<Vcpu> {
+    return std::make_unique<UnicornVcpu>(index, ram, host, cpu);
+  };
+}
 
-VcpuExit Vcpu::run(uint64_t budget) { return engine_->run(budget); }
+void UnicornVcpu::enter_multiboot(uint32_t entry, uint32_t eax, uint32_t ebx) { engine_->enter_multiboot(entry, eax, ebx); }
 
-void Vcpu::reset_for_init() { engine_->reset_for_init(); }
+VcpuExit UnicornVcpu::run(uint64_t budget) { return engine_->run(budget); }
 
-void Vcpu::start_at_sipi(uint8_t vector) { engine_->start_at_sipi(vector); }
+void UnicornVcpu::reset_for_init() { engine_->reset_for_init(); }
 
-bool Vcpu::waiting_for_sipi() const { return engine_->waits_for_sipi; }
+void UnicornVcpu::start_at_sipi(uint8_t vector) { engine_->start_at_sipi(vector); }
 
-Injection Vcpu::inject_interrupt(uint8_t vector) { return engine_->inject(x86::Event::external(vector)); }
+bool UnicornVcpu::waiting_for_sipi() const { return engine_->waits_for_sipi; }
 
-Injection Vcpu::inject_nmi() {
+Injection UnicornVcpu::inject_interrupt(uint8_t vector) { return engine_->inject(x86::Event::external(vector)); }
+
+Injection UnicornVcpu::inject_nmi() {
   Injection injection = engine_->inject(x86::Event::nmi());
   if (injection) engine_->nmi_blocked = true;
   return injection;
 }
 
-bool Vcpu::nmi_blocked() const { return engine_->nmi_blocked; }
+bool UnicornVcpu::nmi_blocked() const { return engine_->nmi_blocked; }
 
-void Vcpu::stop_when_interruptible(bool on) { engine_->watch_interrupt_window = on; }
+void UnicornVcpu::stop_when_interruptible(bool on) { engine_->watch_interrupt_window = on; }
 
-Injection Vcpu::inject_exception(uint8_t vector, std::optional<uint32_t> error_code) {
+Injection UnicornVcpu::inject_exception(uint8_t vector, std::optional<uint32_t> error_code) {
   x86::Event event{.kind = x86::EventKind::kHardwareException, .vector = vector, .error_code = error_code.value_or(0)};
   return engine_->inject(event);
 }
 
-bool Vcpu::interrupt_window_open() const {
+bool UnicornVcpu::interrupt_window_open() const {
   return !engine_->waits_for_sipi && !engine_->shadow && (engine_->read_reg(UC_X86_REG_RFLAGS) & x86::kFlagIf);
 }
 
-void Vcpu::map_mmio(uint64_t base, uint64_t size, MmioHandler& handler) { engine_->map_mmio(base, size, handler); }
+void UnicornVcpu::map_mmio(uint64_t base, uint64_t size, MmioHandler& handler) { engine_->map_mmio(base, size, handler); }
 
-void Vcpu::unmap_mmio(uint64_t base, uint64_t size) { engine_->unmap_mmio(base, size); }
+void UnicornVcpu::unmap_mmio(uint64_t base, uint64_t size) { engine_->unmap_mmio(base, size); }
 
-void Vcpu::request_stop() { engine_->stop_requested = true; }
+void UnicornVcpu::request_stop() { engine_->stop_requested = true; }
 
-void Vcpu::retire_emulated_instruction() { engine_->retire_emulated_instruction(); }
+void UnicornVcpu::retire_emulated_instruction() { engine_->retire_emulated_instruction(); }
 
-uint64_t Vcpu::pauses() const { return engine_->pauses_retired; }
+uint64_t UnicornVcpu::pauses() const { return engine_->pauses_retired; }
 
-uint64_t Vcpu::instructions() const { return engine_->retired + engine_->in_flight; }
+uint64_t UnicornVcpu::instructions() const { return engine_->retired + engine_->in_flight; }
 
-void Vcpu::set_trace(std::FILE* out) { engine_->set_trace(out); }
+void UnicornVcpu::set_trace(std::FILE* out) { engine_->set_trace(out); }
 
-void Vcpu::flush_translations() { engine_->flush_translations(); }
+void UnicornVcpu::flush_translations() { engine_->flush_translations(); }
 
-unsigned Vcpu::index() const { return engine_->index; }
+unsigned UnicornVcpu::index() const { return engine_->index; }
 
-VcpuState Vcpu::state() const {
+VcpuState UnicornVcpu::state() const {
   const Engine& e = *engine_;
   const auto r = [&](int reg) { return e.read_reg(reg); };
   const auto selector = [&](int reg) { return static_cast<uint16_t>(e.read_reg(reg)); };

@@ -1,12 +1,14 @@
-// One virtual CPU on one Unicorn engine. This header and vcpu.cc are the only
-// places that know Unicorn exists; everything the guest does that the machine
-// must see comes out either as a synchronous call on VcpuHost or as the
-// VcpuExit that run() returns. See ../shared/UNICORN_NOTES.md for why each
-// workaround exists.
+// One virtual CPU as the machine sees it: the Vcpu interface, what it asks
+// of the machine (VcpuHost, MmioHandler) and why it stops (VcpuExit).
+// Everything the guest does that the machine must see comes out either as a
+// synchronous call on VcpuHost or as the VcpuExit that run() returns. The
+// real one runs on Unicorn (emu/unicorn_vcpu.h, the only code that knows
+// Unicorn exists); the machine's unit tests drive a scripted fake.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -71,15 +73,6 @@ struct VcpuExit {
 
 const char* to_string(VcpuExit::Reason reason);
 
-// The version of the CPU engine the vCPUs run on ("2.1.3"), as the linked
-// library reports it.
-std::string engine_version();
-
-// The offsets of the engine's error code and exception in flight in its
-// saved context, as the start-up probe found them (vcpu_engine.h), for the
-// test that proves the probe; nullopt if it failed.
-std::optional<std::pair<size_t, size_t>> vcpu_probe_offsets_for_tests();
-
 // A device register window the guest reaches with loads and stores (the
 // local APIC page). Calls are synchronous, in the middle of a block, like
 // the VcpuHost port calls; a write may call Vcpu::request_stop(). Unicorn
@@ -123,17 +116,14 @@ enum class EngineCpu : uint8_t { Qemu64, SkylakeServer, Epyc };
 
 class Vcpu {
  public:
-  Vcpu(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu engine_cpu = EngineCpu::Qemu64);
-  ~Vcpu();
-  Vcpu(const Vcpu&) = delete;
-  Vcpu& operator=(const Vcpu&) = delete;
+  virtual ~Vcpu() = default;
 
   // The state a Multiboot 1 loader hands over: 32-bit protected mode, flat
   // 4 GiB code and data segments (CS 0x08, the others 0x10), paging and
   // interrupts off, CR4 and EFER clear. No guest memory is touched: as the
   // Multiboot spec allows, GDTR is left invalid (base 0, limit 0), so the
   // guest must load its own GDT before it reloads a segment register.
-  void enter_multiboot(uint32_t entry, uint32_t eax, uint32_t ebx);
+  virtual void enter_multiboot(uint32_t entry, uint32_t eax, uint32_t ebx) = 0;
 
   // INIT (SDM Vol. 3A 9.1.1, table 9-1): real mode, CR0 = 0x60000010, CR3,
   // CR4 and EFER clear, RFLAGS = 2, general registers 0, GDTR/IDTR base 0
@@ -141,13 +131,13 @@ class Vcpu {
   // base 0xF0000, not the reset base 0xFFFF0000: an AP only waits for SIPI
   // here, and run() refuses to run a vCPU that waits for SIPI. MSRs other
   // than EFER keep their values, as on hardware.
-  void reset_for_init();
+  virtual void reset_for_init() = 0;
   // SIPI (SDM Vol. 3A 10.4.4): from the INIT state, real mode at
   // CS = vector << 8 (base vector << 12), IP = 0, with translated code
   // dropped (the boot CPU wrote the trampoline).
-  void start_at_sipi(uint8_t vector);
+  virtual void start_at_sipi(uint8_t vector) = 0;
   // True from reset_for_init() until start_at_sipi().
-  bool waiting_for_sipi() const;
+  virtual bool waiting_for_sipi() const = 0;
 
   // Delivers an external interrupt (or NMI: vector 2) or an exception through
   // the guest's IVT (real mode) or IDT (protected and long mode), between
@@ -171,17 +161,17 @@ class Vcpu {
   // descriptor differs from the current CS descriptor (Unicorn cannot load a
   // CS descriptor from outside the guest; equal descriptors under another
   // selector are fine).
-  Injection inject_interrupt(uint8_t vector);
+  virtual Injection inject_interrupt(uint8_t vector) = 0;
   // An NMI (vector 2): once delivered, further NMIs are blocked until the
   // guest's next IRET (SDM 6.7.1); the machine holds them pending till then.
-  Injection inject_nmi();
-  bool nmi_blocked() const;
+  virtual Injection inject_nmi() = 0;
+  virtual bool nmi_blocked() const = 0;
   // While on, run() also stops at the first block boundary where the vCPU
   // could take an interrupt (IF set, no shadow) or right after an IRET: the
   // machine turns it on while it holds an interrupt or NMI the vCPU could
   // not take when the run began, so delivery is not a quantum late.
-  void stop_when_interruptible(bool on);
-  Injection inject_exception(uint8_t vector, std::optional<uint32_t> error_code);
+  virtual void stop_when_interruptible(bool on) = 0;
+  virtual Injection inject_exception(uint8_t vector, std::optional<uint32_t> error_code) = 0;
 
   // RFLAGS.IF = 1 and the vCPU is not in an STI / MOV SS / POP SS shadow
   // (SDM Vol. 3A 6.8.3): if the run stopped right after one of those, the
@@ -189,18 +179,18 @@ class Vcpu {
   // instruction (a run always executes at least one block). With `sti; hlt`
   // the machine therefore runs the HLT, sees Halt with the window open and
   // injects then: the wakeup is not lost and IRET returns after the HLT.
-  bool interrupt_window_open() const;
+  virtual bool interrupt_window_open() const = 0;
 
   // Maps a device window per vCPU (each vCPU sees its own local APIC).
   // `base` and `size` must be 4 KiB aligned and must not overlap RAM or
   // another window. Relocation: unmap_mmio, then map_mmio at the new base.
-  void map_mmio(uint64_t base, uint64_t size, MmioHandler& handler);
-  void unmap_mmio(uint64_t base, uint64_t size);
+  virtual void map_mmio(uint64_t base, uint64_t size, MmioHandler& handler) = 0;
+  virtual void unmap_mmio(uint64_t base, uint64_t size) = 0;
 
   // Runs at most `budget` instructions (counted exactly, at block
   // granularity: a block that would overrun the budget does not start,
   // except the first block of a run).
-  VcpuExit run(uint64_t budget);
+  virtual VcpuExit run(uint64_t budget) = 0;
   // VcpuExit::rip and VcpuState::rip are RIP, the offset in CS. In real mode
   // the instruction is at the linear address CS.base + IP; the trace and
   // the exit details print linear addresses.
@@ -210,37 +200,36 @@ class Vcpu {
   // the instruction when it was an RDMSR, WRMSR or RDTSC(P). A request that
   // no block boundary consumed (the run ended first, e.g. at HLT) is
   // dropped when the next run() starts.
-  void request_stop();
+  virtual void request_stop() = 0;
 
   // Retires the MONITOR or MWAIT that run() stopped at (Reason::Monitor or
   // Mwait) once the machine has emulated it: RIP steps over its 3 bytes and
   // an STI shadow that covered it is over.
-  void retire_emulated_instruction();
+  virtual void retire_emulated_instruction() = 0;
 
   // PAUSE instructions retired since construction (spin-loop iterations).
-  uint64_t pauses() const;
+  virtual uint64_t pauses() const = 0;
 
   // Instructions retired since construction. During a VcpuHost callback it
   // counts the instructions retired before the one that made the call. A
   // REP string instruction counts once, when its last iteration is done.
-  uint64_t instructions() const;
+  virtual uint64_t instructions() const = 0;
 
   // Prints every executed instruction, disassembled, to `out` (nullptr: off);
   // a REP string instruction once per iteration. Off costs nothing: the
   // per-instruction hook exists only while on. Call it between runs:
   // switching retranslates all code.
-  void set_trace(std::FILE* out);
+  virtual void set_trace(std::FILE* out) = 0;
 
   // Drops translated code, e.g. after the host wrote guest code. Call it
   // between runs.
-  void flush_translations();
+  virtual void flush_translations() = 0;
 
-  VcpuState state() const;
-  unsigned index() const;
-
- private:
-  struct Engine;
-  std::unique_ptr<Engine> engine_;
+  virtual VcpuState state() const = 0;
+  virtual unsigned index() const = 0;
 };
+
+// Makes vCPU `index`'s engine, at its first SIPI (the boot CPU's at once).
+using VcpuFactory = std::function<std::unique_ptr<Vcpu>(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu cpu)>;
 
 }  // namespace topolab

@@ -9,7 +9,7 @@ namespace topolab {
 
 // The fast path (a known block, within budget) only adds, compares and
 // stores; everything that can throw or stop is behind it.
-void Vcpu::Engine::on_block(uc_engine*, uint64_t address, uint32_t size, void* user) {
+void UnicornVcpu::Engine::on_block(uc_engine*, uint64_t address, uint32_t size, void* user) {
   auto& e = *static_cast<Engine*>(user);
   e.retire_previous_block(address);
   // The previous block ran to its end; without one (the first block of this
@@ -23,7 +23,7 @@ void Vcpu::Engine::on_block(uc_engine*, uint64_t address, uint32_t size, void* u
   e.enter_block_slowly(address, size, block, shadowed);
 }
 
-void Vcpu::Engine::enter_block_slowly(uint64_t address, uint32_t size, const DecodedBlock* block, bool shadowed) {
+void UnicornVcpu::Engine::enter_block_slowly(uint64_t address, uint32_t size, const DecodedBlock* block, bool shadowed) {
   guarded([&] {
     if (!block) {
       block = &decode_new_block(address, size);
@@ -41,7 +41,7 @@ void Vcpu::Engine::enter_block_slowly(uint64_t address, uint32_t size, const Dec
 // (the trace) ran in the block before: Unicorn then leaves RIP at the last
 // instruction a code hook saw. So run() puts RIP back to the block start
 // (writing RIP here, in the hook, would cancel the stop).
-void Vcpu::Engine::stop_at_block(StopCause cause, uint64_t address, bool shadowed) {
+void UnicornVcpu::Engine::stop_at_block(StopCause cause, uint64_t address, bool shadowed) {
   stop_cause = cause;
   stopped_block = address;
   stopped_block_shadowed = shadowed;
@@ -49,7 +49,7 @@ void Vcpu::Engine::stop_at_block(StopCause cause, uint64_t address, bool shadowe
 }
 
 // Ends the accounting of the current block at `rip`, after a stop inside it.
-void Vcpu::Engine::settle_at(uint64_t rip) {
+void UnicornVcpu::Engine::settle_at(uint64_t rip) {
   if (current) retired += current->instructions_before(rip);
   forget_current_block();
 }
@@ -58,7 +58,7 @@ void Vcpu::Engine::settle_at(uint64_t rip) {
 // give it, except during a mode switch (16-bit protected mode right after
 // CR0.PE is set, compatibility mode right after CR0.PG): then the
 // instruction count of Unicorn's own translation picks the right mode.
-const DecodedBlock& Vcpu::Engine::decode_new_block(uint64_t address, uint32_t size) {
+const DecodedBlock& UnicornVcpu::Engine::decode_new_block(uint64_t address, uint32_t size) {
   // The engine has just translated the block, so its pages are mapped.
   const std::optional<std::vector<uint8_t>> bytes = peek_linear(address, size);
   if (!bytes) throw std::runtime_error(fmt::format("cpu{}: the block at {:#x} is on an unmapped page", index, address));
@@ -82,14 +82,14 @@ const DecodedBlock& Vcpu::Engine::decode_new_block(uint64_t address, uint32_t si
 
 // The block being executed is in Unicorn's translation cache under the
 // current CPU state, so this finds it rather than translating anew.
-std::optional<uint16_t> Vcpu::Engine::translated_instruction_count(uint64_t address, uint32_t size) {
+std::optional<uint16_t> UnicornVcpu::Engine::translated_instruction_count(uint64_t address, uint32_t size) {
   uc_tb tb{};
   if (uc_ctl_request_cache(uc, address, &tb) != UC_ERR_OK || tb.pc != address || tb.size != size)
     return std::nullopt;
   return tb.icount;
 }
 
-CodeSize Vcpu::Engine::code_size_from_registers() {
+CodeSize UnicornVcpu::Engine::code_size_from_registers() {
   if (!(read_reg(UC_X86_REG_CR0) & x86::kCr0Pe)) return CodeSize::Bits16;
   if (read_cpu_msr(x86::kMsrEfer) & x86::kEferLma) return CodeSize::Bits64;
   return CodeSize::Bits32;
@@ -99,7 +99,7 @@ CodeSize Vcpu::Engine::code_size_from_registers() {
 // page the guest has not mapped raises a #PF inside the engine that nobody
 // sees, except QEMU's double-fault check: the exception stays "in flight"
 // (engine_state_offsets) until run_until_stop clears it.
-void Vcpu::Engine::remove_cache(uint64_t begin, uint64_t end) {
+void UnicornVcpu::Engine::remove_cache(uint64_t begin, uint64_t end) {
   check(uc_ctl_remove_cache(uc, begin, end), "uc_ctl_remove_cache");
   exception_in_flight = true;
 }
@@ -108,7 +108,7 @@ void Vcpu::Engine::remove_cache(uint64_t begin, uint64_t end) {
 // gets a one-instruction UC_HOOK_CODE. Returns whether any hook was added,
 // in which case the block's old translation is dropped so the next one
 // calls the hook (a hook added after translation is not seen otherwise).
-bool Vcpu::Engine::hook_trap_sites(const DecodedBlock& block) {
+bool UnicornVcpu::Engine::hook_trap_sites(const DecodedBlock& block) {
   bool added = false;
   for (const TrapSite& site : block.traps) {
     if (trap_hooks.contains(site.address)) continue;
@@ -124,7 +124,7 @@ bool Vcpu::Engine::hook_trap_sites(const DecodedBlock& block) {
   return added;
 }
 
-void Vcpu::Engine::set_trace(std::FILE* out) {
+void UnicornVcpu::Engine::set_trace(std::FILE* out) {
   if (out && !trace_hook) {
     check(uc_hook_add(uc, &trace_hook, UC_HOOK_CODE, reinterpret_cast<void*>(on_trace), this, 1, 0),
           "trace hook");
@@ -139,7 +139,7 @@ void Vcpu::Engine::set_trace(std::FILE* out) {
 
 // The decoded blocks and their trap hooks go with the translations: they
 // are rebuilt as code runs again.
-void Vcpu::Engine::flush_translations() {
+void UnicornVcpu::Engine::flush_translations() {
   invalidate_translated_code();
   remove_trap_hooks();
   blocks.clear();
@@ -156,7 +156,7 @@ void Vcpu::Engine::flush_translations() {
 // with paging off, for code the guest identity-mapped and then unmapped
 // (FlushTranslationsReachesCodeOnAPageTheGuestUnmapped); the CPU context is
 // put back after.
-void Vcpu::Engine::invalidate_translated_code() {
+void UnicornVcpu::Engine::invalidate_translated_code() {
   const UcContext saved(uc);
   const std::vector<uint64_t> pages = blocks.code_pages();
   for (uint64_t page : pages) remove_cache(page, page + kPageSize);
@@ -169,7 +169,7 @@ void Vcpu::Engine::invalidate_translated_code() {
   write_reg(UC_X86_REG_CR3, read_reg(UC_X86_REG_CR3));
 }
 
-void Vcpu::Engine::remove_trap_hooks() {
+void UnicornVcpu::Engine::remove_trap_hooks() {
   for (const auto& [address, trap] : trap_hooks) check(uc_hook_del(uc, trap.hook), "uc_hook_del (trap site)");
   trap_hooks.clear();
 }

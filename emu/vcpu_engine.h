@@ -59,7 +59,7 @@
 //   right after CR0.PE is set (CS still holds its real-mode descriptor).
 // - A maskable interrupt's shadow after STI / MOV SS / POP SS is tracked at
 //   block granularity: Unicorn ends a block right after each of them.
-// - Interrupt delivery: see Vcpu::inject_interrupt in vcpu.h. NMI blocking
+// - Interrupt delivery: see UnicornVcpu::inject_interrupt in vcpu.h. NMI blocking
 //   until IRET is the machine's business (the vCPU does not see IRETs).
 // - A load or store at a physical address with no RAM and no device goes to
 //   an open-bus page (all ones, stores dropped); a fetch from one is refused.
@@ -70,7 +70,7 @@
 //   from the store on are counted twice (and traced twice).
 #pragma once
 
-#include "emu/vcpu.h"
+#include "emu/unicorn_vcpu.h"
 #include "arch/descriptors.h"
 #include "arch/event_delivery.h"
 #include "arch/fast_syscall.h"
@@ -613,7 +613,7 @@ enum class StopCause : uint8_t { None, QuantumEnd, StopRequested, Retranslate, T
 
 using namespace vcpu_internal;
 
-struct Vcpu::Engine {
+struct UnicornVcpu::Engine {
   Engine(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu engine_cpu);
   ~Engine();
 

@@ -50,7 +50,7 @@ class RecordingMemory final : public x86::LinearMemory {
 // guest's GDT/LDT (the CPU loaded them from there, unless the guest edited
 // the entry since), or, for the Multiboot state, whose GDTR is empty, the
 // flat segments the loader set up.
-x86::CpuState Vcpu::Engine::cpu_state() {
+x86::CpuState UnicornVcpu::Engine::cpu_state() {
   x86::CpuState s;
   const uint64_t cr0 = read_reg(UC_X86_REG_CR0);
   const bool long_mode = read_cpu_msr(x86::kMsrEfer) & x86::kEferLma;
@@ -87,7 +87,7 @@ x86::CpuState Vcpu::Engine::cpu_state() {
 // Delivers `event` through the guest's IVT or IDT, with #DF and triple
 // fault as the SDM combines faults raised on the way. `origin` says what
 // raised the event, for the line a failure prints.
-std::optional<VcpuExit> Vcpu::Engine::deliver(const x86::Event& event, const std::string& origin) {
+std::optional<VcpuExit> UnicornVcpu::Engine::deliver(const x86::Event& event, const std::string& origin) {
   const x86::CpuState before = cpu_state();
   x86::PagedMemory paged = linear_memory();
   RecordingMemory memory(paged);
@@ -117,7 +117,7 @@ std::optional<VcpuExit> Vcpu::Engine::deliver(const x86::Event& event, const std
 // rules wrote it). A CS or SS that changes goes through a segment load the
 // engine itself performs (ProtectedModeSegmentLoader), which also sets the
 // new CPL; in real mode CS is loaded as real mode does.
-std::optional<std::string> Vcpu::Engine::load_delivered(const x86::CpuState& before, const x86::Delivered& d) {
+std::optional<std::string> UnicornVcpu::Engine::load_delivered(const x86::CpuState& before, const x86::Delivered& d) {
   if (d.mode == x86::CpuMode::kReal) {
     RealModeSegmentLoader::for_this_thread().load(uc, {{UC_X86_REG_CS, d.cs.selector}});
     known_cs = {d.cs.selector, uint64_t{d.cs.selector} << 4};
@@ -135,7 +135,7 @@ std::optional<std::string> Vcpu::Engine::load_delivered(const x86::CpuState& bef
 
 // The machine's injections (SDM Vol. 3A 6.12 and 20.1.4), as the CPU takes
 // them at an instruction boundary.
-Injection Vcpu::Engine::inject(const x86::Event& event) {
+Injection UnicornVcpu::Engine::inject(const x86::Event& event) {
   const std::string what = x86::describe(event);
   if (waits_for_sipi) return {false, what + ": the vCPU waits for SIPI"};
   if (std::optional<VcpuExit> failed = deliver(event, "the machine")) return {false, failed->detail};

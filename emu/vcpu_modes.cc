@@ -6,13 +6,13 @@ namespace topolab {
 // ---------------------------------------------------------------------------
 // Registers and MSRs.
 
-uint64_t Vcpu::Engine::read_reg(int reg) const {
+uint64_t UnicornVcpu::Engine::read_reg(int reg) const {
   uint64_t value = 0;
   check(uc_reg_read(uc, reg, &value), "uc_reg_read");
   return value;
 }
 
-uint64_t Vcpu::Engine::read_capstone_reg(x86_reg reg) const {
+uint64_t UnicornVcpu::Engine::read_capstone_reg(x86_reg reg) const {
   static constexpr std::pair<x86_reg, int> kRegisters[] = {
       {X86_REG_RAX, UC_X86_REG_RAX}, {X86_REG_RBX, UC_X86_REG_RBX}, {X86_REG_RCX, UC_X86_REG_RCX},
       {X86_REG_RDX, UC_X86_REG_RDX}, {X86_REG_RSI, UC_X86_REG_RSI}, {X86_REG_RDI, UC_X86_REG_RDI},
@@ -25,20 +25,20 @@ uint64_t Vcpu::Engine::read_capstone_reg(x86_reg reg) const {
   return 0;
 }
 
-void Vcpu::Engine::write_reg(int reg, uint64_t value) { check(uc_reg_write(uc, reg, &value), "uc_reg_write"); }
+void UnicornVcpu::Engine::write_reg(int reg, uint64_t value) { check(uc_reg_write(uc, reg, &value), "uc_reg_write"); }
 
-uint64_t Vcpu::Engine::read_cpu_msr(uint32_t msr) const {
+uint64_t UnicornVcpu::Engine::read_cpu_msr(uint32_t msr) const {
   uc_x86_msr value{.rid = msr, .value = 0};
   check(uc_reg_read(uc, UC_X86_REG_MSR, &value), "uc_reg_read (MSR)");
   return value.value;
 }
 
-void Vcpu::Engine::write_cpu_msr(uint32_t msr, uint64_t value) {
+void UnicornVcpu::Engine::write_cpu_msr(uint32_t msr, uint64_t value) {
   uc_x86_msr reg{.rid = msr, .value = value};
   check(uc_reg_write(uc, UC_X86_REG_MSR, &reg), "uc_reg_write (MSR)");
 }
 
-std::optional<uint64_t> Vcpu::Engine::read_msr(uint32_t msr) {
+std::optional<uint64_t> UnicornVcpu::Engine::read_msr(uint32_t msr) {
   if (is_cpu_state_msr(msr)) {
     if (!host.msr_announced(msr)) return std::nullopt;
     return read_cpu_msr(msr);
@@ -46,7 +46,7 @@ std::optional<uint64_t> Vcpu::Engine::read_msr(uint32_t msr) {
   return host.read_msr(msr);
 }
 
-bool Vcpu::Engine::write_msr(uint32_t msr, uint64_t value) {
+bool UnicornVcpu::Engine::write_msr(uint32_t msr, uint64_t value) {
   if (!is_cpu_state_msr(msr)) return host.write_msr(msr, value);
   if (!host.msr_announced(msr)) return false;
   write_cpu_msr(msr, value);
@@ -54,7 +54,7 @@ bool Vcpu::Engine::write_msr(uint32_t msr, uint64_t value) {
 }
 
 // RDMSR, RDTSC and RDTSCP clear the upper halves of RAX and RDX in 64-bit mode.
-void Vcpu::Engine::write_edx_eax(uint64_t value) {
+void UnicornVcpu::Engine::write_edx_eax(uint64_t value) {
   write_reg(UC_X86_REG_RAX, static_cast<uint32_t>(value));
   write_reg(UC_X86_REG_RDX, value >> 32);
 }
@@ -65,7 +65,7 @@ void Vcpu::Engine::write_edx_eax(uint64_t value) {
 // scratch UC_MODE_32 engine loads flat descriptors from a GDT in its own
 // memory, and its CPU context (registers, descriptor caches, CR0, EFER) is
 // copied into ours, as the notes do for INIT/SIPI.
-void Vcpu::Engine::load_flat_protected_mode() {
+void UnicornVcpu::Engine::load_flat_protected_mode() {
   UcHandle scratch(UC_MODE_32);
   uc_engine* s = scratch.get();
   const std::array<uint64_t, 3> gdt = {0, kFlatCode32Descriptor, kFlatDataDescriptor};
@@ -81,7 +81,7 @@ void Vcpu::Engine::load_flat_protected_mode() {
   UcContext(s).restore_into(uc);
 }
 
-void Vcpu::Engine::enter_multiboot(uint32_t entry, uint32_t eax, uint32_t ebx) {
+void UnicornVcpu::Engine::enter_multiboot(uint32_t entry, uint32_t eax, uint32_t ebx) {
   // Leaving protected mode makes Unicorn flush its TLB (cpu_x86_update_cr0),
   // which copying in a context does not: no stale paging entry survives.
   write_reg(UC_X86_REG_CR0, 0);
@@ -102,7 +102,7 @@ void Vcpu::Engine::enter_multiboot(uint32_t entry, uint32_t eax, uint32_t ebx) {
 // ---------------------------------------------------------------------------
 // Segments, INIT and SIPI.
 
-uc_x86_mmr Vcpu::Engine::read_mmr(int reg) const {
+uc_x86_mmr UnicornVcpu::Engine::read_mmr(int reg) const {
   uc_x86_mmr value{};
   check(uc_reg_read(uc, reg, &value), "uc_reg_read (descriptor table register)");
   return value;
@@ -111,7 +111,7 @@ uc_x86_mmr Vcpu::Engine::read_mmr(int reg) const {
 // The GDT or LDT entry of `selector`, read through the guest's paging (the
 // table base is linear). nullopt for the null selector and for an entry
 // beyond the table limit or on an unmapped page.
-std::optional<SegmentDescriptor> Vcpu::Engine::read_descriptor(uint16_t selector) {
+std::optional<SegmentDescriptor> UnicornVcpu::Engine::read_descriptor(uint16_t selector) {
   if ((selector & ~3u) == 0) return std::nullopt;
   const uc_x86_mmr table = read_mmr(selector & 4 ? UC_X86_REG_LDTR : UC_X86_REG_GDTR);
   const uint64_t index = selector & ~7u;
@@ -126,7 +126,7 @@ std::optional<SegmentDescriptor> Vcpu::Engine::read_descriptor(uint16_t selector
 // ---------------------------------------------------------------------------
 // Guest memory through the guest's paging.
 
-x86::PagingState Vcpu::Engine::paging_state() {
+x86::PagingState UnicornVcpu::Engine::paging_state() {
   if (maxphyaddr == 0) {
     // CPUID.80000008H:EAX[7:0] when the model has the leaf, else 36 (SDM 4.1.4).
     const CpuidRegs max = host.describe_cpuid(0x8000'0000, 0);
@@ -146,13 +146,13 @@ x86::PagingState Vcpu::Engine::paging_state() {
           .maxphyaddr = maxphyaddr};
 }
 
-std::optional<std::vector<uint8_t>> Vcpu::Engine::peek_linear(uint64_t linear, size_t len) {
+std::optional<std::vector<uint8_t>> UnicornVcpu::Engine::peek_linear(uint64_t linear, size_t len) {
   std::vector<uint8_t> bytes(len);
   if (!peek_linear_into(linear, bytes)) return std::nullopt;
   return bytes;
 }
 
-bool Vcpu::Engine::peek_linear_into(uint64_t linear, std::span<uint8_t> out) {
+bool UnicornVcpu::Engine::peek_linear_into(uint64_t linear, std::span<uint8_t> out) {
   const x86::PagingState state = paging_state();
   const size_t len = out.size();
   size_t done = 0;
@@ -168,14 +168,14 @@ bool Vcpu::Engine::peek_linear_into(uint64_t linear, std::span<uint8_t> out) {
   return true;
 }
 
-std::optional<uint8_t> Vcpu::Engine::peek_byte(uint64_t linear) {
+std::optional<uint8_t> UnicornVcpu::Engine::peek_byte(uint64_t linear) {
   uint8_t byte = 0;
   if (!peek_linear_into(linear, std::span(&byte, 1))) return std::nullopt;
   return byte;
 }
 
 // CS.RPL is the CPL after every architectural CS load; real mode is ring 0.
-unsigned Vcpu::Engine::current_cpl() {
+unsigned UnicornVcpu::Engine::current_cpl() {
   if (!(read_reg(UC_X86_REG_CR0) & x86::kCr0Pe)) return 0;
   return read_reg(UC_X86_REG_CS) & 3;
 }
@@ -304,7 +304,7 @@ std::optional<EngineStateOffsets> vcpu_internal::engine_state_offsets() {
 // - a CS the tables do not describe: the last one seen under the same
 //   selector (the Multiboot state: flat CS and no GDT), else a CS loaded in
 //   real mode just before CR0.PE was set (until the far jump), selector << 4.
-uint64_t Vcpu::Engine::code_base() {
+uint64_t UnicornVcpu::Engine::code_base() {
   const auto selector = static_cast<uint16_t>(read_reg(UC_X86_REG_CS));
   uint64_t base = uint64_t{selector} << 4;
   if (read_reg(UC_X86_REG_CR0) & x86::kCr0Pe) {
@@ -319,7 +319,7 @@ uint64_t Vcpu::Engine::code_base() {
   return base;
 }
 
-void Vcpu::Engine::reset_for_init() {
+void UnicornVcpu::Engine::reset_for_init() {
   nmi_blocked = false;  // INIT clears NMI blocking (SDM table 9-1)
   // The context brings real mode with it; the writes below set values whose
   // hidden effects that context already has.
@@ -347,7 +347,7 @@ void Vcpu::Engine::reset_for_init() {
   waits_for_sipi = true;
 }
 
-void Vcpu::Engine::start_at_sipi(uint8_t vector) {
+void UnicornVcpu::Engine::start_at_sipi(uint8_t vector) {
   if (!waits_for_sipi)
     throw std::logic_error(fmt::format("cpu{}: SIPI without INIT (the machine ignores a SIPI to a running CPU)", index));
   const auto selector = static_cast<uint16_t>(vector << 8);

@@ -11,7 +11,7 @@ namespace topolab {
 // instruction is found by order instead: a block is straight-line code,
 // and its host calls arrive in the order of its IN/OUT/CPUID instructions.
 template <typename Call>
-auto Vcpu::Engine::call_host_mid_block(Call&& call) {
+auto UnicornVcpu::Engine::call_host_mid_block(Call&& call) {
   if (current && !current->host_calls.empty())
     in_flight = current->host_calls[std::min(host_call_cursor++, current->host_calls.size() - 1)];
   struct ClearInFlight {
@@ -21,14 +21,14 @@ auto Vcpu::Engine::call_host_mid_block(Call&& call) {
   return call();
 }
 
-int Vcpu::Engine::on_cpuid(uc_engine*, void* user) {
+int UnicornVcpu::Engine::on_cpuid(uc_engine*, void* user) {
   auto& e = *static_cast<Engine*>(user);
   e.guarded([&] { e.answer_cpuid(); });
   return 1;  // skip Unicorn's own CPUID
 }
 
 // Writing the 64-bit registers zero-extends, as CPUID does in 64-bit mode.
-void Vcpu::Engine::answer_cpuid() {
+void UnicornVcpu::Engine::answer_cpuid() {
   const auto leaf = static_cast<uint32_t>(read_reg(UC_X86_REG_RAX));
   const auto subleaf = static_cast<uint32_t>(read_reg(UC_X86_REG_RCX));
   const CpuidRegs regs = call_host_mid_block([&] { return host.cpuid(leaf, subleaf); });
@@ -42,13 +42,13 @@ void Vcpu::Engine::answer_cpuid() {
 // 2.1.3 hooks them like CPUID, with RIP exact; returning 1 skips its own
 // (host TSC) answer. An RDTSCP that has no IA32_TSC_AUX never gets here: its
 // site is trapped as #UD (hook_trap_sites).
-int Vcpu::Engine::on_rdtsc(uc_engine*, void* user) {
+int UnicornVcpu::Engine::on_rdtsc(uc_engine*, void* user) {
   auto& e = *static_cast<Engine*>(user);
   e.guarded([&] { e.write_edx_eax(e.call_host_mid_block([&] { return e.host.read_tsc(); })); });
   return 1;
 }
 
-int Vcpu::Engine::on_rdtscp(uc_engine*, void* user) {
+int UnicornVcpu::Engine::on_rdtscp(uc_engine*, void* user) {
   auto& e = *static_cast<Engine*>(user);
   e.guarded([&] {
     e.call_host_mid_block([&] {
@@ -59,21 +59,21 @@ int Vcpu::Engine::on_rdtscp(uc_engine*, void* user) {
   return 1;
 }
 
-uint32_t Vcpu::Engine::on_port_in(uc_engine*, uint32_t port, int size, void* user) {
+uint32_t UnicornVcpu::Engine::on_port_in(uc_engine*, uint32_t port, int size, void* user) {
   auto& e = *static_cast<Engine*>(user);
   return e.guarded<uint32_t>([&] {
     return e.call_host_mid_block([&] { return e.host.port_in(static_cast<uint16_t>(port), size); });
   });
 }
 
-void Vcpu::Engine::on_port_out(uc_engine*, uint32_t port, int size, uint32_t value, void* user) {
+void UnicornVcpu::Engine::on_port_out(uc_engine*, uint32_t port, int size, uint32_t value, void* user) {
   auto& e = *static_cast<Engine*>(user);
   e.guarded([&] {
     e.call_host_mid_block([&] { e.host.port_out(static_cast<uint16_t>(port), size, value); });
   });
 }
 
-void Vcpu::Engine::on_trap_site(uc_engine*, uint64_t address, uint32_t, void* user) {
+void UnicornVcpu::Engine::on_trap_site(uc_engine*, uint64_t address, uint32_t, void* user) {
   auto& e = *static_cast<Engine*>(user);
   auto it = e.trap_hooks.find(address);
   if (it != e.trap_hooks.end() && it->second.kind == TrapKind::Pause) {
@@ -92,7 +92,7 @@ void Vcpu::Engine::on_trap_site(uc_engine*, uint64_t address, uint32_t, void* us
 
 // A stop from a code hook happens before the instruction runs. The bytes
 // are checked because the guest may have rewritten the code since.
-void Vcpu::Engine::stop_at_trap_site(uint64_t address) {
+void UnicornVcpu::Engine::stop_at_trap_site(uint64_t address) {
   const HookedTrap& trap = trap_hooks.at(address);
   const auto opcode = trap_opcode(trap.kind);
   std::array<uint8_t, 16> buffer;
@@ -108,7 +108,7 @@ void Vcpu::Engine::stop_at_trap_site(uint64_t address) {
 // faulting instruction for a fault and the next one for INT n / INT3.
 // The engine's error code is read from its state here, before anything
 // else can overwrite it (engine_error_code_offset).
-void Vcpu::Engine::on_interrupt(uc_engine*, uint32_t vector, void* user) {
+void UnicornVcpu::Engine::on_interrupt(uc_engine*, uint32_t vector, void* user) {
   auto& e = *static_cast<Engine*>(user);
   e.guarded([&] {
     e.exception = {vector, e.read_reg(UC_X86_REG_RIP),
@@ -130,7 +130,7 @@ void Vcpu::Engine::on_interrupt(uc_engine*, uint32_t vector, void* user) {
 // becomes an open-bus window (all ones read, stores dropped, each counted)
 // and the access is retried there, so it never ends the run. A fetch from
 // there is not emulated (the engine cannot execute MMIO): run() reports it.
-bool Vcpu::Engine::on_unmapped(uc_engine*, uc_mem_type type, uint64_t address, int size, int64_t, void* user) {
+bool UnicornVcpu::Engine::on_unmapped(uc_engine*, uc_mem_type type, uint64_t address, int size, int64_t, void* user) {
   auto& e = *static_cast<Engine*>(user);
   e.unmapped = {type, address, size};
   if (type == UC_MEM_FETCH_UNMAPPED) return false;
@@ -140,7 +140,7 @@ bool Vcpu::Engine::on_unmapped(uc_engine*, uc_mem_type type, uint64_t address, i
   });
 }
 
-void Vcpu::Engine::on_trace(uc_engine*, uint64_t address, uint32_t size, void* user) {
+void UnicornVcpu::Engine::on_trace(uc_engine*, uint64_t address, uint32_t size, void* user) {
   auto& e = *static_cast<Engine*>(user);
   e.guarded([&] {
     // Trapped instructions are printed when run() emulates them: the trap
@@ -152,7 +152,7 @@ void Vcpu::Engine::on_trace(uc_engine*, uint64_t address, uint32_t size, void* u
 
 // Unicorn passes the size 0xF1F1F1F1 when it does not know it: the length
 // is then what Capstone decodes (at most 15 bytes, SDM Vol. 2 2.3.11).
-void Vcpu::Engine::trace_instruction(uint64_t address, uint32_t size) {
+void UnicornVcpu::Engine::trace_instruction(uint64_t address, uint32_t size) {
   const CodeSize code_size = current ? current->code_size : code_size_from_registers();
   if (size == 0 || size > 15) size = disassembler.length(peek_linear(address, 15).value_or(std::vector<uint8_t>{}),
                                                          address, code_size);
@@ -164,7 +164,7 @@ void Vcpu::Engine::trace_instruction(uint64_t address, uint32_t size) {
 // ---------------------------------------------------------------------------
 // run() and its exits.
 
-VcpuExit Vcpu::Engine::run(uint64_t budget) {
+VcpuExit UnicornVcpu::Engine::run(uint64_t budget) {
   if (waits_for_sipi) throw std::logic_error(fmt::format("cpu{} waits for SIPI: run() before start_at_sipi()", index));
   constexpr uint64_t kNoLimit = std::numeric_limits<uint64_t>::max();
   budget_end = budget > kNoLimit - retired ? kNoLimit : retired + budget;
@@ -176,7 +176,7 @@ VcpuExit Vcpu::Engine::run(uint64_t budget) {
 }
 
 // One uc_emu_start. Returns the exit, or nullopt to go on within this run.
-std::optional<VcpuExit> Vcpu::Engine::run_until_stop() {
+std::optional<VcpuExit> UnicornVcpu::Engine::run_until_stop() {
   stop_cause = StopCause::None;
   if (exception_in_flight) clear_exception_in_flight(nullptr);
   const uc_err err = uc_emu_start(uc, read_reg(UC_X86_REG_RIP), kNeverExecuted, 0, 0);
@@ -205,7 +205,7 @@ std::optional<VcpuExit> Vcpu::Engine::run_until_stop() {
   throw std::logic_error("unknown stop cause");
 }
 
-VcpuExit Vcpu::Engine::exit_before_block(VcpuExit::Reason reason) {
+VcpuExit UnicornVcpu::Engine::exit_before_block(VcpuExit::Reason reason) {
   set_rip_to_linear(stopped_block);
   return exit_at(reason, read_reg(UC_X86_REG_RIP));
 }
@@ -217,7 +217,7 @@ VcpuExit Vcpu::Engine::exit_before_block(VcpuExit::Reason reason) {
 // hands to the interrupt hook): ICEBP at RIP, or a single step with
 // RFLAGS.TF. Those are delivered as the SDM's #DB traps (QEMU 7.2 raises
 // #UD for ICEBP: docs/deviations.md).
-std::optional<VcpuExit> Vcpu::Engine::exit_for_halt() {
+std::optional<VcpuExit> UnicornVcpu::Engine::exit_for_halt() {
   const uint64_t rip = read_reg(UC_X86_REG_RIP);
   const uint64_t linear = code_base() + rip;
   const std::optional<uint8_t> before = linear ? peek_byte(linear - 1) : std::nullopt;
@@ -243,7 +243,7 @@ std::optional<VcpuExit> Vcpu::Engine::exit_for_halt() {
                                        fmt::join(peek_linear(linear, 15).value_or(std::vector<uint8_t>{}), " ")));
 }
 
-std::optional<VcpuExit> Vcpu::Engine::exit_for_error(uc_err err) {
+std::optional<VcpuExit> UnicornVcpu::Engine::exit_for_error(uc_err err) {
   const uint64_t rip = read_reg(UC_X86_REG_RIP);
   const uint64_t linear = code_base() + rip;
   switch (err) {
@@ -345,7 +345,7 @@ bool non_canonical_stack_access(std::span<const uint8_t> code, uint64_t address,
 // its error code: the engine's own (engine_error_code_offset), except for
 // #PF, whose code comes from the page walker (the SDM's, where QEMU's is
 // not: docs/deviations.md).
-std::optional<VcpuExit> Vcpu::Engine::deliver_engine_exception() {
+std::optional<VcpuExit> UnicornVcpu::Engine::deliver_engine_exception() {
   if (std::optional<VcpuExit> refused = take_engine_exception_state()) return refused;
   const uint64_t rip = exception.rip;
   const uint64_t linear = code_base() + rip;
@@ -385,7 +385,7 @@ std::optional<VcpuExit> Vcpu::Engine::deliver_engine_exception() {
 
 // Clears the engine's exception in flight (see engine_state_offsets) and
 // reads its error code; false when this engine build has no known layout.
-bool Vcpu::Engine::clear_exception_in_flight(uint32_t* error_code) {
+bool UnicornVcpu::Engine::clear_exception_in_flight(uint32_t* error_code) {
   const std::optional<EngineStateOffsets> offsets = engine_state_offsets();
   if (!offsets) return false;
   UcContext& state = saved_state();
@@ -398,7 +398,7 @@ bool Vcpu::Engine::clear_exception_in_flight(uint32_t* error_code) {
   return true;
 }
 
-std::optional<VcpuExit> Vcpu::Engine::take_engine_exception_state() {
+std::optional<VcpuExit> UnicornVcpu::Engine::take_engine_exception_state() {
   if (!engine_state_offsets())
     return exit_at(VcpuExit::Reason::Unsupported, exception.rip,
                    fmt::format("cpu {} raised {} but this Unicorn build keeps its exception state where topolab's "
@@ -409,7 +409,7 @@ std::optional<VcpuExit> Vcpu::Engine::take_engine_exception_state() {
 
 // A fault the vCPU itself raises (an unknown MSR, MONITOR's #PF, ...), at
 // the instruction RIP stands at.
-std::optional<VcpuExit> Vcpu::Engine::raise(x86::Fault fault, const std::string& origin) {
+std::optional<VcpuExit> UnicornVcpu::Engine::raise(x86::Fault fault, const std::string& origin) {
   x86::Event event = x86::Event::from_fault(fault);
   if (fault.vector == x86::kPageFault) write_reg(UC_X86_REG_CR2, fault.cr2);
   return deliver(event, origin);
@@ -421,7 +421,7 @@ std::optional<VcpuExit> Vcpu::Engine::raise(x86::Fault fault, const std::string&
 // gives for it (QEMU leaves P clear on a reserved-bit fault). Without the
 // engine's code: a fetch if CR2 is in the instruction, else a write if a
 // write there faults, else a read.
-uint32_t Vcpu::Engine::page_fault_error_code(uint64_t linear_rip, uint64_t cr2) {
+uint32_t UnicornVcpu::Engine::page_fault_error_code(uint64_t linear_rip, uint64_t cr2) {
   x86::PagingState state = paging_state();
   x86::Accessor who{.cpl = current_cpl()};
   std::array<x86::Access, 4> candidates{};
@@ -446,7 +446,7 @@ uint32_t Vcpu::Engine::page_fault_error_code(uint64_t linear_rip, uint64_t cr2) 
 
 // MONITOR is 0F 01 C8 and MWAIT 0F 01 C9 (SDM Vol. 2), without prefixes:
 // a prefixed form (a segment override on MONITOR, say) stays #UD.
-std::optional<VcpuExit> Vcpu::Engine::exit_for_monitor_or_mwait(uint64_t rip, uint64_t linear) {
+std::optional<VcpuExit> UnicornVcpu::Engine::exit_for_monitor_or_mwait(uint64_t rip, uint64_t linear) {
   const std::optional<std::vector<uint8_t>> bytes = peek_linear(linear, kIdleInstructionLength);
   if (!bytes) return std::nullopt;
   const std::vector<uint8_t>& code = *bytes;
@@ -480,14 +480,14 @@ std::optional<VcpuExit> Vcpu::Engine::exit_for_monitor_or_mwait(uint64_t rip, ui
 // DS.base, which Unicorn does not expose either: selector << 4 in real
 // mode, else the GDT/LDT entry (0 when the tables do not describe DS, the
 // flat Multiboot state).
-uint64_t Vcpu::Engine::data_segment_base() {
+uint64_t UnicornVcpu::Engine::data_segment_base() {
   const auto selector = static_cast<uint16_t>(read_reg(UC_X86_REG_DS));
   if (!(read_reg(UC_X86_REG_CR0) & x86::kCr0Pe)) return uint64_t{selector} << 4;
   const std::optional<SegmentDescriptor> ds = read_descriptor(selector);
   return ds ? ds->base() : 0;
 }
 
-void Vcpu::Engine::retire_emulated_instruction() {
+void UnicornVcpu::Engine::retire_emulated_instruction() {
   ++retired;
   shadow = false;
   write_reg(UC_X86_REG_RIP, read_reg(UC_X86_REG_RIP) + kIdleInstructionLength);
@@ -498,7 +498,7 @@ void Vcpu::Engine::retire_emulated_instruction() {
 // A code hook sets RIP to the *linear* address of its instruction, not to
 // the offset in CS (TrapSiteInRealModeResumesAtTheRightOffset), so the offset
 // is computed from the hooked address.
-std::optional<VcpuExit> Vcpu::Engine::emulate_trap() {
+std::optional<VcpuExit> UnicornVcpu::Engine::emulate_trap() {
   const uint64_t rip = trap_address - code_base();
   write_reg(UC_X86_REG_RIP, rip);  // the code hook left the linear address there
   const HookedTrap& trap = trap_hooks.at(trap_address);
@@ -534,7 +534,7 @@ std::optional<VcpuExit> Vcpu::Engine::emulate_trap() {
 // MSRs the engine keeps. CS and SS are loaded from the GDT entries their
 // selectors name, where the CPU loads fixed flat descriptors: the same for
 // every guest whose GDT matches its STAR/SYSENTER_CS (docs/deviations.md).
-std::optional<VcpuExit> Vcpu::Engine::emulate_fast_system_call(TrapKind kind, uint64_t rip, uint8_t length) {
+std::optional<VcpuExit> UnicornVcpu::Engine::emulate_fast_system_call(TrapKind kind, uint64_t rip, uint8_t length) {
   const x86::CpuState cpu = cpu_state();
   x86::FastCallState in{.mode = cpu.mode, .cpl = cpu.cpl, .cs = cpu.cs, .ss = cpu.ss, .rip = rip,
                         .instruction_length = length, .rsp = cpu.rsp, .rflags = cpu.rflags,
@@ -568,7 +568,7 @@ std::optional<VcpuExit> Vcpu::Engine::emulate_fast_system_call(TrapKind kind, ui
 }
 
 // SDM Vol. 2: RDMSR, WRMSR, RDTSC, RDTSCP.
-std::optional<Vcpu::Engine::TrapFault> Vcpu::Engine::execute_trap(TrapKind kind, uint64_t rip) {
+std::optional<UnicornVcpu::Engine::TrapFault> UnicornVcpu::Engine::execute_trap(TrapKind kind, uint64_t rip) {
   const auto ecx = static_cast<uint32_t>(read_reg(UC_X86_REG_RCX));
   switch (kind) {
     case TrapKind::Rdmsr: {
@@ -608,7 +608,7 @@ std::optional<Vcpu::Engine::TrapFault> Vcpu::Engine::execute_trap(TrapKind kind,
 
 // The instruction at `address`, disassembled in the mode of the current
 // block when it holds the address.
-std::string Vcpu::Engine::describe(uint64_t address) {
+std::string UnicornVcpu::Engine::describe(uint64_t address) {
   const bool in_current = current && address >= current->start && address < current->end();
   const CodeSize code_size = in_current ? current->code_size : code_size_from_registers();
   // The longest x86 instruction is 15 bytes; near the end of a mapping, fewer.

@@ -2,7 +2,7 @@
 // with its instructions in comments (addresses on the left), in the style
 // of Unicorn's tests/unit/test_x86.c. Every workaround in vcpu.cc that
 // rests on a fact from UNICORN_NOTES.md is proven here.
-#include "emu/vcpu.h"
+#include "emu/unicorn_vcpu.h"
 
 #include <gtest/gtest.h>
 
@@ -107,7 +107,7 @@ class FakeHost final : public VcpuHost {
 
   uint64_t now() const { return cpu ? cpu->instructions() : 0; }
 
-  Vcpu* cpu = nullptr;
+  UnicornVcpu* cpu = nullptr;
   CpuidRegs cpuid_answer;
   std::map<uint16_t, uint32_t> in_values;
   std::map<uint32_t, uint64_t> msrs;
@@ -241,7 +241,7 @@ class VcpuTest : public ::testing::Test {
 
   GuestRam ram{kRamBytes};
   FakeHost host;
-  Vcpu cpu{0, ram, host};
+  UnicornVcpu cpu{0, ram, host};
 };
 
 // The counting loop several tests run: 4 + 99 * 3 + 1 = 302 instructions.
@@ -263,7 +263,7 @@ constexpr uint64_t kLoopBody = 0x1005;
 VcpuExit run_rdpkru(EngineCpu engine_cpu) {
   GuestRam ram(kRamBytes);
   FakeHost host;
-  Vcpu cpu(0, ram, host, engine_cpu);
+  UnicornVcpu cpu(0, ram, host, engine_cpu);
   host.cpu = &cpu;
   const Bytes code = {
       0x0f, 0x20, 0xe0,              // 1000: mov eax, cr4
@@ -710,7 +710,7 @@ TEST_F(VcpuTest, CountsAreIdenticalAcrossTwoRuns) {
   const auto exits_of_one_run = [] {
     GuestRam ram(kRamBytes);
     FakeHost host;
-    Vcpu cpu(0, ram, host);
+    UnicornVcpu cpu(0, ram, host);
     std::copy(kLoop.begin(), kLoop.end(), ram.bytes(kEntry, kLoop.size()).begin());
     cpu.enter_multiboot(kEntry, kMultibootMagic, kMultibootInfo);
     std::vector<std::pair<uint64_t, uint64_t>> exits;  // (instructions, rip)
@@ -1825,7 +1825,7 @@ struct ApAtSipi {
   }
   GuestRam ram{kRamBytes};
   FakeHost host;
-  Vcpu cpu;
+  UnicornVcpu cpu;
 };
 
 // INIT brings real mode from a context saved elsewhere; the engine must keep

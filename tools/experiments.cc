@@ -1,5 +1,7 @@
 #include "tools/experiments.h"
 
+#include "emu/unicorn_vcpu.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -141,7 +143,7 @@ CaseMeasurement run_case(const ExperimentCase& spec) {
 
 CaseMeasurement measure_case(const ExperimentCase& spec) {
   std::string serial;
-  Machine machine(spec.config, [&serial](uint8_t b) { serial.push_back(static_cast<char>(b)); });
+  Machine machine(spec.config, [&serial](uint8_t b) { serial.push_back(static_cast<char>(b)); }, unicorn_vcpu_factory());
   RunResult r = machine.run();
   auto where = [&] { return fmt::format("{} on {} with {}", spec.workload, spec.topology, spec.setting); };
   if (r.outcome != RunResult::Outcome::GuestExit || r.guest_value != 0u) {

@@ -16,7 +16,7 @@
 #include "emu/machine.h"
 #include "report/run_report.h"
 #include "report/svg_report.h"
-#include "emu/vcpu.h"
+#include "emu/unicorn_vcpu.h"
 #include "tools/experiments.h"
 
 namespace {
@@ -154,7 +154,7 @@ int report_outcome(const RunOptions& o, const RunResult& r) {
 
 int run_machine(const RunOptions& o) {
   SerialSink serial(o.serial);
-  Machine machine(o.machine, [&serial](uint8_t b) { serial.put(b); });
+  Machine machine(o.machine, [&serial](uint8_t b) { serial.put(b); }, unicorn_vcpu_factory());
   if (o.trace) machine.set_trace(stderr);
   RunResult r = machine.run();
   std::fflush(stdout);

@@ -1,0 +1,319 @@
+#include "emu/machine_cpu.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "arch/x86_arch.h"
+#include "model/cost_rules.h"
+
+namespace topolab {
+
+namespace {
+
+// CPUID.07H:ECX[3] PKU and [4] OSPKE, which mirrors CR4.PKE (SDM Vol. 2).
+constexpr uint32_t kLeaf7EcxPku = 1u << 3;
+constexpr uint32_t kLeaf7EcxOspke = 1u << 4;
+
+// The engine's own model whose instruction set matches the CPUID model best.
+EngineCpu engine_cpu_for(const CpuConfig& cpu) {
+  if (cpu.model.name == "Skylake-Server") return EngineCpu::SkylakeServer;
+  if (cpu.model.name == "EPYC") return EngineCpu::Epyc;
+  return EngineCpu::Qemu64;
+}
+
+}  // namespace
+
+MachineCpu::MachineCpu(const CpuPlatform& platform, unsigned index)
+    : platform_(platform),
+      index_(index),
+      apic_(LocalApicConfig{.apic_id = platform.cpuid.topology().apic_id(index),
+                            .bsp = index == 0,
+                            .x2apic_supported = platform.cpuid.cpu().has("x2apic"),
+                            .tsc_hz = platform.cost.tsc_hz()}),
+      state_(index == 0 ? State::Running : State::WaitForSipi) {
+  // With APIC IDs past 254, firmware hands over every APIC in x2APIC mode
+  // (xAPIC cannot address them), as a BIOS does and Linux expects.
+  if (platform.cpuid.topology().needs_x2apic())
+    apic_.wrmsr(LocalApic::MSR_IA32_APIC_BASE, apic_.apic_base_msr() | apic::APIC_BASE_EN | apic::APIC_BASE_EXTD, 0);
+  if (index == 0) create_engine();
+}
+
+void MachineCpu::create_engine() {
+  vcpu_ = platform_.make_vcpu(index_, platform_.ram, *this, engine_cpu_for(platform_.cpuid.cpu()));
+  sync_apic_page();
+}
+
+// --- Clock ---------------------------------------------------------------------
+
+void MachineCpu::catch_up(uint64_t at_ns) {
+  const uint64_t t = now();
+  if (at_ns > t) idle_ns_ += at_ns - t;
+}
+
+void MachineCpu::charge_exit(ExitKind kind) {
+  const uint64_t ns = platform_.cost.exit_ns(kind);
+  VcpuStats& s = platform_.stats.vcpu(index_);
+  ++s.exits[static_cast<size_t>(kind)];
+  s.exit_ns += ns;
+  exit_ns_ += ns;
+  if (ns && vcpu_ && now() >= slice_end_ns_) vcpu_->request_stop();
+}
+
+// --- Interrupts ----------------------------------------------------------------
+
+bool MachineCpu::interrupt_ends_halt() const {
+  return vcpu_->interrupt_window_open() || (in_mwait_ && mwait_breaks_on_interrupt_);
+}
+
+MachineCpu::PendingInterrupts MachineCpu::pending_interrupts() const {
+  return {.vector = apic_.pending_vector(),
+          .window_open = vcpu_->interrupt_window_open(),
+          .nmi = nmi_pending_,
+          .nmi_blocked = vcpu_->nmi_blocked(),
+          .mwait_breaks = state_ == State::Halted && in_mwait_ && mwait_breaks_on_interrupt_};
+}
+
+bool MachineCpu::can_wake() const {
+  if (state_ != State::Halted) return false;
+  const PendingInterrupts p = pending_interrupts();
+  return p.takes_nmi() || p.interrupt_ends_halt();
+}
+
+bool MachineCpu::timer_can_wake() const {
+  return state_ == State::Halted && apic_.timer_interrupts() && interrupt_ends_halt();
+}
+
+WakeCause MachineCpu::wake_cause_now() const {
+  return pending_interrupts().takes_nmi() ? WakeCause::Nmi : WakeCause::Interrupt;
+}
+
+// --- Halt, MWAIT, INIT, SIPI -------------------------------------------------
+
+void MachineCpu::halt() {
+  state_ = State::Halted;
+  in_mwait_ = false;
+  ++platform_.stats.vcpu(index_).hlt_entries;
+  halted_since_ = accrued_until_ = now();
+  poll_busy_ns_ = platform_.cost.halt_poll_ns;
+}
+
+void MachineCpu::park_in_mwait(bool break_on_interrupt) {
+  state_ = State::Halted;
+  in_mwait_ = true;
+  mwait_breaks_on_interrupt_ = break_on_interrupt;
+  halted_since_ = accrued_until_ = now();
+  poll_busy_ns_ = 0;
+}
+
+void MachineCpu::wake(uint64_t event_ns, WakeCause cause) {
+  if (state_ == State::Halted) {
+    const Resumption r = resume_from_halt(platform_.cost, {.halted_since_ns = halted_since_, .in_mwait = in_mwait_},
+                                          event_ns);
+    VcpuStats& s = platform_.stats.vcpu(index_);
+    if (r.poll == HaltPoll::Hit) ++s.halt_poll_hits;
+    if (r.poll == HaltPoll::Miss) ++s.halt_poll_misses;
+    if (r.poll_busy_ns) poll_busy_ns_ = *r.poll_busy_ns;
+    catch_up(r.resume_ns);
+    accrue_idle(now());
+    record_halt_until(now());
+    leave_mwait();
+  } else {
+    catch_up(event_ns);
+  }
+  state_ = State::Running;
+  platform_.stats.record_wake(index_, cause);
+}
+
+void MachineCpu::enter_wait_for_sipi() {
+  accrue_idle(now());
+  if (state_ == State::Halted) record_halt_until(now());
+  waiting_since_ = now();
+  state_ = State::WaitForSipi;
+  leave_mwait();
+  ever_monitored_ = false;
+  if (vcpu_) vcpu_->reset_for_init();
+  nmi_pending_ = false;
+}
+
+void MachineCpu::start_at_sipi(uint8_t vector, uint64_t at_ns) {
+  if (!vcpu_) create_engine();
+  vcpu_->reset_for_init();
+  vcpu_->start_at_sipi(vector);
+  catch_up(at_ns);
+  platform_.activity.record(index_, waiting_since_, now(), VcpuActivity::WaitForSipi);
+  state_ = State::Running;
+  platform_.stats.record_wake(index_, WakeCause::Sipi);
+}
+
+void MachineCpu::accrue_idle(uint64_t t) {
+  if (state_ != State::Halted || t <= accrued_until_) return;
+  VcpuStats& s = platform_.stats.vcpu(index_);
+  s.halted_ns += t - accrued_until_;
+  if (in_mwait_) {
+    s.host_mwait_ns += t - accrued_until_;
+  } else {
+    const uint64_t busy_end = halted_since_ + poll_busy_ns_;
+    const uint64_t from = std::max(accrued_until_, halted_since_), to = std::min(t, busy_end);
+    if (to > from) s.host_poll_ns += to - from;
+  }
+  accrued_until_ = t;
+}
+
+void MachineCpu::record_halt_until(uint64_t end_ns) {
+  platform_.activity.record(index_, halted_since_, end_ns, in_mwait_ ? VcpuActivity::Mwait : VcpuActivity::Halted);
+}
+
+void MachineCpu::record_final_activity(uint64_t end_ns) {
+  if (state_ == State::Halted) record_halt_until(end_ns);
+  if (state_ == State::WaitForSipi) platform_.activity.record(index_, waiting_since_, end_ns, VcpuActivity::WaitForSipi);
+}
+
+void MachineCpu::arm_monitor(uint64_t line) {
+  monitor_line_ = line;
+  monitor_armed_ = true;
+  ever_monitored_ = true;
+  auto bytes = platform_.ram.bytes(line, kMonitorLine);
+  std::copy(bytes.begin(), bytes.end(), monitor_snapshot_.begin());
+}
+
+bool MachineCpu::monitored_line_changed() const {
+  auto bytes = platform_.ram.bytes(monitor_line_, kMonitorLine);
+  return !std::equal(bytes.begin(), bytes.end(), monitor_snapshot_.begin());
+}
+
+std::string MachineCpu::idle_state() const {
+  if (!parked_in_mwait()) return "halted";
+  return fmt::format("in MWAIT on line {:#x}{}", monitor_line_,
+                     mwait_breaks_on_interrupt_ ? " (interrupts break it)" : "");
+}
+
+void MachineCpu::sync_apic_page() {
+  std::optional<uint64_t> want;
+  if (apic_.mmio_enabled()) want = apic_.base_address();
+  if (want == mapped_apic_page_) return;
+  if (mapped_apic_page_) vcpu_->unmap_mmio(*mapped_apic_page_, LocalApic::kMmioSize);
+  mapped_apic_page_.reset();
+  if (want && platform_.ram.contains(*want, LocalApic::kMmioSize)) {
+    // Hardware would overlay the page on RAM for this CPU; the engine
+    // cannot, so say so rather than let APIC writes land in memory.
+    platform_.events.guest_error(
+        fmt::format("cpu {} moved its APIC page onto RAM at {:#x} (IA32_APIC_BASE): unsupported", index_, *want));
+    return;
+  }
+  if (want) {
+    vcpu_->map_mmio(*want, LocalApic::kMmioSize, *this);
+    mapped_apic_page_ = want;
+  }
+}
+
+// --- VcpuHost --------------------------------------------------------------------
+
+CpuidRegs MachineCpu::describe_cpuid(uint32_t leaf, uint32_t subleaf) {
+  return platform_.cpuid.query(index_, leaf, subleaf);
+}
+
+CpuidRegs MachineCpu::cpuid(uint32_t leaf, uint32_t subleaf) {
+  charge_exit(ExitKind::Cpuid);
+  CpuidRegs r = platform_.cpuid.query(index_, leaf, subleaf);
+  // OSPKE mirrors CR4.PKE: the one leaf bit that follows guest state, now
+  // that no model offers XSAVE (OSXSAVE).
+  if (leaf == 7 && subleaf == 0 && (r.ecx & kLeaf7EcxPku) && (vcpu_->state().cr4 & x86::kCr4Pke)) r.ecx |= kLeaf7EcxOspke;
+  return r;
+}
+
+uint32_t MachineCpu::port_in(uint16_t port, unsigned size) {
+  charge_exit(ExitKind::Io);
+  return platform_.ports.read(port, size);
+}
+
+void MachineCpu::port_out(uint16_t port, unsigned size, uint32_t value) {
+  charge_exit(ExitKind::Io);
+  platform_.ports.write(port, size, value);
+}
+
+std::optional<uint64_t> MachineCpu::read_msr(uint32_t msr) {
+  // An MSR CPUID does not announce does not exist: #GP (SDM Vol. 4 2.1).
+  if (!platform_.msrs.announced(msr)) {
+    charge_exit(ExitKind::Msr);
+    return std::nullopt;
+  }
+  // APICv reads the APIC's registers without an exit.
+  if (LocalApic::is_apic_msr(msr) && msr != LocalApic::MSR_IA32_APIC_BASE) return apic_.rdmsr(msr, now());
+  charge_exit(ExitKind::Msr);
+  if (LocalApic::is_apic_msr(msr)) return apic_.rdmsr(msr, now());
+  return read_machine_msr(msr);
+}
+
+std::optional<uint64_t> MachineCpu::read_machine_msr(uint32_t msr) {
+  switch (msr) {
+    case x86::kMsrTsc: return read_tsc();
+    case x86::kMsrMiscEnable:
+      return x86::kMiscEnableFastStrings | (platform_.cpuid.cpu().has("monitor") ? x86::kMiscEnableMonitor : 0);
+    case x86::kMsrTscAux: return tsc_aux_;
+    default: return std::nullopt;
+  }
+}
+
+bool MachineCpu::write_msr(uint32_t msr, uint64_t value) {
+  if (!platform_.msrs.announced(msr)) {
+    charge_exit(ExitKind::Msr);
+    return false;
+  }
+  if (LocalApic::is_apic_msr(msr)) {
+    const uint64_t at = now();
+    const ApicWrite w = apic_.wrmsr(msr, value, at);
+    if (auto exit = apic_write_exit(platform_.cost, w.kind)) charge_exit(*exit);
+    if (w.gp) return false;
+    after_apic_write(w, at);
+    if (w.base_written) vcpu_->request_stop();  // the page moves or goes
+    return true;
+  }
+  charge_exit(ExitKind::Msr);
+  return write_machine_msr(msr, value);
+}
+
+bool MachineCpu::write_machine_msr(uint32_t msr, uint64_t value) {
+  switch (msr) {
+    case x86::kMsrTsc:
+      tsc_offset_ = static_cast<int64_t>(value - platform_.cost.tsc_for_ns(now()));
+      return true;
+    case x86::kMsrMiscEnable: return true;
+    case x86::kMsrTscAux:
+      if (value >> 32) return false;  // IA32_TSC_AUX[63:32] are reserved
+      tsc_aux_ = value;
+      return true;
+    default: return false;
+  }
+}
+
+uint64_t MachineCpu::read_tsc() { return platform_.cost.tsc_for_ns(now()) + static_cast<uint64_t>(tsc_offset_); }
+
+void MachineCpu::open_bus_access(uint64_t, unsigned, bool write) {
+  VcpuStats& s = platform_.stats.vcpu(index_);
+  ++(write ? s.open_bus_writes : s.open_bus_reads);
+}
+
+// --- The xAPIC page ----------------------------------------------------------------
+
+uint64_t MachineCpu::read(uint64_t offset, unsigned size) {
+  return apic_.mmio_read(static_cast<uint32_t>(offset), size, now());
+}
+
+void MachineCpu::write(uint64_t offset, unsigned size, uint64_t value) {
+  const uint64_t at = now();
+  const ApicWrite w = apic_.mmio_write(static_cast<uint32_t>(offset), size, static_cast<uint32_t>(value), at);
+  if (auto exit = apic_write_exit(platform_.cost, w.kind)) charge_exit(*exit);
+  after_apic_write(w, at);
+}
+
+void MachineCpu::after_apic_write(const ApicWrite& write, uint64_t written_ns) {
+  platform_.events.apic_written(write);
+  if (write.message) {
+    platform_.events.ipi_sent({index_, *write.message, ipi_send_ns(platform_.cost, written_ns)});
+    vcpu_->request_stop();
+  }
+  if (write.interrupt_pending || write.timer_changed) vcpu_->request_stop();
+}
+
+}  // namespace topolab

@@ -1,0 +1,218 @@
+// One vCPU as the machine keeps it: its engine (made at its first SIPI, so
+// thousands of waiting APs cost nothing), its local APIC, its run state and
+// virtual clock, its MONITOR line, the MSRs the machine emulates and the
+// IPIs on their way to it. It answers its engine's calls (VcpuHost) and its
+// xAPIC page (MmioHandler); what it needs of the rest of the machine it
+// reaches through CpuPlatform, and the cost rules come from
+// model/cost_rules.h.
+//
+// Virtual time: what it executed (instructions x CPI), plus what it spent
+// in modelled exits, plus what it spent halted, waiting to resume or
+// waiting for SIPI. A vCPU that was not running catches up to the time of
+// whatever wakes it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "base/guest_ram.h"
+#include "devices/local_apic.h"
+#include "devices/port_bus.h"
+#include "emu/activity_log.h"
+#include "emu/event_queue.h"
+#include "emu/stats.h"
+#include "emu/vcpu.h"
+#include "model/cost_model.h"
+#include "model/cpuid.h"
+#include "model/msr_features.h"
+
+namespace topolab {
+
+// An IPI on its way: who sent it, what, and when it left.
+struct IpiInFlight {
+  unsigned sender = 0;
+  ApicMessage message;
+  uint64_t sent_ns = 0;
+};
+
+// What a vCPU tells the machine as it runs.
+class CpuEvents {
+ public:
+  virtual ~CpuEvents() = default;
+  // An ICR or SELF IPI write's message, leaving at `sent_ns`: routed once
+  // the sender's slice ends.
+  virtual void ipi_sent(const IpiInFlight& ipi) = 0;
+  // What a register write did that the APIC bus must know (a new ID).
+  virtual void apic_written(const ApicWrite& write) = 0;
+  // A guest error found outside an exit; the run stops with the first.
+  virtual void guest_error(std::string diagnosis) = 0;
+};
+
+// The parts of the machine every vCPU shares.
+struct CpuPlatform {
+  const CpuidModel& cpuid;
+  // Which MSRs CPUID announces; the others #GP (issue 14 F5). The vCPU
+  // keeps EFER, PAT, SYSENTER and the SYSCALL MSRs itself, without asking.
+  const MsrAvailability& msrs;
+  const CostModel& cost;
+  GuestRam& ram;
+  PortBus& ports;
+  Stats& stats;
+  ActivityLog& activity;
+  const VcpuFactory& make_vcpu;
+  CpuEvents& events;
+};
+
+class MachineCpu final : public VcpuHost, public MmioHandler {
+ public:
+  enum class State { Running, Halted, WaitForSipi };
+  // MONITOR/MWAIT's line (CPUID.05H: the smallest and largest monitor-line size).
+  static constexpr uint64_t kMonitorLine = 64;
+
+  MachineCpu(const CpuPlatform& platform, unsigned index);
+
+  unsigned index() const { return index_; }
+  LocalApic& apic() { return apic_; }
+  const LocalApic& apic() const { return apic_; }
+  Vcpu* vcpu() { return vcpu_.get(); }
+  const Vcpu* vcpu() const { return vcpu_.get(); }
+  State state() const { return state_; }
+
+  // --- Clock --------------------------------------------------------------
+  uint64_t instructions() const { return vcpu_ ? vcpu_->instructions() : 0; }
+  uint64_t pauses() const { return vcpu_ ? vcpu_->pauses() : 0; }
+  uint64_t run_ns() const { return platform_.cost.ns_for_instructions(instructions()); }
+  uint64_t now() const { return run_ns() + exit_ns_ + idle_ns_; }
+  // Moves a vCPU that was not running forward to `at_ns` (it waited).
+  void catch_up(uint64_t at_ns);
+  // A modelled VM exit: its count, and its cost on this vCPU's clock. Exit
+  // costs count against the slice like instructions: a slice whose exits
+  // took it past its planned end stops at the next block boundary, so no
+  // vCPU runs ahead of the others by more than about a quantum of time.
+  void charge_exit(ExitKind kind);
+  void begin_slice(uint64_t end_ns) { slice_end_ns_ = end_ns; }
+
+  // --- IPIs on their way ----------------------------------------------------
+  // An IPI that reaches this running vCPU at `arrive_ns`, a time its clock
+  // has not reached yet.
+  void defer(const IpiInFlight& ipi, uint64_t arrive_ns) { inbox_.push(arrive_ns, ipi); }
+  std::optional<uint64_t> next_arrival() const { return inbox_.next_time(); }
+  std::vector<IpiInFlight> take_arrivals(uint64_t until_ns) { return inbox_.take_due(until_ns); }
+
+  // --- Interrupts -----------------------------------------------------------
+  // What it could take: one query of the vCPU and its APIC (crosvm's shape).
+  struct PendingInterrupts {
+    std::optional<uint8_t> vector;  // the APIC's highest vector that beats PPR
+    bool window_open = false;       // RFLAGS.IF = 1 and no STI / MOV SS shadow
+    bool nmi = false;               // an NMI waits
+    bool nmi_blocked = false;       // the previous NMI's handler has not IRETed
+    bool mwait_breaks = false;      // in MWAIT with ECX[0]: interrupts break it even with IF = 0
+
+    bool takes_nmi() const { return nmi && !nmi_blocked; }
+    bool takes_interrupt() const { return vector && window_open; }
+    // Something waits for the vCPU to open its window or IRET its NMI.
+    bool waits_for_window() const { return (vector && !window_open) || (nmi && nmi_blocked); }
+    // An interrupt ends a halt: it would be taken now, or MWAIT breaks for it.
+    bool interrupt_ends_halt() const { return vector && (window_open || mwait_breaks); }
+  };
+  PendingInterrupts pending_interrupts() const;
+  bool nmi_pending() const { return nmi_pending_; }
+  void set_nmi_pending(bool pending) { nmi_pending_ = pending; }
+  // A halted vCPU resumes for an NMI, or an interrupt that ends its halt.
+  bool can_wake() const;
+  // Its APIC timer could end a halt: unmasked, and an interrupt ends it.
+  bool timer_can_wake() const;
+  // Why it would wake now: an NMI it can take, else an interrupt.
+  WakeCause wake_cause_now() const;
+
+  // --- Halt, MWAIT, INIT, SIPI ----------------------------------------------
+  void halt();
+  void park_in_mwait(bool break_on_interrupt);
+  // Resumes a halted vCPU for an event at `event_ns`, as the cost rules say
+  // (resume_from_halt); a vCPU that was not halted only catches up.
+  void wake(uint64_t event_ns, WakeCause cause);
+  void enter_wait_for_sipi();
+  void start_at_sipi(uint8_t vector, uint64_t at_ns);
+  // Books the halt up to `t` (halted time, and host CPU while the host
+  // halt-polls or the vCPU sits in MWAIT), so a measuring window that ends
+  // during a halt gets its share of it.
+  void accrue_idle(uint64_t t);
+  // Books what it is still doing at the end of the run, up to `end_ns`.
+  void record_final_activity(uint64_t end_ns);
+
+  // MONITOR: arms the line with a copy of what it holds now.
+  void arm_monitor(uint64_t line);
+  bool ever_monitored() const { return ever_monitored_; }
+  bool monitor_armed() const { return monitor_armed_; }
+  void disarm_monitor() { monitor_armed_ = false; }
+  // The armed line no longer holds what MONITOR saw: a store hit it. (A
+  // store of the same bytes is missed: docs/deviations.md.)
+  bool monitored_line_changed() const;
+  bool parked_in_mwait() const { return state_ == State::Halted && in_mwait_; }
+  // "halted" or "in MWAIT on line 0x...", for diagnoses.
+  std::string idle_state() const;
+
+  // The APIC page follows IA32_APIC_BASE: it moves with the base and is
+  // gone in x2APIC mode or when the APIC is disabled.
+  void sync_apic_page();
+
+  // --- VcpuHost ---------------------------------------------------------------
+  CpuidRegs describe_cpuid(uint32_t leaf, uint32_t subleaf) override;
+  CpuidRegs cpuid(uint32_t leaf, uint32_t subleaf) override;
+  uint32_t port_in(uint16_t port, unsigned size) override;
+  void port_out(uint16_t port, unsigned size, uint32_t value) override;
+  std::optional<uint64_t> read_msr(uint32_t msr) override;
+  bool write_msr(uint32_t msr, uint64_t value) override;
+  uint64_t read_tsc() override;
+  bool msr_announced(uint32_t msr) override { return platform_.msrs.announced(msr); }
+  void open_bus_access(uint64_t, unsigned, bool write) override;
+
+  // --- MmioHandler: the xAPIC page --------------------------------------------
+  uint64_t read(uint64_t offset, unsigned size) override;
+  void write(uint64_t offset, unsigned size, uint64_t value) override;
+
+ private:
+  void create_engine();
+  // What an APIC write caused: its exit, its message, and a stop when it
+  // left an interrupt pending (an EOI or TPR write can unmask one) or moved
+  // the timer, so the machine delivers or re-plans at once.
+  void after_apic_write(const ApicWrite& write, uint64_t written_ns);
+  std::optional<uint64_t> read_machine_msr(uint32_t msr);
+  bool write_machine_msr(uint32_t msr, uint64_t value);
+  void record_halt_until(uint64_t end_ns);
+  void leave_mwait() {
+    in_mwait_ = false;
+    monitor_armed_ = false;
+  }
+  bool interrupt_ends_halt() const;
+
+  const CpuPlatform& platform_;
+  unsigned index_;
+  LocalApic apic_;
+  std::unique_ptr<Vcpu> vcpu_;
+  State state_;
+  uint64_t idle_ns_ = 0;       // halted, waiting to resume, or waiting for SIPI
+  uint64_t exit_ns_ = 0;       // in modelled VM exits
+  uint64_t slice_end_ns_ = 0;  // where the running slice is planned to end
+  uint64_t halted_since_ = 0;
+  uint64_t accrued_until_ = 0;  // the halt is booked in the stats up to here
+  uint64_t poll_busy_ns_ = 0;   // the host is busy this long from halted_since_
+  uint64_t waiting_since_ = 0;  // WaitForSipi since
+  // MONITOR/MWAIT.
+  bool in_mwait_ = false;  // while Halted: parked by MWAIT, not HLT
+  bool mwait_breaks_on_interrupt_ = false;
+  bool monitor_armed_ = false;
+  bool ever_monitored_ = false;
+  uint64_t monitor_line_ = 0;
+  std::array<uint8_t, kMonitorLine> monitor_snapshot_{};
+  bool nmi_pending_ = false;
+  int64_t tsc_offset_ = 0;
+  uint64_t tsc_aux_ = 0;
+  std::optional<uint64_t> mapped_apic_page_;
+  EventQueue<IpiInFlight> inbox_;  // by arrival time
+};
+
+}  // namespace topolab

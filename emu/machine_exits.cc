@@ -1,0 +1,129 @@
+// What a vCPU stops for: HLT, MONITOR, MWAIT, and what it cannot deliver
+// or run (a triple fault, something topolab does not model).
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "arch/x86_arch.h"
+#include "emu/machine.h"
+
+namespace topolab {
+
+namespace {
+
+// MWAIT (SDM Vol. 2): the extension "interrupts break MWAIT even with IF =
+// 0" (ECX[0], enumerated by CPUID.05H:ECX[1]), and the hints valid when
+// CPUID.05H:EDX enumerates no sub-states: C1 (0x00) and C0 (0xF0).
+constexpr uint32_t kMwaitBreakOnInterrupt = 1u << 0;
+constexpr uint32_t kMwaitHintC1 = 0x00, kMwaitHintC0 = 0xF0;
+
+bool on_apic_page(uint64_t address) {
+  return address >= LocalApic::kDefaultBase && address < LocalApic::kDefaultBase + LocalApic::kMmioSize;
+}
+
+// "guest crashed: WHY (cpu N RIP ... RSP ... CR0 ...)".
+std::string crash_line(const Vcpu& vcpu, unsigned index, const VcpuExit& exit, const std::string& why) {
+  const VcpuState s = vcpu.state();
+  return fmt::format("guest crashed: {} (cpu {} RIP {:#x} RSP {:#x} CR0 {:#x})", why, index, exit.rip, s.rsp, s.cr0);
+}
+
+}  // namespace
+
+std::optional<RunResult> Machine::handle_exit(Cpu& cpu, const VcpuExit& exit) {
+  Vcpu& vcpu = *cpu.vcpu();
+  switch (exit.reason) {
+    case VcpuExit::Reason::QuantumEnd:
+    case VcpuExit::Reason::StopRequested:
+      return std::nullopt;
+    case VcpuExit::Reason::Halt:
+      cpu.charge_exit(ExitKind::Hlt);
+      cpu.halt();
+      settle_halt(cpu);
+      return std::nullopt;
+    // The vCPU delivers every exception through the guest's IDT itself;
+    // these are what it cannot deliver.
+    case VcpuExit::Reason::TripleFault:
+      return finish(RunResult::Outcome::Crashed, fmt::format("guest crashed: {}", exit.detail));
+    case VcpuExit::Reason::Unsupported:
+      return finish(RunResult::Outcome::Crashed, fmt::format("guest needs what topolab does not model: {}", exit.detail));
+    case VcpuExit::Reason::Monitor:
+    case VcpuExit::Reason::Mwait:
+      if (!cpuid_.cpu().has("monitor")) {
+        // No MONITOR/MWAIT in this model (CPUID.01H:ECX[3]): #UD, as on hardware.
+        const std::string why = fmt::format(
+            "invalid opcode: {} (the CPU model has no MONITOR/MWAIT; add +monitor to -cpu)", exit.detail);
+        Injection injection = vcpu.inject_exception(x86::kInvalidOpcode, std::nullopt);
+        if (injection) return std::nullopt;
+        return finish(RunResult::Outcome::Crashed,
+                      crash_line(vcpu, cpu.index(), exit, fmt::format("{}; no usable handler: {}", why, injection.detail)));
+      }
+      return exit.reason == VcpuExit::Reason::Monitor ? emulate_monitor(cpu, exit) : emulate_mwait(cpu, exit);
+  }
+  return finish(RunResult::Outcome::Crashed, crash_line(vcpu, cpu.index(), exit, exit.detail));
+}
+
+std::optional<RunResult> Machine::raise_gp_for(Cpu& cpu, const VcpuExit& exit, const char* instruction, uint32_t ecx) {
+  if (Injection injection = cpu.vcpu()->inject_exception(x86::kGeneralProtection, 0); !injection)
+    return finish(RunResult::Outcome::Crashed,
+                  fmt::format("guest crashed: {} with ECX {:#x} raised #GP; no usable handler: {} (cpu {} RIP {:#x})",
+                              instruction, ecx, injection.detail, cpu.index(), exit.rip));
+  return std::nullopt;
+}
+
+// MONITOR (SDM Vol. 2): arms the 64-byte line holding DS:rAX. ECX holds
+// extensions, of which none exist (#GP otherwise); EDX hints are ignored.
+std::optional<RunResult> Machine::emulate_monitor(Cpu& cpu, const VcpuExit& exit) {
+  if (exit.operands.ecx != 0) return raise_gp_for(cpu, exit, "MONITOR", exit.operands.ecx);
+  const uint64_t line = exit.address & ~(Cpu::kMonitorLine - 1);
+  if (!ram_.contains(line, Cpu::kMonitorLine))
+    return finish(RunResult::Outcome::Crashed,
+                  fmt::format("guest error: cpu {} MONITOR at RIP {:#x} on {:#x}, which is not RAM ({}); topolab "
+                              "watches stores to RAM only",
+                              cpu.index(), exit.rip, exit.address,
+                              on_apic_page(exit.address) ? "the local APIC page" : "MMIO or unmapped"));
+  if (!config_.cost.mwait_passthrough) cpu.charge_exit(ExitKind::Monitor);
+  cpu.arm_monitor(line);
+  ++stats_.vcpu(cpu.index()).monitor_arms;
+  cpu.vcpu()->retire_emulated_instruction();
+  return std::nullopt;
+}
+
+// MWAIT (SDM Vol. 2): waits for a store to the armed line, an interrupt
+// (with IF = 0 too when ECX[0] is set), NMI, INIT or SIPI. Without an armed
+// line it does nothing, as the SDM says; never having armed one at all is
+// reported as the guest bug it is.
+std::optional<RunResult> Machine::emulate_mwait(Cpu& cpu, const VcpuExit& exit) {
+  const uint32_t hint = exit.operands.eax, extensions = exit.operands.ecx;
+  if (extensions & ~kMwaitBreakOnInterrupt) return raise_gp_for(cpu, exit, "MWAIT", extensions);
+  if (hint != kMwaitHintC1 && hint != kMwaitHintC0)
+    return finish(RunResult::Outcome::Crashed,
+                  fmt::format("guest error: cpu {} MWAIT at RIP {:#x} with hint EAX {:#x}: this CPU model enumerates no "
+                              "C-state sub-states (CPUID.05H:EDX = 0), so only 0x0 (C1) and 0xf0 (C0) are valid",
+                              cpu.index(), exit.rip, hint));
+  if (!cpu.ever_monitored())
+    return finish(RunResult::Outcome::Crashed,
+                  fmt::format("guest error: cpu {} MWAIT at RIP {:#x} with no MONITOR before it: nothing could wake it "
+                              "by a store",
+                              cpu.index(), exit.rip));
+  if (!config_.cost.mwait_passthrough) cpu.charge_exit(ExitKind::Mwait);
+  VcpuStats& s = stats_.vcpu(cpu.index());
+  ++s.mwait_entries;
+  ++s.mwait_hints[hint];
+  cpu.vcpu()->retire_emulated_instruction();
+  if (!cpu.monitor_armed()) return std::nullopt;
+  if (cpu.monitored_line_changed()) {  // the store came between MONITOR and MWAIT
+    cpu.disarm_monitor();
+    return std::nullopt;
+  }
+  cpu.park_in_mwait(extensions & kMwaitBreakOnInterrupt);
+  settle_halt(cpu);
+  return std::nullopt;
+}
+
+void Machine::check_monitored_lines(Cpu& writer, uint64_t slice_end_ns) {
+  for (auto& cpu : cpus_)
+    if (cpu.get() != &writer && cpu->parked_in_mwait() && cpu->monitored_line_changed())
+      cpu->wake(slice_end_ns, WakeCause::MwaitStore);
+}
+
+}  // namespace topolab

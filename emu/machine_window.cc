@@ -1,0 +1,126 @@
+// The end of a run and the guest's measuring window: the counters settled,
+// halts booked up to the end, and the one-line diagnoses of a run that
+// cannot go on.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "arch/x86_arch.h"
+#include "emu/machine.h"
+
+namespace topolab {
+
+RunResult Machine::finish(RunResult::Outcome outcome, std::string diagnosis) {
+  RunResult result;
+  result.outcome = outcome;
+  result.diagnosis = std::move(diagnosis);
+  if (outcome == RunResult::Outcome::GuestExit) result.guest_value = debug_exit_.value();
+  settle_stats();
+  for (const auto& cpu : cpus_) {
+    result.instructions += cpu->instructions();
+    result.virtual_ns = std::max(result.virtual_ns, cpu->now());
+  }
+  // vCPUs still halted at the end were halted until the end.
+  for (const auto& cpu : cpus_) {
+    cpu->accrue_idle(result.virtual_ns);
+    cpu->record_final_activity(result.virtual_ns);
+  }
+  // A window the guest began but did not end ends with the run.
+  if (window_begin_ && (!window_ || !window_->ended_by_guest)) {
+    window_ = MeasureWindow{.begin_ns = window_->begin_ns,
+                            .end_ns = result.virtual_ns,
+                            .ended_by_guest = false,
+                            .stats = stats_.minus(*window_begin_)};
+  }
+  return result;
+}
+
+RunResult Machine::finish_idle() {
+  bool any_timer = false;
+  for (const auto& c : cpus_)
+    if (c->state() == Cpu::State::Halted && c->timer_can_wake() && c->apic().next_timer_event()) any_timer = true;
+  if (any_timer)
+    return finish(RunResult::Outcome::BudgetExhausted,
+                  fmt::format("the guest did not finish within {} s of virtual time (halted, waiting for timers; "
+                              "raise --time-limit)",
+                              config_.time_limit_seconds));
+  return finish(RunResult::Outcome::Hung, deadlock_diagnosis());
+}
+
+void Machine::settle_stats() {
+  for (const auto& cpu : cpus_) {
+    VcpuStats& s = stats_.vcpu(cpu->index());
+    s.instructions = cpu->instructions();
+    s.run_ns = cpu->run_ns();
+    s.pauses = cpu->pauses();
+  }
+}
+
+// A mark takes the settled time, not the writing vCPU's clock: halts in
+// progress are booked up to it and no later wakeup can come before it, so
+// nothing is booked twice and a window never ends before it began, even
+// when another vCPU (behind in time) writes its end. The price: a window's
+// bounds are as exact as the vCPUs are close in time, about a quantum.
+void Machine::on_measure_mark(MeasurePort::Mark mark) {
+  const uint64_t at = std::max(settled_time(), window_ ? window_->begin_ns : 0);
+  for (const auto& cpu : cpus_) cpu->accrue_idle(at);
+  settle_stats();
+  if (mark == MeasurePort::Mark::Begin) {
+    window_begin_ = stats_;
+    window_ = MeasureWindow{.begin_ns = at, .end_ns = at, .ended_by_guest = false, .stats = Stats(0)};
+    return;
+  }
+  if (!window_begin_ || !window_ || window_->ended_by_guest) return;  // an end without a begin
+  window_->end_ns = at;
+  window_->ended_by_guest = true;
+  window_->stats = stats_.minus(*window_begin_);
+}
+
+namespace {
+
+// One vCPU in a deadlock: where it waits and why nothing reaches it.
+std::string describe_stuck_cpu(const MachineCpu& cpu) {
+  if (cpu.state() == MachineCpu::State::WaitForSipi) return fmt::format("cpu {} waits for SIPI", cpu.index());
+  VcpuState s = cpu.vcpu()->state();
+  const LocalApic& apic = cpu.apic();
+  std::optional<uint8_t> pending = apic.pending_vector();
+  return fmt::format("cpu {} {} with interrupts {} at RIP {:#x} (APIC {}, TPR {:#x}, PPR {:#x}, {})", cpu.index(),
+                     cpu.idle_state(), s.rflags & x86::kFlagIf ? "enabled" : "disabled", s.rip,
+                     apic.software_enabled() ? "enabled" : "software-disabled", apic.task_priority(),
+                     apic.processor_priority(),
+                     pending ? fmt::format("vector {:#x} pending", *pending) : std::string("nothing pending"));
+}
+
+}  // namespace
+
+std::string Machine::deadlock_diagnosis() const {
+  if (cpus_.size() == 1) {
+    const Cpu& cpu = *cpus_[0];
+    if (cpu.state() == Cpu::State::WaitForSipi)
+      return "cpu 0 took an INIT and waits for a SIPI that no other vCPU can send";
+    VcpuState s = cpu.vcpu()->state();
+    return fmt::format("the guest {} with interrupts {} at cpu 0 RIP {:#x} RSP {:#x} CR0 {:#x} and nothing can wake it",
+                       cpu.parked_in_mwait() ? "waits " + cpu.idle_state() : std::string("halted"),
+                       s.rflags & x86::kFlagIf ? "enabled" : "disabled", s.rip, s.rsp, s.cr0);
+  }
+  std::string text = "guest deadlock: no vCPU can run and nothing can wake one:";
+  constexpr size_t kShown = 8;
+  size_t shown = 0, started = 0;
+  for (const auto& cpu : cpus_) {
+    if (cpu->state() != Cpu::State::WaitForSipi) ++started;
+    if (shown < kShown && (cpu->state() != Cpu::State::WaitForSipi || cpu->index() == 0 || shown < 2)) {
+      text += fmt::format(" {};", describe_stuck_cpu(*cpu));
+      ++shown;
+    }
+  }
+  text += fmt::format(" ({} of {} vCPUs started)", started, cpus_.size());
+  return text;
+}
+
+std::string Machine::describe_apics() const {
+  std::string out;
+  for (const auto& cpu : cpus_) out += fmt::format("cpu {}: {}\n", cpu->index(), cpu->apic().describe(cpu->now()));
+  return out;
+}
+
+}  // namespace topolab

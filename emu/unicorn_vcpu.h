@@ -1,0 +1,65 @@
+// The vCPU on one Unicorn engine: this header, vcpu_engine.h and the
+// vcpu*.cc files are the only code that knows Unicorn exists (the
+// benchmarks in bench/ link it too, to measure against it). See
+// docs/unicorn.md for the engine's behaviour each workaround relies on, and
+// emu/vcpu.h for what each call means.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "base/guest_ram.h"
+#include "emu/vcpu.h"
+
+namespace topolab {
+
+class UnicornVcpu final : public Vcpu {
+ public:
+  UnicornVcpu(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu engine_cpu = EngineCpu::Qemu64);
+  ~UnicornVcpu() override;
+  UnicornVcpu(const UnicornVcpu&) = delete;
+  UnicornVcpu& operator=(const UnicornVcpu&) = delete;
+
+  void enter_multiboot(uint32_t entry, uint32_t eax, uint32_t ebx) override;
+  void reset_for_init() override;
+  void start_at_sipi(uint8_t vector) override;
+  bool waiting_for_sipi() const override;
+  Injection inject_interrupt(uint8_t vector) override;
+  Injection inject_nmi() override;
+  bool nmi_blocked() const override;
+  void stop_when_interruptible(bool on) override;
+  Injection inject_exception(uint8_t vector, std::optional<uint32_t> error_code) override;
+  bool interrupt_window_open() const override;
+  void map_mmio(uint64_t base, uint64_t size, MmioHandler& handler) override;
+  void unmap_mmio(uint64_t base, uint64_t size) override;
+  VcpuExit run(uint64_t budget) override;
+  void request_stop() override;
+  void retire_emulated_instruction() override;
+  uint64_t pauses() const override;
+  uint64_t instructions() const override;
+  void set_trace(std::FILE* out) override;
+  void flush_translations() override;
+  VcpuState state() const override;
+  unsigned index() const override;
+
+ private:
+  struct Engine;
+  std::unique_ptr<Engine> engine_;
+};
+
+// The factory the machine builds its vCPUs with.
+VcpuFactory unicorn_vcpu_factory();
+
+// The version of the CPU engine the vCPUs run on ("2.1.3"), as the linked
+// library reports it.
+std::string engine_version();
+
+// The offsets of the engine's error code and exception in flight in its
+// saved context, as the start-up probe found them (vcpu_engine.h), for the
+// test that proves the probe; nullopt if it failed.
+std::optional<std::pair<size_t, size_t>> vcpu_probe_offsets_for_tests();
+
+}  // namespace topolab
