@@ -1,0 +1,389 @@
+// The machine's loop, routing, wake rules, measuring window and diagnoses,
+// driven through scripted fake vCPUs: nothing boots, no Unicorn links.
+#include "emu/machine.h"
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "arch/x86_arch.h"
+#include "firmware/multiboot_test_image.h"
+
+namespace topolab {
+namespace {
+
+using namespace apic;
+
+class FakeVcpu;
+// One slice of a fake vCPU: what the guest does in it, and why it stopped.
+using Action = std::function<VcpuExit(FakeVcpu&, uint64_t budget)>;
+
+// A vCPU that runs a script: each run() takes the next action; after the
+// last it halts. Actions call the machine as a guest would, through its
+// VcpuHost calls and the APIC page the machine maps.
+class FakeVcpu final : public Vcpu {
+ public:
+  FakeVcpu(unsigned index, VcpuHost& host, std::vector<Action> script)
+      : index_(index), host_(host), script_(std::move(script)) {}
+
+  // --- For actions ---
+  VcpuHost& host() { return host_; }
+  void retire(uint64_t n) { instructions_ += n; }
+  void write_apic(uint32_t offset, uint32_t value) {
+    ASSERT_NE(apic_page_, nullptr) << "cpu " << index_ << " has no APIC page";
+    apic_page_->write(offset, 4, value);
+  }
+  // An ICR write, xAPIC: the destination, then the command.
+  void send_ipi(uint32_t destination, uint32_t icr_low) {
+    write_apic(REG_ICR_HIGH, destination << 24);
+    write_apic(REG_ICR_LOW, icr_low);
+  }
+  bool interrupts_enabled = true;  // RFLAGS.IF, no shadow
+  // What the machine injected, and the guest's TSC when it did.
+  std::vector<uint8_t> injected;
+  std::vector<uint64_t> injected_at;
+  std::optional<uint8_t> sipi_vector;
+
+  // --- Vcpu ---
+  void enter_multiboot(uint32_t, uint32_t, uint32_t) override {}
+  void reset_for_init() override { waiting_for_sipi_ = true; }
+  void start_at_sipi(uint8_t vector) override {
+    waiting_for_sipi_ = false;
+    sipi_vector = vector;
+  }
+  bool waiting_for_sipi() const override { return waiting_for_sipi_; }
+  Injection inject_interrupt(uint8_t vector) override { return record_injection(vector); }
+  Injection inject_nmi() override { return record_injection(x86::kNmi); }
+  bool nmi_blocked() const override { return false; }
+  void stop_when_interruptible(bool) override {}
+  Injection inject_exception(uint8_t vector, std::optional<uint32_t>) override { return record_injection(vector); }
+  bool interrupt_window_open() const override { return interrupts_enabled; }
+  void map_mmio(uint64_t, uint64_t, MmioHandler& handler) override { apic_page_ = &handler; }
+  void unmap_mmio(uint64_t, uint64_t) override { apic_page_ = nullptr; }
+  VcpuExit run(uint64_t budget) override {
+    if (next_ >= script_.size()) return {.reason = VcpuExit::Reason::Halt};
+    return script_[next_++](*this, budget);
+  }
+  void request_stop() override {}
+  void retire_emulated_instruction() override { ++instructions_; }
+  uint64_t pauses() const override { return 0; }
+  uint64_t instructions() const override { return instructions_; }
+  void set_trace(std::FILE*) override {}
+  void flush_translations() override {}
+  VcpuState state() const override {
+    VcpuState s{};
+    s.rip = 0x100000 + instructions_;
+    s.rflags = x86::kFlagReserved1 | (interrupts_enabled ? x86::kFlagIf : 0);
+    return s;
+  }
+  unsigned index() const override { return index_; }
+
+ private:
+  Injection record_injection(uint8_t vector) {
+    injected.push_back(vector);
+    injected_at.push_back(host_.read_tsc());
+    return {.delivered = true};
+  }
+
+  unsigned index_;
+  VcpuHost& host_;
+  std::vector<Action> script_;
+  size_t next_ = 0;
+  uint64_t instructions_ = 0;
+  bool waiting_for_sipi_ = false;
+  MmioHandler* apic_page_ = nullptr;
+};
+
+// ICR commands (SDM figure 10-12): level assert, delivery mode, shorthand.
+constexpr uint32_t kIcrInitAllButSelf = 0xC4500;
+constexpr uint32_t kIcrSipiAllButSelf = 0xC4600;
+constexpr uint32_t kIcrFixed = 0x4000;
+
+// Actions.
+VcpuExit stop() { return {.reason = VcpuExit::Reason::StopRequested}; }
+Action run_for(uint64_t instructions) {
+  return [=](FakeVcpu& v, uint64_t) {
+    v.retire(instructions);
+    return stop();
+  };
+}
+// Runs exactly the budget the machine gave: a slice ends where the machine planned it.
+Action run_budget() {
+  return [](FakeVcpu& v, uint64_t budget) {
+    v.retire(budget);
+    return stop();
+  };
+}
+Action enable_apic_and_halt(bool interrupts = true) {
+  return [=](FakeVcpu& v, uint64_t) {
+    v.write_apic(REG_SVR, SVR_APIC_ENABLED | 0xff);
+    v.interrupts_enabled = interrupts;
+    v.retire(1);
+    return VcpuExit{.reason = VcpuExit::Reason::Halt};
+  };
+}
+Action start_aps(uint8_t sipi_vector = 0x10) {
+  return [=](FakeVcpu& v, uint64_t) {
+    v.write_apic(REG_SVR, SVR_APIC_ENABLED | 0xff);
+    v.send_ipi(0, kIcrInitAllButSelf);
+    v.send_ipi(0, kIcrSipiAllButSelf | sipi_vector);
+    return stop();
+  };
+}
+Action send_fixed(uint32_t destination, uint8_t vector, uint64_t* sent_at = nullptr) {
+  return [=](FakeVcpu& v, uint64_t) {
+    if (sent_at) *sent_at = v.host().read_tsc();
+    v.send_ipi(destination, kIcrFixed | vector);
+    return stop();
+  };
+}
+Action guest_exit(uint32_t value) {
+  return [=](FakeVcpu& v, uint64_t) {
+    v.host().port_out(DebugExit::kBase, 4, value);
+    return stop();
+  };
+}
+Action measure(MeasurePort::Mark mark) {
+  return [=](FakeVcpu& v, uint64_t) {
+    v.host().port_out(MeasurePort::kBase, 4, static_cast<uint32_t>(mark));
+    return stop();
+  };
+}
+
+// A machine of fake vCPUs, each with its script. Costs default to none at
+// 1 GHz and CPI 1: one instruction is one nanosecond (and one TSC tick).
+struct Rig {
+  Rig(const std::string& smp, std::vector<std::vector<Action>> scripts, const std::string& cost = "") {
+    image = std::filesystem::temp_directory_path() /
+            ("topolab_machine_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".elf");
+    const std::vector<uint8_t> bytes = make_elf(0x100000, {0xf4});
+    std::ofstream(image, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    MachineConfig config;
+    config.smp = smp;
+    config.cpu = "Skylake-Server";
+    config.image = image.string();
+    config.time_limit_seconds = 0.01;
+    config.cost = CostModel::parse("none,cpi=1,freq_mhz=1000" + (cost.empty() ? "" : "," + cost), CostModel::defaults());
+    fakes.resize(Topology::parse(smp).cpus(), nullptr);
+    machine = std::make_unique<Machine>(
+        config, [this](uint8_t b) { serial.push_back(static_cast<char>(b)); },
+        [this, scripts](unsigned index, GuestRam&, VcpuHost& host, EngineCpu) -> std::unique_ptr<Vcpu> {
+          auto fake = std::make_unique<FakeVcpu>(index, host, index < scripts.size() ? scripts[index] : std::vector<Action>{});
+          fakes[index] = fake.get();
+          return fake;
+        });
+  }
+  ~Rig() { std::filesystem::remove(image); }
+  FakeVcpu& cpu(unsigned i) { return *fakes.at(i); }
+  const VcpuStats& stats(unsigned i) const { return machine->stats().vcpu(i); }
+  uint64_t wakes(unsigned i, WakeCause cause) const { return stats(i).wakes[static_cast<size_t>(cause)]; }
+
+  std::filesystem::path image;
+  std::string serial;
+  std::vector<FakeVcpu*> fakes;
+  std::unique_ptr<Machine> machine;
+};
+
+TEST(Machine, EndsAtTheGuestsExitWithItsValueAndClock) {
+  Rig rig("1", {{run_for(250), guest_exit(0x31)}});
+  RunResult r = rig.machine->run();
+  EXPECT_EQ(r.outcome, RunResult::Outcome::GuestExit);
+  EXPECT_EQ(r.guest_value, 0x31u);
+  EXPECT_EQ(r.instructions, 250u);
+  EXPECT_EQ(r.virtual_ns, 250u);
+}
+
+TEST(Machine, InitSipiStartsEveryApAndAFixedIpiReachesOnlyItsDestination) {
+  Rig rig("4", {{start_aps(0x12), run_for(100), send_fixed(2, 0x40), run_for(1000), guest_exit(1)},
+                {enable_apic_and_halt()}, {enable_apic_and_halt()}, {enable_apic_and_halt()}});
+  RunResult r = rig.machine->run();
+  ASSERT_EQ(r.outcome, RunResult::Outcome::GuestExit) << r.diagnosis;
+  for (unsigned ap = 1; ap < 4; ++ap) {
+    EXPECT_EQ(rig.cpu(ap).sipi_vector, 0x12) << "cpu " << ap;
+    EXPECT_EQ(rig.wakes(ap, WakeCause::Sipi), 1u) << "cpu " << ap;
+  }
+  EXPECT_EQ(rig.cpu(2).injected, (std::vector<uint8_t>{0x40}));
+  EXPECT_TRUE(rig.cpu(1).injected.empty());
+  EXPECT_TRUE(rig.cpu(3).injected.empty());
+  EXPECT_EQ(rig.stats(2).received_while_halted, 1u);
+  EXPECT_EQ(rig.wakes(2, WakeCause::Interrupt), 1u);
+  // INIT and SIPI to three APs each, then the fixed IPI to one.
+  EXPECT_EQ(rig.machine->stats().ipi_matrix().at({0, 2}), 3u);
+  EXPECT_EQ(rig.machine->stats().ipi_matrix().at({0, 1}), 2u);
+}
+
+TEST(Machine, AnIpiToNobodyIsCountedAndGoesNowhere) {
+  Rig rig("2", {{start_aps(), run_for(10), send_fixed(9, 0x40), run_for(10), guest_exit(1)}, {enable_apic_and_halt()}});
+  ASSERT_EQ(rig.machine->run().outcome, RunResult::Outcome::GuestExit);
+  EXPECT_EQ(rig.stats(0).ipis_to_nobody, 1u);
+  EXPECT_TRUE(rig.cpu(1).injected.empty());
+}
+
+// The wake rules (model/cost_rules.h) as the loop applies them: the
+// IPI's send, the target's halt, the host's latency or its halt-poll hit.
+uint64_t resume_after_ipi(const std::string& cost, Rig** out = nullptr) {
+  static uint64_t sent_at;
+  auto rig = std::make_unique<Rig>(
+      "2", std::vector<std::vector<Action>>{{start_aps(), run_for(20'000), send_fixed(1, 0x40, &sent_at), run_for(50'000),
+                                             guest_exit(1)},
+                                            {enable_apic_and_halt(), run_for(10)}},
+      cost);
+  EXPECT_EQ(rig->machine->run().outcome, RunResult::Outcome::GuestExit);
+  EXPECT_EQ(rig->cpu(1).injected_at.size(), 1u);
+  const uint64_t resumed = rig->cpu(1).injected_at.empty() ? 0 : rig->cpu(1).injected_at[0] - sent_at;
+  if (out) *out = rig.release();
+  return resumed;
+}
+
+TEST(Machine, AHaltedTargetResumesAfterTheHostsWakeLatency) {
+  EXPECT_EQ(resume_after_ipi("halt_wake_ns=5000"), 5000u);
+  EXPECT_EQ(resume_after_ipi("halt_wake_ns=5000,icr_send_ns=300"), 5300u);  // sent inside the ICR exit
+}
+
+TEST(Machine, AHaltPollHitResumesSoonerAndIsCounted) {
+  Rig* rig = nullptr;
+  EXPECT_EQ(resume_after_ipi("halt_wake_ns=5000,halt_poll_ns=50000,poll_wake_ns=300", &rig), 300u);
+  EXPECT_EQ(rig->stats(1).halt_poll_hits, 1u);
+  EXPECT_EQ(rig->stats(1).halt_poll_misses, 0u);
+  delete rig;
+  // The halt began about 20 us before the IPI: a 1 us window missed it.
+  EXPECT_EQ(resume_after_ipi("halt_wake_ns=5000,halt_poll_ns=1000,poll_wake_ns=300", &rig), 5000u);
+  EXPECT_EQ(rig->stats(1).halt_poll_misses, 1u);
+  delete rig;
+}
+
+TEST(Machine, ARunningTargetSeesTheIpiAPostedInterruptLater) {
+  uint64_t sent_at = 0;
+  Rig rig("2",
+          {{start_aps(), run_for(5000), send_fixed(1, 0x40, &sent_at), run_for(20'000), guest_exit(1)},
+           {[](FakeVcpu& v, uint64_t) {
+              v.write_apic(REG_SVR, SVR_APIC_ENABLED | 0xff);
+              return stop();
+            },
+            // Behind the IPI's arrival: the machine ends its slice there.
+            run_for(1000), run_for(1000), run_for(1000), run_for(1000), run_for(1000), run_budget(), run_for(10)}},
+          "ipi_running_ns=700");
+  ASSERT_EQ(rig.machine->run().outcome, RunResult::Outcome::GuestExit);
+  ASSERT_EQ(rig.cpu(1).injected_at.size(), 1u);
+  EXPECT_EQ(rig.cpu(1).injected_at[0], sent_at + 700);
+  EXPECT_EQ(rig.stats(1).received_by_vector.at(0x40), 1u);
+  EXPECT_EQ(rig.stats(1).received_while_halted, 0u);
+}
+
+// Scheduling into the past: an IPI from a vCPU behind in time reaches one
+// already past its arrival at the target's next slice, not back in time.
+TEST(Machine, AnIpiFromBehindArrivesAtTheTargetsOwnTime) {
+  uint64_t sent_at = 0;
+  Rig rig("2",
+          {{start_aps(), run_for(100), send_fixed(1, 0x40, &sent_at), run_for(100'000), guest_exit(1)},
+           {[](FakeVcpu& v, uint64_t) {
+              v.write_apic(REG_SVR, SVR_APIC_ENABLED | 0xff);
+              v.retire(50'000);  // far ahead of cpu 0
+              return stop();
+            },
+            run_for(10), run_for(10)}},
+          "ipi_running_ns=700");
+  ASSERT_EQ(rig.machine->run().outcome, RunResult::Outcome::GuestExit);
+  ASSERT_EQ(rig.cpu(1).injected_at.size(), 1u);
+  EXPECT_EQ(sent_at, 100u);
+  EXPECT_EQ(rig.cpu(1).injected_at[0], 50'000u);  // its own clock at its next slice
+}
+
+// pick_next: the earliest clock runs, ties go to the lower index.
+TEST(Machine, TheEarliestClockRunsNextAndTiesGoToTheLowerIndex) {
+  std::string order;
+  auto logged = [&order](char who, uint64_t n) {
+    return [&order, who, n](FakeVcpu& v, uint64_t) {
+      order += who;
+      v.retire(n);
+      return stop();
+    };
+  };
+  std::vector<Action> cpu0{start_aps()}, cpu1;
+  for (int i = 0; i < 3; ++i) cpu0.push_back(logged('a', 300));
+  cpu0.push_back(guest_exit(1));
+  for (int i = 0; i < 8; ++i) cpu1.push_back(logged('b', 100));
+  Rig rig("2", {cpu0, cpu1});
+  ASSERT_EQ(rig.machine->run().outcome, RunResult::Outcome::GuestExit);
+  // Both at 0: a; then b at 0, 100, 200; at 300 both: a; ...
+  EXPECT_EQ(order.substr(0, 9), "abbbabbba");
+}
+
+TEST(Machine, TheWindowCountsWhatHappenedBetweenTheGuestsMarks) {
+  Rig rig("1", {{run_for(100), measure(MeasurePort::Mark::Begin), run_for(1234), measure(MeasurePort::Mark::End),
+                 run_for(500), guest_exit(1)}});
+  ASSERT_EQ(rig.machine->run().outcome, RunResult::Outcome::GuestExit);
+  const auto& window = rig.machine->window();
+  ASSERT_TRUE(window);
+  EXPECT_TRUE(window->ended_by_guest);
+  EXPECT_EQ(window->begin_ns, 100u);
+  EXPECT_EQ(window->end_ns, 1334u);
+  EXPECT_EQ(window->stats.vcpu(0).instructions, 1234u);
+  EXPECT_EQ(window->stats.vcpu(0).exits[static_cast<size_t>(ExitKind::Io)], 1u);  // the End write
+}
+
+TEST(Machine, AWindowTheGuestDoesNotEndEndsWithTheRun) {
+  Rig rig("1", {{measure(MeasurePort::Mark::Begin), run_for(777), guest_exit(1)}});
+  ASSERT_EQ(rig.machine->run().outcome, RunResult::Outcome::GuestExit);
+  ASSERT_TRUE(rig.machine->window());
+  EXPECT_FALSE(rig.machine->window()->ended_by_guest);
+  EXPECT_EQ(rig.machine->window()->end_ns, 777u);
+}
+
+TEST(Machine, OneVcpuHaltedWithInterruptsOffIsDiagnosed) {
+  Rig rig("1", {{run_for(5), enable_apic_and_halt(false)}});
+  RunResult r = rig.machine->run();
+  EXPECT_EQ(r.outcome, RunResult::Outcome::Hung);
+  EXPECT_EQ(r.diagnosis.rfind("the guest halted with interrupts disabled at cpu 0 RIP 0x100006", 0), 0u) << r.diagnosis;
+}
+
+TEST(Machine, ADeadlockNamesEveryStuckVcpu) {
+  Rig rig("3", {{start_aps(), enable_apic_and_halt(false)}, {enable_apic_and_halt(true)}, {enable_apic_and_halt(false)}});
+  RunResult r = rig.machine->run();
+  EXPECT_EQ(r.outcome, RunResult::Outcome::Hung);
+  EXPECT_NE(r.diagnosis.find("guest deadlock: no vCPU can run and nothing can wake one:"), std::string::npos);
+  EXPECT_NE(r.diagnosis.find("cpu 1 halted with interrupts enabled"), std::string::npos) << r.diagnosis;
+  EXPECT_NE(r.diagnosis.find("cpu 2 halted with interrupts disabled"), std::string::npos) << r.diagnosis;
+  EXPECT_NE(r.diagnosis.find("(3 of 3 vCPUs started)"), std::string::npos) << r.diagnosis;
+}
+
+TEST(Machine, AnApWaitingForASipiNobodySendsIsADeadlock) {
+  Rig rig("2", {{enable_apic_and_halt(false)}});
+  RunResult r = rig.machine->run();
+  EXPECT_EQ(r.outcome, RunResult::Outcome::Hung);
+  EXPECT_NE(r.diagnosis.find("cpu 1 waits for SIPI"), std::string::npos) << r.diagnosis;
+  EXPECT_NE(r.diagnosis.find("(1 of 2 vCPUs started)"), std::string::npos) << r.diagnosis;
+}
+
+TEST(Machine, AReservedDeliveryModeStopsTheRun) {
+  Rig rig("1", {{[](FakeVcpu& v, uint64_t) {
+    v.write_apic(REG_SVR, SVR_APIC_ENABLED | 0xff);
+    v.send_ipi(0, 0x4300 | 0x40);  // delivery mode 011b
+    return stop();
+  }}});
+  RunResult r = rig.machine->run();
+  EXPECT_EQ(r.outcome, RunResult::Outcome::Crashed);
+  EXPECT_EQ(r.diagnosis, "cpu 0 wrote an ICR with the reserved delivery mode 011b");
+}
+
+TEST(Machine, TheActivityLogFollowsHaltsAndWakes) {
+  Rig* rig = nullptr;
+  resume_after_ipi("halt_wake_ns=5000", &rig);
+  const std::vector<ActivitySpan>& spans = rig->machine->activity().spans(1);
+  // Started at 0 (no time waiting for SIPI), ran 1 ns, halted until the
+  // IPI (sent at 20,000) plus the host's 5,000, then ran again.
+  ASSERT_GE(spans.size(), 3u);
+  EXPECT_EQ(spans[0], (ActivitySpan{0, 1, VcpuActivity::Running}));
+  EXPECT_EQ(spans[1], (ActivitySpan{1, 25'000, VcpuActivity::Halted}));
+  EXPECT_EQ(spans[2].activity, VcpuActivity::Running);
+  EXPECT_EQ(rig->machine->activity().spans(0)[0].activity, VcpuActivity::Running);
+  delete rig;
+}
+
+}  // namespace
+}  // namespace topolab
