@@ -150,22 +150,19 @@ DeliveryResult deliver_real(const CpuState& cpu, const Event& e, LinearMemory& m
   return out;
 }
 
-// SDM Vol. 2A INT n, PROTECTED-MODE and IA-32e mode; Vol. 3A 6.12, 6.14.
-DeliveryResult deliver_protected(const CpuState& cpu, const Event& e, LinearMemory& mem) {
+// The gate of `e` in the IDT, checked (SDM 6.12.1.1, 6.14.1): a result
+// when delivery ends there.
+std::optional<DeliveryResult> read_gate(const CpuState& cpu, const Event& e, LinearMemory& mem, GateDescriptor& gate) {
   const bool ia32e = is_ia32e(cpu.mode);
   const uint32_t ext = ext_bit(e);
-  if (!ia32e && (cpu.rflags & kFlagVm)) {
-    return DeliveryUnsupported{fmt::format("vector {:#x}: delivery from virtual-8086 mode", e.vector)};
-  }
-
-  // The gate: within the IDT limit, an interrupt/trap (or, legacy, task) gate.
+  // Within the IDT limit, an interrupt/trap (or, legacy, task) gate.
   const uint64_t entry_size = ia32e ? 16 : 8;
   if (uint64_t{e.vector} * entry_size + entry_size - 1 > cpu.idtr.limit) return gp(idt_error(e.vector, ext));
   uint64_t raw[2] = {0, 0};
   if (auto f = mem.read(cpu.idtr.base + uint64_t{e.vector} * entry_size, raw, entry_size, system_table_access())) {
     return memory_fault(*f, ext);
   }
-  const GateDescriptor gate = ia32e ? decode_gate16(raw[0], raw[1]) : decode_gate(raw[0]);
+  gate = ia32e ? decode_gate16(raw[0], raw[1]) : decode_gate(raw[0]);
   const bool interrupt_gate = gate.type == kType32BitInterruptGate;
   const bool legacy_gate_type = gate.type == kTypeTaskGate || gate.type == kType16BitInterruptGate ||
                                 gate.type == kType16BitTrapGate;
@@ -181,87 +178,95 @@ DeliveryResult deliver_protected(const CpuState& cpu, const Event& e, LinearMemo
   if (legacy_gate_type) {
     return DeliveryUnsupported{fmt::format("vector {:#x}: 16-bit interrupt or trap gate", e.vector)};
   }
+  return std::nullopt;
+}
 
-  // The handler's code segment.
-  const uint16_t cs_sel = gate.selector;
+// The handler's code segment, named by the gate, checked: a result when
+// delivery ends there.
+std::optional<DeliveryResult> read_handler_code(const CpuState& cpu, const Event& e, LinearMemory& mem,
+                                                uint16_t cs_sel, SegmentDescriptor& cs) {
+  const uint32_t ext = ext_bit(e);
   if ((cs_sel & ~kSelectorRplMask) == 0) return gp(ext);
   const DescriptorLookup cs_lookup = read_descriptor(mem, cpu.gdtr, cpu.ldtr, cs_sel);
   if (cs_lookup.status == LookupStatus::kBeyondLimit) return gp(selector_error(cs_sel, ext));
   if (cs_lookup.status == LookupStatus::kMemoryFault) return memory_fault(cs_lookup.fault, ext);
-  const SegmentDescriptor& cs = cs_lookup.desc;
+  cs = cs_lookup.desc;
   if (!cs.is_code() || cs.dpl > cpu.cpl) return gp(selector_error(cs_sel, ext));
   if (!cs.p) return np(selector_error(cs_sel, ext));
-  if (ia32e && !(cs.l && !cs.db)) return gp(selector_error(cs_sel, ext));  // SDM 6.14.1: 64-bit code only
+  if (is_ia32e(cpu.mode) && !(cs.l && !cs.db)) return gp(selector_error(cs_sel, ext));  // SDM 6.14.1: 64-bit code only
+  return std::nullopt;
+}
 
-  // SDM 6.12.1: a conforming segment runs at the current CPL; a
-  // non-conforming one at its DPL, switching stacks when that is lower.
-  const bool conforming = cs.is_conforming_code();
-  const unsigned new_cpl = conforming ? cpu.cpl : cs.dpl;
-  const bool privilege_change = !conforming && cs.dpl < cpu.cpl;
-  const bool push_error = e.kind == EventKind::kHardwareException && pushes_error_code(e.vector);
-  const Accessor who{.cpl = new_cpl, .implicit_supervisor = new_cpl == 0, .stack = true};
+// What the frame push needs to know of the handler.
+struct HandlerEntry {
+  GateDescriptor gate;
+  SegmentDescriptor cs;
+  unsigned new_cpl = 0;
+  bool privilege_change = false;
+  bool push_error = false;
+  Accessor who;
+};
 
-  Delivered out;
-  out.mode = ia32e ? CpuMode::kLong64 : CpuMode::kProtected;
-  out.cpl = new_cpl;
-  out.cs = Segment{.selector = static_cast<uint16_t>((cs_sel & ~kSelectorRplMask) | new_cpl), .desc = cs};
-  out.rflags = cpu.rflags & ~(kFlagsClearedByGate | (interrupt_gate ? kFlagIf : 0));
-
-  if (ia32e) {
-    // SDM 6.14.4/6.14.5: the stack comes from the IST whenever the gate
-    // names one, else from RSPn on a privilege change; RSP is aligned to 16
-    // and SS:RSP is pushed unconditionally.
-    uint64_t new_rsp = cpu.rsp;
-    if (gate.ist != 0 || privilege_change) {
-      const TssRead<uint64_t> r =
-          gate.ist != 0 ? read_tss64_ist(mem, cpu.tr, gate.ist) : read_tss64_rsp(mem, cpu.tr, new_cpl);
-      if (r.status == LookupStatus::kBeyondLimit) return ts(selector_error(cpu.tr.selector, ext));
-      if (r.status == LookupStatus::kMemoryFault) return memory_fault(r.fault, ext);
-      new_rsp = r.value;
-    }
-    // SDM 6.14.1: the entry point must be canonical (48-bit; LA57 not modelled).
-    const uint64_t top = gate.offset >> 47;
-    if (top != 0 && top != 0x1ffff) return gp(ext);
-    out.ss = privilege_change ? Segment{.selector = static_cast<uint16_t>(new_cpl),
-                                        .desc = SegmentDescriptor{.dpl = static_cast<uint8_t>(new_cpl)}}
-                              : cpu.ss;
-    const uint64_t ip_mask = cpu.mode == CpuMode::kLong64 ? kMask64 : kMask32;
-    std::vector<uint64_t> frame = {cpu.ss.selector, cpu.rsp, cpu.rflags, cpu.cs.selector,
-                                   return_address(cpu, e, ip_mask)};
-    if (push_error) frame.push_back(e.error_code);
-    const Stack st{.base = 0, .sp = new_rsp & ~uint64_t{0xf}, .sp_mask = kMask64, .linear_mask = kMask64,
-                   .limits = nullptr, .who = who};
-    if (auto f = push_frame(mem, st, frame, 8, ss_fault(ext), ext, out)) return *f;
-    out.rip = gate.offset;
-    return out;
+// IA-32e: SDM 6.14.4/6.14.5: the stack comes from the IST whenever the gate
+// names one, else from RSPn on a privilege change; RSP is aligned to 16
+// and SS:RSP is pushed unconditionally.
+DeliveryResult push_ia32e_frame(const CpuState& cpu, const Event& e, LinearMemory& mem, const HandlerEntry& h,
+                                Delivered out) {
+  const uint32_t ext = ext_bit(e);
+  uint64_t new_rsp = cpu.rsp;
+  if (h.gate.ist != 0 || h.privilege_change) {
+    const TssRead<uint64_t> r =
+        h.gate.ist != 0 ? read_tss64_ist(mem, cpu.tr, h.gate.ist) : read_tss64_rsp(mem, cpu.tr, h.new_cpl);
+    if (r.status == LookupStatus::kBeyondLimit) return ts(selector_error(cpu.tr.selector, ext));
+    if (r.status == LookupStatus::kMemoryFault) return memory_fault(r.fault, ext);
+    new_rsp = r.value;
   }
+  // SDM 6.14.1: the entry point must be canonical (48-bit; LA57 not modelled).
+  const uint64_t top = h.gate.offset >> 47;
+  if (top != 0 && top != 0x1ffff) return gp(ext);
+  out.ss = h.privilege_change ? Segment{.selector = static_cast<uint16_t>(h.new_cpl),
+                                        .desc = SegmentDescriptor{.dpl = static_cast<uint8_t>(h.new_cpl)}}
+                              : cpu.ss;
+  const uint64_t ip_mask = cpu.mode == CpuMode::kLong64 ? kMask64 : kMask32;
+  std::vector<uint64_t> frame = {cpu.ss.selector, cpu.rsp, cpu.rflags, cpu.cs.selector,
+                                 return_address(cpu, e, ip_mask)};
+  if (h.push_error) frame.push_back(e.error_code);
+  const Stack st{.base = 0, .sp = new_rsp & ~uint64_t{0xf}, .sp_mask = kMask64, .linear_mask = kMask64,
+                 .limits = nullptr, .who = h.who};
+  if (auto f = push_frame(mem, st, frame, 8, ss_fault(ext), ext, out)) return *f;
+  out.rip = h.gate.offset;
+  return out;
+}
 
-  // Legacy protected mode, 32-bit gate.
+// Legacy protected mode, 32-bit gate; on a privilege change SSn:ESPn come
+// from the TSS (SDM 6.12.1, INT n INTER-PRIVILEGE-LEVEL-INTERRUPT).
+DeliveryResult push_legacy_frame(const CpuState& cpu, const Event& e, LinearMemory& mem, const HandlerEntry& h,
+                                 Delivered out) {
+  const uint32_t ext = ext_bit(e);
   Stack st{.base = cpu.ss.desc.base,
            .sp = cpu.rsp,
            .sp_mask = cpu.ss.desc.db ? kMask32 : kMask16,
            .linear_mask = kMask32,
            .limits = &cpu.ss.desc,
-           .who = who};
+           .who = h.who};
   std::vector<uint64_t> frame;
   Fault limit_fault = ss_fault(ext);
   out.ss = cpu.ss;
-  if (privilege_change) {
-    // SDM 6.12.1 / INT n INTER-PRIVILEGE-LEVEL-INTERRUPT: SSn:ESPn from the TSS.
+  if (h.privilege_change) {
     if (cpu.tr.desc.type == kType16BitTssAvailable || cpu.tr.desc.type == kType16BitTssBusy) {
       return DeliveryUnsupported{fmt::format("vector {:#x}: stack switch through a 16-bit TSS", e.vector)};
     }
-    const TssRead<StackPointer32> r = read_tss32_stack(mem, cpu.tr, new_cpl);
+    const TssRead<StackPointer32> r = read_tss32_stack(mem, cpu.tr, h.new_cpl);
     if (r.status == LookupStatus::kBeyondLimit) return ts(selector_error(cpu.tr.selector, ext));
     if (r.status == LookupStatus::kMemoryFault) return memory_fault(r.fault, ext);
     const uint16_t ss_sel = r.value.ss;
     if ((ss_sel & ~kSelectorRplMask) == 0) return ts(ext);
     const DescriptorLookup ss_lookup = read_descriptor(mem, cpu.gdtr, cpu.ldtr, ss_sel);
-    if (ss_lookup.status == LookupStatus::kBeyondLimit || (ss_sel & kSelectorRplMask) != new_cpl) {
+    if (ss_lookup.status == LookupStatus::kBeyondLimit || (ss_sel & kSelectorRplMask) != h.new_cpl) {
       return ts(selector_error(ss_sel, ext));
     }
     if (ss_lookup.status == LookupStatus::kMemoryFault) return memory_fault(ss_lookup.fault, ext);
-    if (ss_lookup.desc.dpl != new_cpl || !ss_lookup.desc.is_writable_data()) return ts(selector_error(ss_sel, ext));
+    if (ss_lookup.desc.dpl != h.new_cpl || !ss_lookup.desc.is_writable_data()) return ts(selector_error(ss_sel, ext));
     if (!ss_lookup.desc.p) return ss_fault(selector_error(ss_sel, ext));
     out.ss = Segment{.selector = ss_sel, .desc = ss_lookup.desc};
     st.base = out.ss.desc.base;
@@ -272,15 +277,43 @@ DeliveryResult deliver_protected(const CpuState& cpu, const Event& e, LinearMemo
     frame = {cpu.ss.selector, cpu.rsp & kMask32};
   }
   frame.insert(frame.end(), {cpu.rflags & kMask32, cpu.cs.selector, return_address(cpu, e, kMask32)});
-  if (push_error) frame.push_back(e.error_code);
+  if (h.push_error) frame.push_back(e.error_code);
   // SDM INT n: the room on the stack is checked before the entry point.
   for (size_t i = 0; i < frame.size(); ++i) {
     if (!within_limit(*st.limits, (st.sp - (i + 1) * 4) & st.sp_mask, 4)) return limit_fault;
   }
-  if (gate.offset > cs.effective_limit()) return gp(ext);
+  if (h.gate.offset > h.cs.effective_limit()) return gp(ext);
   if (auto f = push_frame(mem, st, frame, 4, limit_fault, ext, out)) return *f;
-  out.rip = gate.offset;
+  out.rip = h.gate.offset;
   return out;
+}
+
+// SDM Vol. 2A INT n, PROTECTED-MODE and IA-32e mode; Vol. 3A 6.12, 6.14.
+DeliveryResult deliver_protected(const CpuState& cpu, const Event& e, LinearMemory& mem) {
+  const bool ia32e = is_ia32e(cpu.mode);
+  if (!ia32e && (cpu.rflags & kFlagVm)) {
+    return DeliveryUnsupported{fmt::format("vector {:#x}: delivery from virtual-8086 mode", e.vector)};
+  }
+  HandlerEntry h;
+  if (auto end = read_gate(cpu, e, mem, h.gate)) return *end;
+  const uint16_t cs_sel = h.gate.selector;
+  if (auto end = read_handler_code(cpu, e, mem, cs_sel, h.cs)) return *end;
+
+  // SDM 6.12.1: a conforming segment runs at the current CPL; a
+  // non-conforming one at its DPL, switching stacks when that is lower.
+  const bool conforming = h.cs.is_conforming_code();
+  h.new_cpl = conforming ? cpu.cpl : h.cs.dpl;
+  h.privilege_change = !conforming && h.cs.dpl < cpu.cpl;
+  h.push_error = e.kind == EventKind::kHardwareException && pushes_error_code(e.vector);
+  h.who = Accessor{.cpl = h.new_cpl, .implicit_supervisor = h.new_cpl == 0, .stack = true};
+
+  Delivered out;
+  out.mode = ia32e ? CpuMode::kLong64 : CpuMode::kProtected;
+  out.cpl = h.new_cpl;
+  out.cs = Segment{.selector = static_cast<uint16_t>((cs_sel & ~kSelectorRplMask) | h.new_cpl), .desc = h.cs};
+  const bool interrupt_gate = h.gate.type == kType32BitInterruptGate;
+  out.rflags = cpu.rflags & ~(kFlagsClearedByGate | (interrupt_gate ? kFlagIf : 0));
+  return ia32e ? push_ia32e_frame(cpu, e, mem, h, out) : push_legacy_frame(cpu, e, mem, h, out);
 }
 
 }  // namespace

@@ -22,6 +22,12 @@ class FakeVcpu;
 // One slice of a fake vCPU: what the guest does in it, and why it stopped.
 using Action = std::function<VcpuExit(FakeVcpu&, uint64_t budget)>;
 
+VcpuExit exit_for(VcpuExit::Reason reason) {
+  VcpuExit exit;
+  exit.reason = reason;
+  return exit;
+}
+
 // A vCPU that runs a script: each run() takes the next action; after the
 // last it halts. Actions call the machine as a guest would, through its
 // VcpuHost calls and the APIC page the machine maps.
@@ -65,7 +71,7 @@ class FakeVcpu final : public Vcpu {
   void map_mmio(uint64_t, uint64_t, MmioHandler& handler) override { apic_page_ = &handler; }
   void unmap_mmio(uint64_t, uint64_t) override { apic_page_ = nullptr; }
   VcpuExit run(uint64_t budget) override {
-    if (next_ >= script_.size()) return {.reason = VcpuExit::Reason::Halt};
+    if (next_ >= script_.size()) return exit_for(VcpuExit::Reason::Halt);
     return script_[next_++](*this, budget);
   }
   void request_stop() override {}
@@ -86,7 +92,9 @@ class FakeVcpu final : public Vcpu {
   Injection record_injection(uint8_t vector) {
     injected.push_back(vector);
     injected_at.push_back(host_.read_tsc());
-    return {.delivered = true};
+    Injection done;
+    done.delivered = true;
+    return done;
   }
 
   unsigned index_;
@@ -104,7 +112,7 @@ constexpr uint32_t kIcrSipiAllButSelf = 0xC4600;
 constexpr uint32_t kIcrFixed = 0x4000;
 
 // Actions.
-VcpuExit stop() { return {.reason = VcpuExit::Reason::StopRequested}; }
+VcpuExit stop() { return exit_for(VcpuExit::Reason::StopRequested); }
 Action run_for(uint64_t instructions) {
   return [=](FakeVcpu& v, uint64_t) {
     v.retire(instructions);
@@ -123,7 +131,7 @@ Action enable_apic_and_halt(bool interrupts = true) {
     v.write_apic(REG_SVR, SVR_APIC_ENABLED | 0xff);
     v.interrupts_enabled = interrupts;
     v.retire(1);
-    return VcpuExit{.reason = VcpuExit::Reason::Halt};
+    return exit_for(VcpuExit::Reason::Halt);
   };
 }
 Action start_aps(uint8_t sipi_vector = 0x10) {

@@ -1,0 +1,335 @@
+// What the vCPU knows of the guest's code, with no engine involved: the
+// instructions of a translated block decoded with Capstone (their count,
+// the trap sites the engine must stop at, STI shadows, REP strings), and
+// the cache of decoded blocks keyed by linear address, with far pages for
+// higher-half code. Used by the engine (vcpu_engine.h); no Unicorn here.
+#pragma once
+
+#include <capstone/capstone.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace topolab {
+namespace vcpu_internal {
+
+inline constexpr uint64_t kNoAddress = ~uint64_t{0};
+inline constexpr uint64_t kPageSize = 4096;
+
+enum class CodeSize : uint8_t { Bits16, Bits32, Bits64 };
+inline constexpr std::array kCodeSizes = {CodeSize::Bits16, CodeSize::Bits32, CodeSize::Bits64};
+
+inline cs_mode capstone_mode(CodeSize size) {
+  switch (size) {
+    case CodeSize::Bits16: return CS_MODE_16;
+    case CodeSize::Bits32: return CS_MODE_32;
+    case CodeSize::Bits64: return CS_MODE_64;
+  }
+  throw std::logic_error("unknown code size");
+}
+
+// Instructions Unicorn would run wrongly; run() emulates them instead.
+// Sites the vCPU hooks: RDMSR and WRMSR it stops at and emulates; MONITOR
+// and MWAIT it stops at for the machine to emulate (Unicorn 2.1.3 raises #UD
+// for them on some engine models and runs them as no-ops on others:
+// MonitorStopsAfterInitAndSipiOnEveryEngineCpu); RDTSCP only on a machine
+// without IA32_TSC_AUX, where it is #UD (elsewhere the RDTSCP instruction
+// hook answers it). IRET and PAUSE it only watches: an IRET ends NMI
+// blocking (SDM 6.7.1), and PAUSEs are counted.
+// SYSCALL and SYSENTER are stopped at and emulated too: Unicorn runs them
+// as no-ops that only call a hook (emu/fast_syscall has their rules).
+enum class TrapKind : uint8_t { Rdmsr, Wrmsr, Rdtscp, Monitor, Mwait, Syscall, Sysenter, Iret, Pause };
+
+inline bool is_watched(TrapKind kind) { return kind == TrapKind::Iret || kind == TrapKind::Pause; }
+
+inline std::optional<TrapKind> trap_kind(unsigned capstone_id) {
+  switch (capstone_id) {
+    case X86_INS_RDMSR: return TrapKind::Rdmsr;
+    case X86_INS_WRMSR: return TrapKind::Wrmsr;
+    case X86_INS_RDTSCP: return TrapKind::Rdtscp;
+    case X86_INS_MONITOR: return TrapKind::Monitor;
+    case X86_INS_MWAIT: return TrapKind::Mwait;
+    case X86_INS_SYSCALL: return TrapKind::Syscall;
+    case X86_INS_SYSENTER: return TrapKind::Sysenter;
+    case X86_INS_IRET: case X86_INS_IRETD: case X86_INS_IRETQ: return TrapKind::Iret;
+    case X86_INS_PAUSE: return TrapKind::Pause;
+    default: return std::nullopt;
+  }
+}
+
+// The opcode bytes each trapped instruction ends with (SDM Vol. 2).
+inline std::span<const uint8_t> trap_opcode(TrapKind kind) {
+  static constexpr uint8_t kRdmsr[] = {0x0F, 0x32}, kWrmsr[] = {0x0F, 0x30}, kRdtscp[] = {0x0F, 0x01, 0xF9},
+                           kMonitor[] = {0x0F, 0x01, 0xC8}, kMwait[] = {0x0F, 0x01, 0xC9},
+                           kSyscall[] = {0x0F, 0x05}, kSysenter[] = {0x0F, 0x34};
+  switch (kind) {
+    case TrapKind::Rdmsr: return kRdmsr;
+    case TrapKind::Wrmsr: return kWrmsr;
+    case TrapKind::Rdtscp: return kRdtscp;
+    case TrapKind::Monitor: return kMonitor;
+    case TrapKind::Mwait: return kMwait;
+    case TrapKind::Syscall: return kSyscall;
+    case TrapKind::Sysenter: return kSysenter;
+    case TrapKind::Iret: case TrapKind::Pause: break;  // watched, never stopped at
+  }
+  throw std::logic_error("no emulated opcode for this trap kind");
+}
+
+// Instructions whose Unicorn hook calls VcpuHost in the middle of a block.
+inline bool calls_host_mid_block(unsigned capstone_id) {
+  switch (capstone_id) {
+    case X86_INS_IN: case X86_INS_INSB: case X86_INS_INSW: case X86_INS_INSD:
+    case X86_INS_OUT: case X86_INS_OUTSB: case X86_INS_OUTSW: case X86_INS_OUTSD:
+    case X86_INS_CPUID:
+    case X86_INS_RDTSC:
+    case X86_INS_RDTSCP:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A segment descriptor (SDM Vol. 3A 3.4.5, figure 3-8).
+struct SegmentDescriptor {
+  uint64_t raw = 0;
+  uint64_t base() const { return ((raw >> 16) & 0xFF'FFFF) | ((raw >> 56) << 24); }
+  uint8_t type() const { return (raw >> 40) & 0xF; }
+  bool code_or_data() const { return (raw >> 44) & 1; }  // S
+  unsigned dpl() const { return (raw >> 45) & 3; }
+  bool present() const { return (raw >> 47) & 1; }
+  bool long_mode() const { return (raw >> 53) & 1; }  // L
+  bool big() const { return (raw >> 54) & 1; }        // D/B
+  bool is_code() const { return present() && code_or_data() && (type() & 0x8); }
+  // The same segment, whatever the accessed bit says.
+  bool same_segment_as(const SegmentDescriptor& other) const {
+    constexpr uint64_t kAccessed = uint64_t{1} << 40;
+    return (raw | kAccessed) == (other.raw | kAccessed);
+  }
+};
+
+// Legacy prefixes, and REX in 64-bit code (SDM Vol. 2 2.1.1, 2.2.1).
+inline bool is_prefix(uint8_t b, CodeSize size) {
+  return b == 0xF2 || b == 0xF3 || b == 0x66 || b == 0x67 || b == 0xF0 || b == 0x2E || b == 0x36 || b == 0x3E ||
+         b == 0x26 || b == 0x64 || b == 0x65 || (size == CodeSize::Bits64 && (b & 0xF0) == 0x40);
+}
+
+// STI, MOV SS and POP SS hold off maskable interrupts for one instruction
+// (SDM Vol. 3A 6.8.3). Unicorn ends a block after each of them
+// (StiShadowDefersTheInterruptPastTheHlt, MovSsEndsItsBlockAndShadowsThe-
+// NextInstruction), so a block that ends with one leaves the first
+// instruction of the next block in the shadow; that instruction is then
+// translated as a block of its own.
+inline bool sets_interrupt_shadow(std::span<const uint8_t> bytes, CodeSize size) {
+  size_t i = 0;
+  while (i < bytes.size() && is_prefix(bytes[i], size)) ++i;
+  if (i >= bytes.size()) return false;
+  const uint8_t op = bytes[i];
+  if (op == 0xFB) return true;                           // sti
+  if (op == 0x17 && size != CodeSize::Bits64) return true;  // pop ss
+  return op == 0x8E && i + 1 < bytes.size() && ((bytes[i + 1] >> 3) & 7) == 2;  // mov ss, r/m16
+}
+
+inline bool is_software_interrupt(unsigned capstone_id) {
+  return capstone_id == X86_INS_INT3 || capstone_id == X86_INS_INT || capstone_id == X86_INS_INTO ||
+         capstone_id == X86_INS_INT1;
+}
+
+// REP/REPE/REPNE in front of INS, OUTS, MOVS, CMPS, STOS, LODS or SCAS
+// (SDM Vol. 2 "REP/REPE/REPZ/REPNE/REPNZ"). Capstone without detail mode
+// does not report prefixes, so the bytes are read directly.
+inline bool is_rep_string(std::span<const uint8_t> bytes, CodeSize size) {
+  bool rep = false;
+  size_t i = 0;
+  for (; i < bytes.size(); ++i) {
+    const uint8_t b = bytes[i];
+    if (b == 0xF2 || b == 0xF3) {
+      rep = true;
+    } else if (!(b == 0x66 || b == 0x67 || b == 0xF0 || b == 0x2E || b == 0x36 || b == 0x3E || b == 0x26 ||
+                 b == 0x64 || b == 0x65 || (size == CodeSize::Bits64 && (b & 0xF0) == 0x40))) {
+      break;
+    }
+  }
+  if (!rep || i == bytes.size()) return false;
+  const uint8_t op = bytes[i];
+  return (op >= 0x6C && op <= 0x6F) || (op >= 0xA4 && op <= 0xA7) || (op >= 0xAA && op <= 0xAF);
+}
+
+struct TrapSite {
+  uint64_t address;
+  TrapKind kind;
+  uint8_t length;
+};
+
+// One translated block as Capstone sees it.
+struct DecodedBlock {
+  uint64_t start = 0;
+  uint32_t size = 0;
+  uint32_t count = 0;  // instructions retired when the block runs to its end
+  CodeSize code_size = CodeSize::Bits32;
+  bool fully_decoded = true;  // false: Capstone stopped early; the rest counts as one
+  bool ends_with_software_interrupt = false;
+  bool ends_with_interrupt_shadow = false;  // last instruction: STI, MOV SS or POP SS
+  uint64_t rep_string_tail = kNoAddress;  // address of a final REP string instruction
+  std::vector<uint16_t> offsets;          // instruction starts, from `start`
+  std::vector<uint16_t> host_calls;       // indices of IN/OUT/INS/OUTS/CPUID, in order
+  std::vector<TrapSite> traps;
+
+  // Instructions of this block retired when execution stands at `rip`. A
+  // `rip` outside the block means the block ran to its end and left.
+  uint32_t instructions_before(uint64_t rip) const {
+    if (rip < start || rip - start >= size) return count;
+    const auto offset = static_cast<uint16_t>(rip - start);
+    return static_cast<uint32_t>(std::lower_bound(offsets.begin(), offsets.end(), offset) - offsets.begin());
+  }
+  uint64_t address_of(uint32_t index) const { return start + offsets.at(index); }
+  uint64_t end() const { return start + size; }
+};
+
+// Capstone, with one handle per code size.
+class Disassembler {
+ public:
+  Disassembler() {
+    for (CodeSize size : kCodeSizes) {
+      Handle& h = handle(size);
+      if (cs_open(CS_ARCH_X86, capstone_mode(size), &h.cs) != CS_ERR_OK)
+        throw std::runtime_error("capstone: cannot open an x86 disassembler");
+      h.insn = cs_malloc(h.cs);
+    }
+  }
+  ~Disassembler() {
+    for (Handle& h : handles_) {
+      if (h.insn) cs_free(h.insn, 1);
+      if (h.cs) cs_close(&h.cs);
+    }
+  }
+  Disassembler(const Disassembler&) = delete;
+  Disassembler& operator=(const Disassembler&) = delete;
+
+  DecodedBlock decode_block(std::span<const uint8_t> code, uint64_t address, CodeSize size) {
+    DecodedBlock block;
+    block.start = address;
+    block.size = static_cast<uint32_t>(code.size());
+    block.code_size = size;
+    Handle& h = handle(size);
+    const uint8_t* bytes = code.data();
+    size_t left = code.size();
+    uint64_t at = address;
+    while (left > 0) {
+      const uint64_t insn_address = at;
+      if (!cs_disasm_iter(h.cs, &bytes, &left, &at, h.insn)) {
+        block.fully_decoded = false;
+        block.offsets.push_back(static_cast<uint16_t>(insn_address - address));
+        block.ends_with_software_interrupt = false;
+        block.ends_with_interrupt_shadow = false;
+        block.rep_string_tail = kNoAddress;
+        break;
+      }
+      add_instruction(block, *h.insn, code.subspan(insn_address - address, h.insn->size));
+    }
+    block.count = static_cast<uint32_t>(block.offsets.size());
+    return block;
+  }
+
+  // "mnemonic operands" of the instruction at the start of `code`.
+  std::string describe(std::span<const uint8_t> code, uint64_t address, CodeSize size) {
+    Handle& h = handle(size);
+    const uint8_t* bytes = code.data();
+    size_t left = code.size();
+    if (!cs_disasm_iter(h.cs, &bytes, &left, &address, h.insn)) return "(does not decode)";
+    return h.insn->op_str[0] ? fmt::format("{} {}", h.insn->mnemonic, h.insn->op_str) : h.insn->mnemonic;
+  }
+  // The length of the instruction at the start of `code` (1 when it does not decode).
+  uint32_t length(std::span<const uint8_t> code, uint64_t address, CodeSize size) {
+    Handle& h = handle(size);
+    const uint8_t* bytes = code.data();
+    size_t left = code.size();
+    if (!cs_disasm_iter(h.cs, &bytes, &left, &address, h.insn)) return 1;
+    return h.insn->size;
+  }
+
+ private:
+  struct Handle {
+    csh cs = 0;
+    cs_insn* insn = nullptr;
+  };
+  Handle& handle(CodeSize size) { return handles_[static_cast<size_t>(size)]; }
+
+  static void add_instruction(DecodedBlock& block, const cs_insn& insn, std::span<const uint8_t> bytes) {
+    const auto index = static_cast<uint16_t>(block.offsets.size());
+    block.offsets.push_back(static_cast<uint16_t>(insn.address - block.start));
+    if (calls_host_mid_block(insn.id)) block.host_calls.push_back(index);
+    if (auto kind = trap_kind(insn.id)) block.traps.push_back({insn.address, *kind, static_cast<uint8_t>(insn.size)});
+    block.ends_with_software_interrupt = is_software_interrupt(insn.id);
+    block.ends_with_interrupt_shadow = sets_interrupt_shadow(bytes, block.code_size);
+    block.rep_string_tail = is_rep_string(bytes, block.code_size) ? insn.address : kNoAddress;
+  }
+
+  std::array<Handle, kCodeSizes.size()> handles_;
+};
+
+// Decoded blocks by start address, in one lazily allocated table of 4 KiB
+// slots per page of RAM: the block hook runs once per executed block, and
+// this finds a block with three loads and no hashing. The table costs 8
+// bytes per 4 KiB of RAM plus 32 KiB per page that holds code.
+class BlockCache {
+ public:
+  explicit BlockCache(uint64_t ram_bytes) : pages_(ram_bytes / kPageSize) {}
+
+  const DecodedBlock* find(uint64_t address, uint32_t size) const {
+    const uint64_t page = address / kPageSize;
+    const Page* p = page < pages_.size() ? pages_[page].get() : find_far(page);
+    if (!p) return nullptr;
+    const DecodedBlock* block = p->slots[address % kPageSize].get();
+    return block && block->size == size ? block : nullptr;
+  }
+
+  // Replaces any block cached at the same start (the code there changed).
+  const DecodedBlock& insert(DecodedBlock block) {
+    const uint64_t number = block.start / kPageSize;
+    std::unique_ptr<Page>& page = number < pages_.size() ? pages_[number] : far_pages_[number];
+    if (!page) page = std::make_unique<Page>();
+    auto& slot = page->slots[block.start % kPageSize];
+    slot = std::make_unique<DecodedBlock>(std::move(block));
+    return *slot;
+  }
+
+  void clear() {
+    for (auto& page : pages_) page.reset();
+    far_pages_.clear();
+  }
+
+  // Linear addresses of the pages where some block starts.
+  std::vector<uint64_t> code_pages() const {
+    std::vector<uint64_t> addresses;
+    for (uint64_t page = 0; page < pages_.size(); ++page)
+      if (pages_[page]) addresses.push_back(page * kPageSize);
+    for (const auto& [page, p] : far_pages_) addresses.push_back(page * kPageSize);
+    std::sort(addresses.begin(), addresses.end());
+    return addresses;
+  }
+
+ private:
+  struct Page {
+    std::array<std::unique_ptr<DecodedBlock>, kPageSize> slots;
+  };
+  // Code at linear addresses beyond the size of RAM (a higher-half kernel):
+  // one hash lookup per block there.
+  [[gnu::noinline]] const Page* find_far(uint64_t page) const {
+    const auto it = far_pages_.find(page);
+    return it == far_pages_.end() ? nullptr : it->second.get();
+  }
+  std::vector<std::unique_ptr<Page>> pages_;  // linear addresses below the size of RAM
+  std::unordered_map<uint64_t, std::unique_ptr<Page>> far_pages_;
+};
+
+}  // namespace vcpu_internal
+}  // namespace topolab
