@@ -28,33 +28,40 @@ std::array<T, N> minus_array(const std::array<T, N>& now, const std::array<T, N>
 
 }  // namespace
 
+std::span<const ScalarCounter> scalar_counters() {
+  static constexpr ScalarCounter kCounters[] = {
+      {"instructions", &VcpuStats::instructions},
+      {"hlt_entries", &VcpuStats::hlt_entries},
+      {"halted_ns", &VcpuStats::halted_ns},
+      {"received_while_halted", &VcpuStats::received_while_halted},
+      {"received_while_running", &VcpuStats::received_while_running},
+      {"ipis_to_nobody", &VcpuStats::ipis_to_nobody},
+      {"pauses", &VcpuStats::pauses},
+      {"monitor_arms", &VcpuStats::monitor_arms},
+      {"mwait_entries", &VcpuStats::mwait_entries},
+      {"open_bus_reads", &VcpuStats::open_bus_reads},
+      {"open_bus_writes", &VcpuStats::open_bus_writes},
+      {"exit_ns", &VcpuStats::exit_ns},
+      {"run_ns", &VcpuStats::run_ns},
+      {"halt_poll_hits", &VcpuStats::halt_poll_hits},
+      {"halt_poll_misses", &VcpuStats::halt_poll_misses},
+      {"host_poll_ns", &VcpuStats::host_poll_ns},
+      {"host_mwait_ns", &VcpuStats::host_mwait_ns},
+  };
+  return kCounters;
+}
+
 VcpuStats VcpuStats::minus(const VcpuStats& e) const {
   VcpuStats d;
-  d.instructions = instructions - e.instructions;
-  d.hlt_entries = hlt_entries - e.hlt_entries;
-  d.halted_ns = halted_ns - e.halted_ns;
+  for (const ScalarCounter& c : scalar_counters()) d.*c.member = this->*c.member - e.*c.member;
   d.ipis_sent = minus_array(ipis_sent, e.ipis_sent);
   d.ipis_received = minus_array(ipis_received, e.ipis_received);
   d.ipis_sent_by_shorthand = minus_array(ipis_sent_by_shorthand, e.ipis_sent_by_shorthand);
   d.sent_by_vector = minus_map(sent_by_vector, e.sent_by_vector);
   d.received_by_vector = minus_map(received_by_vector, e.received_by_vector);
-  d.received_while_halted = received_while_halted - e.received_while_halted;
-  d.received_while_running = received_while_running - e.received_while_running;
-  d.ipis_to_nobody = ipis_to_nobody - e.ipis_to_nobody;
   d.wakes = minus_array(wakes, e.wakes);
-  d.pauses = pauses - e.pauses;
-  d.monitor_arms = monitor_arms - e.monitor_arms;
-  d.mwait_entries = mwait_entries - e.mwait_entries;
   d.mwait_hints = minus_map(mwait_hints, e.mwait_hints);
-  d.open_bus_reads = open_bus_reads - e.open_bus_reads;
-  d.open_bus_writes = open_bus_writes - e.open_bus_writes;
-  d.run_ns = run_ns - e.run_ns;
   d.exits = minus_array(exits, e.exits);
-  d.exit_ns = exit_ns - e.exit_ns;
-  d.halt_poll_hits = halt_poll_hits - e.halt_poll_hits;
-  d.halt_poll_misses = halt_poll_misses - e.halt_poll_misses;
-  d.host_poll_ns = host_poll_ns - e.host_poll_ns;
-  d.host_mwait_ns = host_mwait_ns - e.host_mwait_ns;
   return d;
 }
 

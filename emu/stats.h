@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -57,6 +58,15 @@ struct VcpuStats {
   // Every counter minus the same counter of `earlier` (a measuring window).
   VcpuStats minus(const VcpuStats& earlier) const;
 };
+
+// Every plain counter of VcpuStats with the name reports give it, in the
+// order the JSON report lists them: a new counter is one row here (and its
+// member), and the window arithmetic and the report follow.
+struct ScalarCounter {
+  std::string_view name;
+  uint64_t VcpuStats::*member;
+};
+std::span<const ScalarCounter> scalar_counters();
 
 class Stats {
  public:

@@ -46,12 +46,20 @@ Totals totals(const Stats& stats) {
   return t;
 }
 
+// The scalar counters from `first` to `last` (scalar_counters() order).
+void put_counters(nlohmann::ordered_json& v, const VcpuStats& s, std::string_view first, std::string_view last) {
+  bool in_range = false;
+  for (const ScalarCounter& c : scalar_counters()) {
+    in_range = in_range || c.name == first;
+    if (in_range) v[std::string(c.name)] = s.*c.member;
+    if (c.name == last) return;
+  }
+}
+
 nlohmann::ordered_json vcpu_json(const VcpuStats& s) {
   using nlohmann::ordered_json;
   ordered_json v;
-  v["instructions"] = s.instructions;
-  v["hlt_entries"] = s.hlt_entries;
-  v["halted_ns"] = s.halted_ns;
+  put_counters(v, s, "instructions", "halted_ns");
   ordered_json sent, received, shorthands, wake, exits;
   for (size_t m = 0; m < kIpiModes; ++m) {
     sent[std::string(to_string(static_cast<IpiMode>(m)))] = s.ipis_sent[m];
@@ -70,23 +78,13 @@ nlohmann::ordered_json vcpu_json(const VcpuStats& s) {
   for (auto [hint, n] : s.mwait_hints) hints[fmt::format("{:#04x}", hint)] = n;
   v["sent_by_vector"] = sv;
   v["received_by_vector"] = rv;
-  v["received_while_halted"] = s.received_while_halted;
-  v["received_while_running"] = s.received_while_running;
-  v["ipis_to_nobody"] = s.ipis_to_nobody;
+  put_counters(v, s, "received_while_halted", "ipis_to_nobody");
   v["wakes"] = wake;
-  v["pauses"] = s.pauses;
-  v["monitor_arms"] = s.monitor_arms;
-  v["mwait_entries"] = s.mwait_entries;
+  put_counters(v, s, "pauses", "mwait_entries");
   v["mwait_hints"] = hints;
-  v["open_bus_reads"] = s.open_bus_reads;
-  v["open_bus_writes"] = s.open_bus_writes;
+  put_counters(v, s, "open_bus_reads", "open_bus_writes");
   v["exits"] = exits;
-  v["exit_ns"] = s.exit_ns;
-  v["run_ns"] = s.run_ns;
-  v["halt_poll_hits"] = s.halt_poll_hits;
-  v["halt_poll_misses"] = s.halt_poll_misses;
-  v["host_poll_ns"] = s.host_poll_ns;
-  v["host_mwait_ns"] = s.host_mwait_ns;
+  put_counters(v, s, "exit_ns", "host_mwait_ns");
   v["host_busy_ns"] = s.host_busy_ns();
   return v;
 }
