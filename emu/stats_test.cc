@@ -1,5 +1,7 @@
 #include "emu/stats.h"
 
+#include <set>
+
 #include <gtest/gtest.h>
 
 namespace topolab {
@@ -72,6 +74,25 @@ TEST(Stats, AWindowIsTheDifferenceOfTwoSnapshots) {
   EXPECT_TRUE(window.vcpu(1).mwait_hints.empty());
   EXPECT_EQ(window.vcpu(1).host_busy_ns(), 40u);
   EXPECT_EQ(window.ipi_matrix().at({0, 1}), 1u);
+}
+
+TEST(Stats, EveryPlainCounterIsInTheWindowArithmetic) {
+  VcpuStats later, earlier;
+  uint64_t n = 1;
+  for (const ScalarCounter& c : scalar_counters()) {
+    later.*c.member = 100 * n;
+    earlier.*c.member = n++;
+  }
+  const VcpuStats window = later.minus(earlier);
+  n = 1;
+  for (const ScalarCounter& c : scalar_counters()) {
+    EXPECT_EQ(window.*c.member, 99 * n) << c.name;
+    ++n;
+  }
+  // Names are unique: the JSON report keys by them.
+  std::set<std::string_view> names;
+  for (const ScalarCounter& c : scalar_counters()) EXPECT_TRUE(names.insert(c.name).second) << c.name;
+  EXPECT_EQ(names.size(), 17u);
 }
 
 }  // namespace

@@ -17,40 +17,17 @@
 #include "report/run_report.h"
 #include "report/svg_report.h"
 #include "base/text_buffer.h"
+#include "tools/experiment_parts.h"
 
 namespace topolab {
+
+using namespace experiment_parts;
 
 namespace {
 
 // Linux x86's vectors, which the sched kernel uses too.
 constexpr uint8_t kReschedVector = 0xFD;
 constexpr uint8_t kCallFunctionVector = 0xFB;
-constexpr double kCaseTimeLimitSeconds = 60;  // virtual; every case needs far less
-
-struct Machine3 {
-  const char* name;
-  const char* smp;
-  const char* cpu;
-};
-
-// The machines of the seeds (REFERENCE §6): the SAP HANA guest's 16 vCPUs
-// with SMT, the 8-core `perf bench` guest, and an AMD family 15 model whose
-// LLC Linux takes from the package, so that l3-cache cannot matter (control).
-constexpr Machine3 kL3Machines[] = {
-    {"16 vCPUs 1s x 8c x 2t Skylake-Server", "16,sockets=1,cores=8,threads=2", "Skylake-Server,+x2apic"},
-    {"8 vCPUs 1s x 8c Skylake-Server", "8,sockets=1,cores=8,threads=1", "Skylake-Server,+x2apic"},
-    {"8 vCPUs 1s x 8c qemu64 (AMD fam 15h, control)", "8,sockets=1,cores=8,threads=1", "qemu64,+x2apic"},
-};
-constexpr unsigned kMessagingLoops = 100;  // perf bench sched messaging's default
-constexpr unsigned kPipeLoops = 10000;
-// The haltpoll seed: a context-switch benchmark on a 10-vCPU guest. As
-// under KVM, the guests get x2APIC (KVM offers it on every model).
-constexpr const char* kHaltPollSmp = "10";
-constexpr const char* kHaltPollCpu = "Skylake-Server,+x2apic,+monitor";
-constexpr unsigned kCtxswLoops = 5000;
-constexpr uint64_t kPollThresholds[] = {10000, 20000, 30000, 500000};
-
-unsigned scaled(unsigned loops, unsigned percent) { return std::max(1u, loops * percent / 100); }
 
 // The quanta of the repeats, in percent of the base quantum.
 constexpr unsigned kQuantumPercent[kMaxRepeats] = {100, 60, 80, 125, 160, 70, 90, 110, 140, 200};
@@ -67,54 +44,6 @@ std::vector<ExperimentCase> with_repeats(const ExperimentOptions& o, const std::
       out.push_back(run);
     }
   return out;
-}
-
-std::string wakelist_for(const std::string& kernel) { return kernel == "6.x" ? "cal" : "res"; }
-
-MachineConfig base_config(const ExperimentOptions& o, const char* smp, std::string cpu, std::string append) {
-  MachineConfig c;
-  c.smp = smp;
-  c.cpu = std::move(cpu);
-  c.image = o.sched_image;
-  c.image_name = "sched.elf";  // where the image sits must not change the run
-  c.append = std::move(append);
-  c.quantum = o.quantum;
-  c.time_limit_seconds = kCaseTimeLimitSeconds;
-  c.cost = o.cost;
-  return c;
-}
-
-std::vector<ExperimentCase> l3_cache_cases(const ExperimentOptions& o) {
-  std::vector<ExperimentCase> cases;
-  for (const char* workload : {"messaging", "pipe"}) {
-    unsigned loops = scaled(std::string(workload) == "pipe" ? kPipeLoops : kMessagingLoops, o.scale_percent);
-    for (const Machine3& m : kL3Machines)
-      for (const char* l3 : {"off", "on"})
-        cases.push_back({workload, m.name, fmt::format("l3-cache={}", l3), 0,
-                         base_config(o, m.smp, fmt::format("{},l3-cache={}", m.cpu, l3),
-                                     fmt::format("workload={} loops={} wakelist={} quiet=1", workload, loops,
-                                                 wakelist_for(o.kernel)))});
-  }
-  return cases;
-}
-
-std::vector<ExperimentCase> halt_poll_cases(const ExperimentOptions& o) {
-  const unsigned loops = scaled(kCtxswLoops, o.scale_percent);
-  const std::string machine = fmt::format("{} vCPUs {}", kHaltPollSmp, kHaltPollCpu);
-  auto make = [&](std::string setting, const std::string& idle, uint64_t host_poll_ns) {
-    MachineConfig c = base_config(o, kHaltPollSmp, kHaltPollCpu,
-                                  fmt::format("workload=ctxsw loops={} idle={} wakelist={} quiet=1", loops, idle,
-                                              wakelist_for(o.kernel)));
-    c.cost.halt_poll_ns = host_poll_ns;
-    return ExperimentCase{"ctxsw", machine, std::move(setting), 0, c};
-  };
-  std::vector<ExperimentCase> cases;
-  cases.push_back(make("no polling", "halt", 0));
-  for (uint64_t ns : kPollThresholds) cases.push_back(make(fmt::format("guest haltpoll {} ns", ns), fmt::format("haltpoll={}", ns), 0));
-  for (uint64_t ns : kPollThresholds) cases.push_back(make(fmt::format("host halt_poll_ns {}", ns), "halt", ns));
-  cases.push_back(make("idle=poll", "poll", 0));
-  cases.push_back(make("idle=mwait", "mwait", 0));
-  return cases;
 }
 
 uint64_t sum_received(const Stats& stats, uint8_t vector) {
@@ -178,6 +107,27 @@ CaseMeasurement measure_case(const ExperimentCase& spec) {
   return m;
 }
 
+}  // namespace
+
+namespace experiment_parts {
+
+unsigned scaled(unsigned loops, unsigned percent) { return std::max(1u, loops * percent / 100); }
+
+std::string wakelist_for(const std::string& kernel) { return kernel == "6.x" ? "cal" : "res"; }
+
+MachineConfig base_config(const ExperimentOptions& o, const char* smp, std::string cpu, std::string append) {
+  MachineConfig c;
+  c.smp = smp;
+  c.cpu = std::move(cpu);
+  c.image = o.sched_image;
+  c.image_name = "sched.elf";  // where the image sits must not change the run
+  c.append = std::move(append);
+  c.quantum = o.quantum;
+  c.time_limit_seconds = kCaseTimeLimitSeconds;
+  c.cost = o.cost;
+  return c;
+}
+
 // "+12%", "-85%", "n/a" (from nothing).
 std::string change(double before, double after) {
   if (before == 0) return after == 0 ? "0%" : "new";
@@ -207,64 +157,14 @@ std::string time_spread(const CaseMeasurement& r) {
   return r.runs < 2 ? std::string("-") : fmt::format("{:.2f}-{:.2f}", r.window_min_ns / 1e6, r.window_max_ns / 1e6);
 }
 
-void l3_tables(fmt::memory_buffer& out, const ExperimentOptions& o, const std::vector<CaseMeasurement>& results) {
-  for (const char* workload : {"messaging", "pipe"}) {
-    std::vector<const CaseMeasurement*> rows;
-    for (const auto& r : results)
-      if (r.spec.workload == workload) rows.push_back(&r);
-    if (rows.empty()) continue;
-    appendf(out, "== {}: {}, {} loops, op_ns {}; {}; {} run(s) each\n", workload,
-            std::string(workload) == "pipe" ? "two tasks ping-ponging (perf bench sched pipe)"
-                                            : "20 senders x 20 receivers (perf bench sched messaging -g 1)",
-            rows.front()->sched_number("loops"), rows.front()->sched_number("op_ns"), kernel_words(o.kernel),
-            rows.front()->runs);
-    appendf(out, "{:<46} {:<8} {:>8} {:>8} {:>9} {:>15} {:>8} {:>8} {:>13} {:>9} {:>6}\n", "machine", "l3-cache",
-            "RES/s", "CAL/s", "RES+CAL/s", "(spread)", "HLT/s", "time ms", "(spread)", "IPIs/vCPU", "%CPU");
-    for (size_t i = 0; i + 1 < rows.size(); i += 2) {
-      const CaseMeasurement* pair[2] = {rows[i], rows[i + 1]};
-      for (int k = 0; k < 2; ++k) {
-        const CaseMeasurement& r = *pair[k];
-        appendf(out, "{:<46} {:<8} {:>8} {:>8} {:>9} {:>15} {:>8} {:>8.3f} {:>13} {:>9.1f} {:>6.0f}\n",
-                k == 0 ? r.spec.topology : "", r.spec.setting.substr(r.spec.setting.find('=') + 1),
-                rate(r.per_second(r.res_ipis)), rate(r.per_second(r.cal_ipis)),
-                rate(r.per_second(r.res_ipis + r.cal_ipis)), spread(r), rate(r.per_second(r.hlt_exits)),
-                r.mean_window_ns() / 1e6, time_spread(r), ipis_per_vcpu(r), r.host_cpu_percent);
-      }
-      const CaseMeasurement &off = *pair[0], &on = *pair[1];
-      appendf(out, "{:<46} {:<8} {:>8} {:>8} {:>9} {:>15} {:>8} {:>8} {:>13} {:>9} {:>6}\n", "", "change",
-              change(off.per_second(off.res_ipis), on.per_second(on.res_ipis)),
-              change(off.per_second(off.cal_ipis), on.per_second(on.cal_ipis)),
-              change(off.per_second(off.res_ipis + off.cal_ipis), on.per_second(on.res_ipis + on.cal_ipis)), "",
-              change(off.per_second(off.hlt_exits), on.per_second(on.hlt_exits)),
-              change(off.mean_window_ns(), on.mean_window_ns()), "", change(ipis_per_vcpu(off), ipis_per_vcpu(on)),
-              change(off.host_cpu_percent, on.host_cpu_percent));
-    }
-    appendf(out, "\n");
-  }
-  appendf(out, "RES = vector 0xFD, CAL = vector 0xFB, received in the guest's measuring window; rates are totals\n"
-               "over all runs of a case divided by their total virtual time, (spread) the lowest and highest run;\n"
-               "time = mean virtual run time; IPIs/vCPU = (RES + CAL) received per vCPU and run; %CPU = modelled\n"
-               "host CPU (100 = one CPU). The runs of a case differ only in the quantum, i.e. in how finely the\n"
-               "vCPUs interleave; the guest does the same work in each.\n");
-}
-
-void halt_poll_table(fmt::memory_buffer& out, const ExperimentOptions& o, const std::vector<CaseMeasurement>& results) {
-  if (results.empty()) return;
-  appendf(out, "== halt-poll: ctxsw (two tasks on vCPUs 0 and 1 waking each other), {} round trips, {}; {}; {} run(s) each\n",
-          results.front().sched_number("loops"), results.front().spec.topology, kernel_words(o.kernel),
-          results.front().runs);
-  appendf(out, "{:<28} {:>10} {:>8} {:>9} {:>9} {:>10} {:>11}\n", "configuration", "ns/ctxsw", "%CPU", "HLT/s", "IPI/s",
-          "poll hits", "mwait wakes");
+std::vector<const CaseMeasurement*> rows_of(const std::vector<CaseMeasurement>& results, std::string_view workload) {
+  std::vector<const CaseMeasurement*> rows;
   for (const auto& r : results)
-    appendf(out, "{:<28} {:>10} {:>8.1f} {:>9} {:>9} {:>10} {:>11}\n", r.spec.setting, r.sched_number("ns_per_op"),
-            r.host_cpu_percent, rate(r.per_second(r.hlt_exits)), rate(r.per_second(r.res_ipis + r.cal_ipis)),
-            r.halt_poll_hits / r.runs, r.mwait_wakes / r.runs);
-  appendf(out, "\nns/ctxsw: the guest's own measure (elapsed / switches), mean of the runs; %CPU = modelled host CPU\n"
-               "over the guest's measuring window (100 = one CPU); poll hits, mwait wakes: per run (wakeups the host\n"
-               "caught while halt-polling; MWAITs ended by a store).\n");
+    if (r.spec.workload == workload) rows.push_back(&r);
+  return rows;
 }
 
-}  // namespace
+}  // namespace experiment_parts
 
 uint64_t CaseMeasurement::sched_number(const std::string& key) const {
   auto it = sched.find(key);
@@ -297,20 +197,31 @@ std::optional<std::map<std::string, std::string>> parse_sched_result(const std::
   return fields;
 }
 
+const std::vector<Experiment>& experiments() {
+  static const std::vector<Experiment> kExperiments = {experiment_parts::l3_cache_experiment(),
+                                                       experiment_parts::halt_poll_experiment()};
+  return kExperiments;
+}
+
+const Experiment& find_experiment(const std::string& name) {
+  for (const Experiment& e : experiments())
+    if (e.name == name) return e;
+  std::string known;
+  for (const Experiment& e : experiments()) known += fmt::format("{}{}", known.empty() ? "" : ", ", e.name);
+  throw ConfigError(fmt::format("experiment {}: no such experiment (known: {})", name, known));
+}
+
 const std::vector<std::pair<std::string, std::string>>& experiment_names() {
-  static const std::vector<std::pair<std::string, std::string>> kNames = {
-      {"l3-cache", "messaging and pipe with l3-cache=off and =on on 16 and 8 Intel vCPUs and 8 AMD ones (control)"},
-      {"halt-poll", "ctxsw with no polling, guest haltpoll, host halt_poll_ns, idle=poll and idle=mwait"},
-  };
+  static const std::vector<std::pair<std::string, std::string>> kNames = [] {
+    std::vector<std::pair<std::string, std::string>> names;
+    for (const Experiment& e : experiments()) names.emplace_back(e.name, e.description);
+    return names;
+  }();
   return kNames;
 }
 
 std::vector<ExperimentCase> experiment_cases(const ExperimentOptions& options) {
-  if (options.name == "l3-cache") return with_repeats(options, l3_cache_cases(options));
-  if (options.name == "halt-poll") return with_repeats(options, halt_poll_cases(options));
-  std::string known;
-  for (const auto& [name, what] : experiment_names()) known += fmt::format("{}{}", known.empty() ? "" : ", ", name);
-  throw ConfigError(fmt::format("experiment {}: no such experiment (known: {})", options.name, known));
+  return with_repeats(options, find_experiment(options.name).cases(options));
 }
 
 std::vector<CaseMeasurement> run_experiment_cases(const ExperimentOptions& options,
@@ -389,15 +300,15 @@ std::vector<CaseMeasurement> combine_repeats(const std::vector<CaseMeasurement>&
 }
 
 std::string format_experiment_tables(const ExperimentOptions& options, const std::vector<CaseMeasurement>& runs) {
-  const std::vector<CaseMeasurement> results = combine_repeats(runs);
+  const Experiment& experiment = find_experiment(options.name);
   fmt::memory_buffer out;
-  if (options.name == "l3-cache") l3_tables(out, options, results);
-  else halt_poll_table(out, options, results);
+  appendf(out, "{}", experiment.tables(options, combine_repeats(runs)));
   std::string cost = options.cost.to_string();
-  if (options.name == "halt-poll") {  // each configuration sets its own host polling
-    const size_t at = cost.find("halt_poll_ns=");
+  if (!experiment.per_case_cost.empty()) {
+    const std::string key = experiment.per_case_cost + "=";
+    const size_t at = cost.find(key);
     const size_t end = cost.find(',', at);
-    cost.replace(at, end - at, "halt_poll_ns=(per configuration)");
+    cost.replace(at, end - at, key + "(per configuration)");
   }
   appendf(out, "cost model: {}; quanta around {} instructions\n", cost, options.quantum);
   return fmt::to_string(out);
@@ -465,35 +376,7 @@ std::string format_experiment_json(const ExperimentOptions& options, const std::
 
 std::map<std::string, std::string> experiment_charts(const ExperimentOptions& options,
                                                      const std::vector<CaseMeasurement>& runs) {
-  const std::vector<CaseMeasurement> results = combine_repeats(runs);
-  std::map<std::string, std::string> charts;
-  if (options.name == "l3-cache") {
-    for (const char* workload : {"messaging", "pipe"}) {
-      BarChart chart{.title = fmt::format("{}: RES + CAL IPIs per virtual second ({} kernel)", workload, options.kernel),
-                     .value_label = "IPIs per second",
-                     .series = {"l3-cache=off", "l3-cache=on"},
-                     .groups = {}};
-      std::vector<const CaseMeasurement*> rows;
-      for (const auto& r : results)
-        if (r.spec.workload == workload) rows.push_back(&r);
-      for (size_t i = 0; i + 1 < rows.size(); i += 2) {
-        const CaseMeasurement &off = *rows[i], &on = *rows[i + 1];
-        const double a = off.per_second(off.res_ipis + off.cal_ipis), b = on.per_second(on.res_ipis + on.cal_ipis);
-        chart.groups.push_back({off.spec.topology, {a, b}, {"", change(a, b)}});
-      }
-      charts[fmt::format("l3-cache-{}.svg", workload)] = bar_chart_svg(chart);
-    }
-  } else {
-    BarChart chart{.title = "ctxsw: ns per context switch (lower is better); label: modelled host %CPU",
-                   .value_label = "ns per context switch",
-                   .series = {"ns/ctxsw"},
-                   .groups = {}};
-    for (const auto& r : results)
-      chart.groups.push_back({r.spec.setting, {double(r.sched_number("ns_per_op"))},
-                              {fmt::format("{:.0f}%", r.host_cpu_percent)}});
-    charts["halt-poll.svg"] = bar_chart_svg(chart);
-  }
-  return charts;
+  return find_experiment(options.name).charts(options, combine_repeats(runs));
 }
 
 }  // namespace topolab

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -67,6 +68,24 @@ struct ExperimentOptions {
   unsigned scale_percent = 100; // workload size (tests run them small)
   CostModel cost = CostModel::defaults();
 };
+
+// One experiment: its machines, its tables and its charts.
+struct Experiment {
+  std::string name;
+  std::string description;  // one line, for `topolab experiment` with no name
+  // The cases, one run each: experiment_cases() adds the repeats.
+  std::function<std::vector<ExperimentCase>(const ExperimentOptions&)> cases;
+  // Tables and charts (file name -> SVG) of the cases combined over their repeats.
+  std::function<std::string(const ExperimentOptions&, const std::vector<CaseMeasurement>&)> tables;
+  std::function<std::map<std::string, std::string>(const ExperimentOptions&, const std::vector<CaseMeasurement>&)> charts;
+  // A cost-model key each case sets itself, shown as "(per configuration)".
+  std::string per_case_cost;
+};
+
+// Every experiment, in the order `topolab experiment` lists them.
+const std::vector<Experiment>& experiments();
+// Throws ConfigError for an unknown name.
+const Experiment& find_experiment(const std::string& name);
 
 // The names `topolab experiment` takes, with one line on each.
 const std::vector<std::pair<std::string, std::string>>& experiment_names();

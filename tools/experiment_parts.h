@@ -1,0 +1,38 @@
+// What the experiments share (tools/experiments.cc) and what each one
+// brings (tools/experiment_*.cc: its machines, tables and charts). A new
+// experiment is one more file like experiment_halt_poll.cc and one row in
+// experiments(). Internal to the experiments.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tools/experiments.h"
+
+namespace topolab::experiment_parts {
+
+inline constexpr double kCaseTimeLimitSeconds = 60;  // virtual; every case needs far less
+
+// Workload sizes scaled for tests (percent), at least 1.
+unsigned scaled(unsigned loops, unsigned percent);
+// The guest's wakelist= for a kernel: RES IPIs (2016) or CAL (6.x).
+std::string wakelist_for(const std::string& kernel);
+// A machine of the sched kernel with the experiment's options.
+MachineConfig base_config(const ExperimentOptions& o, const char* smp, std::string cpu, std::string append);
+
+// Table cells: "+12%", "1.2K", the spread of a case's runs.
+std::string change(double before, double after);
+std::string rate(double per_second);
+std::string kernel_words(const std::string& kernel);
+double ipis_per_vcpu(const CaseMeasurement& r);
+std::string spread(const CaseMeasurement& r);
+std::string time_spread(const CaseMeasurement& r);
+// The rows of one workload, in case order.
+std::vector<const CaseMeasurement*> rows_of(const std::vector<CaseMeasurement>& results, std::string_view workload);
+
+Experiment l3_cache_experiment();
+Experiment halt_poll_experiment();
+
+}  // namespace topolab::experiment_parts
