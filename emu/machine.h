@@ -45,9 +45,11 @@
 
 namespace topolab {
 
+// What a machine is, parsed once from the command line (or built by an
+// experiment): the topology and the CPU model as the model layer's types.
 struct MachineConfig {
-  std::string smp = "1";
-  std::string cpu = "qemu64";
+  Topology topology = Topology::parse("1");  // QEMU's defaults
+  CpuConfig cpu = parse_cpu("qemu64");
   uint64_t ram_mib = 128;
   std::string image;
   // The name the guest sees as the first word of its command line; empty:

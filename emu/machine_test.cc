@@ -172,8 +172,8 @@ struct Rig {
     const std::vector<uint8_t> bytes = make_elf(0x100000, {0xf4});
     std::ofstream(image, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     MachineConfig config;
-    config.smp = smp;
-    config.cpu = "Skylake-Server";
+    config.topology = Topology::parse(smp);
+    config.cpu = parse_cpu("Skylake-Server");
     config.image = image.string();
     config.time_limit_seconds = 0.01;
     config.cost = CostModel::parse("none,cpi=1,freq_mhz=1000" + (cost.empty() ? "" : "," + cost), CostModel::defaults());

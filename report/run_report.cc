@@ -170,7 +170,7 @@ std::string format_run_json(const RunReportInput& in) {
   j["schema"] = kRunReportSchema;
   j["config"] = {{"image", std::filesystem::path(in.config.image).filename().string()},
                  {"smp", in.cpuid.topology().to_smp_arg()},
-                 {"cpu", in.config.cpu},
+                 {"cpu", in.config.cpu.arg},
                  {"memory_mib", in.config.ram_mib},
                  {"append", in.config.append},
                  {"quantum", in.config.quantum},

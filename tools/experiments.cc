@@ -117,8 +117,8 @@ std::string wakelist_for(const std::string& kernel) { return kernel == "6.x" ? "
 
 MachineConfig base_config(const ExperimentOptions& o, const char* smp, std::string cpu, std::string append) {
   MachineConfig c;
-  c.smp = smp;
-  c.cpu = std::move(cpu);
+  c.topology = Topology::parse(smp);
+  c.cpu = parse_cpu(cpu);
   c.image = o.sched_image;
   c.image_name = "sched.elf";  // where the image sits must not change the run
   c.append = std::move(append);
@@ -321,8 +321,8 @@ nlohmann::ordered_json case_json(const CaseMeasurement& r, bool combined) {
   c["workload"] = r.spec.workload;
   c["machine"] = r.spec.topology;
   c["setting"] = r.spec.setting;
-  c["smp"] = r.spec.config.smp;
-  c["cpu"] = r.spec.config.cpu;
+  c["smp"] = r.spec.config.topology.to_smp_arg();
+  c["cpu"] = r.spec.config.cpu.arg;
   c["append"] = r.spec.config.append;
   c["cost"] = r.spec.config.cost.to_string();
   if (combined) {

@@ -34,10 +34,12 @@ TEST(ExperimentCases, L3CacheRunsBothWorkloadsOnThreeMachinesOffThenOn) {
   const auto cases = experiment_cases(o);
   ASSERT_EQ(cases.size(), 12u);
   EXPECT_EQ(cases[0].workload, "messaging");
-  EXPECT_EQ(cases[0].config.cpu, "Skylake-Server,+x2apic,l3-cache=off");
-  EXPECT_EQ(cases[1].config.cpu, "Skylake-Server,+x2apic,l3-cache=on");
-  EXPECT_EQ(cases[0].config.smp, "16,sockets=1,cores=8,threads=2");
-  EXPECT_EQ(cases[5].config.cpu, "qemu64,+x2apic,l3-cache=on");
+  EXPECT_EQ(cases[0].config.cpu.arg, "Skylake-Server,+x2apic,l3-cache=off");
+  EXPECT_FALSE(cases[0].config.cpu.l3_cache);
+  EXPECT_EQ(cases[1].config.cpu.arg, "Skylake-Server,+x2apic,l3-cache=on");
+  EXPECT_TRUE(cases[1].config.cpu.l3_cache);
+  EXPECT_EQ(cases[0].config.topology.to_smp_arg(), "16,sockets=1,dies=1,cores=8,threads=2");
+  EXPECT_EQ(cases[5].config.cpu.arg, "qemu64,+x2apic,l3-cache=on");
   EXPECT_EQ(cases[6].workload, "pipe");
   EXPECT_NE(cases[0].config.append.find("wakelist=res"), std::string::npos);
   o.kernel = "6.x";

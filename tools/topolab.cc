@@ -171,15 +171,24 @@ int run_machine(const RunOptions& o) {
   return status;
 }
 
-struct CpuidOptions {
-  std::string smp = "1";       // QEMU's defaults
+// -smp and -cpu as typed; parsed once, into the model's types (parse()).
+struct TopologyFlags {
+  std::string smp = "1";  // QEMU's defaults
   std::string cpu = "qemu64";
+  void parse_into(Topology& topology, CpuConfig& cpu_config) const {
+    topology = Topology::parse(smp);
+    cpu_config = parse_cpu(cpu);
+  }
+};
+
+struct CpuidOptions {
+  TopologyFlags flags;
   std::string format = "table";
   std::string output;
 };
 
 int run_cpuid(const CpuidOptions& o) {
-  CpuidModel model(Topology::parse(o.smp), parse_cpu(o.cpu));
+  CpuidModel model(Topology::parse(o.flags.smp), parse_cpu(o.flags.cpu));
   if (o.format == "hwloc") {
     if (o.output.empty()) throw ConfigError("cpuid --format hwloc needs --output DIR");
     write_hwloc_cpuid_dir(model, o.output);
@@ -262,8 +271,8 @@ int run_demo(const std::filesystem::path& self) {
   std::string table = format_topology_table(model);
   std::fwrite(table.data(), 1, table.size(), stdout);
   RunOptions run;
-  run.machine.smp = kDemoSmp;
-  run.machine.cpu = kDemoCpu;
+  run.machine.topology = Topology::parse(kDemoSmp);
+  run.machine.cpu = parse_cpu(kDemoCpu);
   run.machine.image = image.string();
   run.machine.append = "sockets=1 cores=8 threads=2 l3=on";
   fmt::print("\n== topolab run {} -smp {} -cpu {} -append \"{}\"\n\n", image.string(), kDemoSmp, kDemoCpu,
@@ -278,10 +287,10 @@ int run_demo(const std::filesystem::path& self) {
   return run_experiment(experiment, self);
 }
 
-void add_topology_options(CLI::App* app, std::string& smp, std::string& cpu) {
-  app->add_option("--smp", smp, "QEMU -smp: [cpus=]N[,maxcpus=,sockets=,dies=,modules=,cores=,threads=]")
+void add_topology_options(CLI::App* app, TopologyFlags& flags) {
+  app->add_option("--smp", flags.smp, "QEMU -smp: [cpus=]N[,maxcpus=,sockets=,dies=,modules=,cores=,threads=]")
       ->capture_default_str();
-  app->add_option("--cpu", cpu, "QEMU -cpu: MODEL[,l3-cache=on|off][,+x2apic|-x2apic][,+monitor|-monitor][,vendor=,level=,xlevel=]")
+  app->add_option("--cpu", flags.cpu, "QEMU -cpu: MODEL[,l3-cache=on|off][,+x2apic|-x2apic][,+monitor|-monitor][,vendor=,level=,xlevel=]")
       ->capture_default_str();
 }
 
@@ -296,7 +305,7 @@ int main(int argc, char** argv) {
 
   CpuidOptions cpuid;
   CLI::App* cpuid_cmd = app.add_subcommand("cpuid", "show the CPUID leaves of a topology, with no guest running");
-  add_topology_options(cpuid_cmd, cpuid.smp, cpuid.cpu);
+  add_topology_options(cpuid_cmd, cpuid.flags);
   cpuid_cmd->add_option("--format", cpuid.format, "table (for a person), raw (cpuid -r), hwloc (HWLOC_CPUID_PATH dir)")
       ->check(CLI::IsMember({"table", "raw", "hwloc"}))
       ->capture_default_str();
@@ -307,7 +316,8 @@ int main(int argc, char** argv) {
   RunOptions run;
   CLI::App* run_cmd = app.add_subcommand("run", "boot a Multiboot image (as qemu-system-x86_64 -kernel would)");
   run_cmd->add_option("image", run.machine.image, "the Multiboot image (ELF32)")->required();
-  add_topology_options(run_cmd, run.machine.smp, run.machine.cpu);
+  TopologyFlags run_flags;
+  add_topology_options(run_cmd, run_flags);
   run_cmd->add_option("-m", run.machine.ram_mib, "guest RAM in MiB")
       ->check(CLI::Range(uint64_t{2}, uint64_t{3072}))
       ->capture_default_str();
@@ -370,6 +380,7 @@ int main(int argc, char** argv) {
     app.parse(args);
     if (*cpuid_cmd) return run_cpuid(cpuid);
     if (*run_cmd) {
+      run_flags.parse_into(run.machine.topology, run.machine.cpu);
       run.machine.cost = CostModel::parse(cost_spec, CostModel::defaults());
       return run_machine(run);
     }
