@@ -37,6 +37,7 @@
 #include <string>
 
 #include "base/event_kinds.h"  // ApicWriteKind
+#include "base/memory_map.h"
 
 namespace topolab {
 
@@ -209,7 +210,7 @@ struct LocalApicConfig {
 
 class LocalApic {
  public:
-  static constexpr uint64_t kDefaultBase = 0xfee00000;
+  static constexpr uint64_t kDefaultBase = memory_map::kLocalApicBase;
   static constexpr uint32_t kMmioSize = 0x1000;
   static constexpr uint32_t MSR_IA32_APIC_BASE = 0x1b;
   static constexpr uint32_t MSR_IA32_TSC_DEADLINE = 0x6e0;

@@ -9,13 +9,14 @@
 
 #include "arch/x86_arch.h"
 #include "firmware/acpi.h"
+#include "base/memory_map.h"
 #include "model/cost_rules.h"
 
 namespace topolab {
 
 namespace {
 
-constexpr uint64_t kMaxRamMib = 3 * 1024;  // below the 32-bit PCI hole and the APIC page
+using memory_map::kMaxRamMib;
 
 uint64_t checked_ram_bytes(uint64_t mib) {
   if (mib < 2) throw ConfigError(fmt::format("-m {}: guest RAM must be at least 2 MiB", mib));

@@ -49,7 +49,7 @@ constexpr uint8_t kDsdtRevision = 2;  // §5.2.11.1: 2 = 64-bit AML integers
 // disabled entry means.
 constexpr uint8_t kMadtRevision = 3;
 constexpr uint32_t kMadtLocalApicAddress = 36, kMadtFlags = 40, kMadtEntries = 44;
-constexpr uint32_t kLocalApicDefaultBase = 0xfee00000;
+constexpr uint32_t kLocalApicDefaultBase = memory_map::kLocalApicBase;
 constexpr uint32_t kMadtPcatCompat = 1u << 0;  // dual 8259s are present (and masked)
 constexpr uint8_t kMadtTypeLocalApic = 0, kMadtLocalApicLength = 8;      // §5.2.12.2
 constexpr uint8_t kMadtTypeLocalX2Apic = 9, kMadtLocalX2ApicLength = 16;  // §5.2.12.12

@@ -34,6 +34,7 @@
 #include <stdexcept>
 
 #include "base/guest_ram.h"
+#include "base/memory_map.h"
 #include "model/topology.h"
 
 namespace topolab {
@@ -49,8 +50,8 @@ class AcpiError : public std::runtime_error {
 // find it, and the largest MADT (4,096 x2APIC entries, 64 KiB + 44 bytes)
 // fits with room to spare beside the fixed tables (under 512 bytes).
 struct AcpiWindow {
-  static constexpr uint32_t kBiosAreaBase = 0xe0000;
-  static constexpr uint32_t kBiosAreaSize = 0x20000;
+  static constexpr uint32_t kBiosAreaBase = memory_map::kBiosAreaBase;
+  static constexpr uint32_t kBiosAreaSize = memory_map::kBiosAreaSize;
   uint32_t base = kBiosAreaBase;
   uint32_t size = kBiosAreaSize;
 };

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "base/memory_map.h"
+
 namespace topolab {
 
 namespace {
@@ -31,7 +33,7 @@ enum : uint32_t {
 };
 constexpr uint32_t kInfoSize = 88;            // up to and including the APM table
 constexpr uint32_t kBootDeviceNone = 0x8000ffff;  // QEMU: first BIOS disk, no partition
-constexpr uint32_t kFirstMiB = 0x100000;
+constexpr uint32_t kFirstMiB = memory_map::kFirstMiB;
 constexpr uint32_t kPage = 4096;
 
 constexpr uint8_t kElfClass32 = 1, kElfLittleEndian = 1;
@@ -173,12 +175,13 @@ void put32(std::vector<uint8_t>& v, uint32_t x) {
 }
 
 // The memory map QEMU's e820 table gives a PC (types: 1 RAM, 2 reserved).
-std::vector<uint8_t> memory_map(uint64_t ram_size) {
+std::vector<uint8_t> e820_map(uint64_t ram_size) {
   struct Region {
     uint64_t base, length;
     uint32_t type;
   };
-  const Region regions[] = {{0, 0x9fc00, 1}, {0x9fc00, 0x400, 2}, {0xe0000, 0x20000, 2},
+  using namespace memory_map;
+  const Region regions[] = {{0, kEbdaBase, 1}, {kEbdaBase, kEbdaSize, 2}, {kBiosAreaBase, kBiosAreaSize, 2},
                             {kFirstMiB, ram_size - kFirstMiB, 1}};
   std::vector<uint8_t> out;
   for (const Region& r : regions) {
@@ -216,7 +219,7 @@ MultibootBoot load_multiboot(GuestRam& ram, std::span<const uint8_t> image, cons
   uint32_t cmdline_at = out.put_string(full_cmdline);
   uint32_t loader_name_at = out.put_string("topolab");
   uint32_t mods_at = mods.empty() ? 0 : out.put(mods, 4);
-  std::vector<uint8_t> mmap = memory_map(ram.size());
+  std::vector<uint8_t> mmap = e820_map(ram.size());
   uint32_t mmap_at = out.put(mmap, 4);
 
   std::vector<uint8_t> info(kInfoSize, 0);
