@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "report/html_report.h"
 #include "report/run_report.h"
 #include "report/svg_report.h"
 #include "base/text_buffer.h"
@@ -492,6 +493,21 @@ std::map<std::string, std::string> experiment_charts(const ExperimentOptions& op
     charts["halt-poll.svg"] = bar_chart_svg(chart);
   }
   return charts;
+}
+
+std::string format_experiment_html(const ExperimentOptions& options, const std::vector<CaseMeasurement>& results,
+                                   const std::string& command) {
+  HtmlExperimentInput in{command, options.name, format_experiment_tables(options, results),
+                         experiment_charts(options, results), {}};
+  // Each machine once, in the order the experiment ran them.
+  std::vector<std::pair<std::string, std::string>> seen;
+  for (const CaseMeasurement& r : results) {
+    const std::pair<std::string, std::string> key{r.spec.config.smp, r.spec.config.cpu};
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    in.machines.emplace_back(r.spec.topology, CpuidModel(Topology::parse(key.first), parse_cpu(key.second)));
+  }
+  return experiment_html_page(in);
 }
 
 }  // namespace topolab
