@@ -108,6 +108,8 @@ constexpr std::string_view kJs = R"js(
       });
     });
   });
+  // Reached only if nothing above threw: the browser test looks for it.
+  document.documentElement.setAttribute('data-script', 'ready');
 })();
 )js";
 
