@@ -121,14 +121,14 @@ void append_cache_map(fmt::memory_buffer& out, const CpuidModel& m, const std::v
 
 // The level whose APIC-ID field starts at bit `shift`: the cache is shared
 // by everything below it ("one per core").
-std::string scope_words(const Topology& t, unsigned shift) {
-  if (shift == 0) return "each CPU has its own";
+std::string scope_words(const Topology& t, unsigned shift, const std::string& name) {
+  if (shift == 0) return fmt::format("each CPU has its own {}", name);
   if (shift > t.package_offset())
     return "it is wider than a package: CPUs of different packages share it, which no real machine does";
   const std::pair<unsigned, const char*> levels[] = {
       {t.package_offset(), "package"}, {t.die_offset(), "die"}, {t.module_offset(), "module"}, {t.core_offset(), "core"}};
-  for (const auto& [offset, name] : levels)
-    if (offset == shift) return fmt::format("there is one per {}, shared by all its CPUs", name);
+  for (const auto& [offset, level] : levels)
+    if (offset == shift) return fmt::format("there is one {} per {}, shared by all its CPUs", name, level);
   return fmt::format("the shift does not line up with a topology level (the thread field is bits below {}, the core "
                      "field below {}): the cache is shared by part of a level",
                      t.core_offset(), t.module_offset());
@@ -157,10 +157,10 @@ std::string explain_cache(const CpuidModel& m, const DecodedCache& c, uint32_t l
       "processor{} share this cache. ",
       name, c.kind == "d" ? "data" : c.kind == "i" ? "instruction" : "unified", human_bytes(c.size),
       c.ways ? fmt::format(", {}-way", c.ways) : "", leaf, sub, field, c.sharing_ids, c.sharing_ids == 1 ? "" : "s");
-  if (shift == 0) return s + fmt::format("So {} {}. {} instances.", scope_words(t, 0), name, c.groups.size());
+  if (shift == 0) return s + fmt::format("So {}. {} instances.", scope_words(t, 0, name), c.groups.size());
   s += fmt::format("Linux rounds {} up to a power of two ({}) and drops the low {} bit{} of each APIC ID "
-                   "(<code>apicid &gt;&gt; {}</code>): CPUs whose APIC IDs agree in all other bits share one {}. So {} {}. ",
-                   c.sharing_ids, 1u << shift, shift, shift == 1 ? "" : "s", shift, name, scope_words(t, shift), name);
+                   "(<code>apicid &gt;&gt; {}</code>): CPUs whose APIC IDs agree in all other bits share one {}. So {}. ",
+                   c.sharing_ids, 1u << shift, shift, shift == 1 ? "" : "s", shift, name, scope_words(t, shift, name));
   const auto pair = std::find_if(c.groups.begin(), c.groups.end(), [](const auto& g) { return g.size() > 1; });
   if (pair != c.groups.end()) {
     const unsigned a = (*pair)[0], b = (*pair)[1], diff = t.apic_id(a) ^ t.apic_id(b);
@@ -205,6 +205,18 @@ void append_reasons(fmt::memory_buffer& out, const CpuidModel& m, const std::vec
   appendf(out, "</ul>\n");
 }
 
+// Whether some CPU reads other cache leaves than CPU 0 (a hybrid part's
+// core types each have their own caches): the drawing decodes CPU 0's.
+bool cache_leaves_differ(const CpuidModel& m) {
+  const bool amd = m.cpu().vendor() == Vendor::Amd;
+  const uint32_t leaf = amd ? 0x8000001D : 0x4;
+  if (amd ? !m.has_topoext() || m.max_extended_leaf() < leaf : m.max_basic_leaf() < leaf) return false;
+  for (unsigned cpu = 1; cpu < m.topology().cpus(); ++cpu)
+    for (uint32_t sub = 0; sub < 8; ++sub)
+      if (!(m.query(cpu, leaf, sub) == m.query(0, leaf, sub))) return true;
+  return false;
+}
+
 }  // namespace
 
 HtmlSection html_caches_section(const CpuidModel& model, std::string_view prefix) {
@@ -213,6 +225,11 @@ HtmlSection html_caches_section(const CpuidModel& model, std::string_view prefix
   appendf(out, "<p class=\"note\">One column per CPU. Each box is one instance of a level or a cache, over the CPUs "
                "that share it, as Linux decodes CPUID; point at a box to outline its CPUs, or at a CPU to outline "
                "everything it shares.</p>\n");
+  if (cache_leaves_differ(model))
+    appendf(out, "<p class=\"note\" id=\"{}cache-per-cpu\">Not every CPU reads the same cache leaves (each core type "
+                 "of a hybrid part has its own caches): what follows decodes CPU 0's; the raw leaves show every "
+                 "CPU's.</p>\n",
+            prefix);
   append_cache_map(out, model, caches, prefix);
   append_reasons(out, model, caches, prefix);
   return {fmt::format("{}caches", prefix), "Who shares each cache", fmt::to_string(out)};

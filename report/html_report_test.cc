@@ -41,12 +41,12 @@ TEST(CpuidPage, SaysWhyCpus0And1ShareAnL2) {
                         "this cache."))
       << page;
   EXPECT_TRUE(has(page, "drops the low 1 bit of each APIC ID"));
-  EXPECT_TRUE(has(page, "there is one per core, shared by all its CPUs"));
+  EXPECT_TRUE(has(page, "So there is one L2 per core, shared by all its CPUs."));
   EXPECT_TRUE(has(page, "CPU 0 (APIC ID 0x0 = <code>0b0000</code>) and CPU 1 (APIC ID 0x1 = <code>0b0001</code>) "
                         "differ only in bit 0, below bit 1: both are in L2 #0."));
   // The L3 of one package: 16 IDs, 4 bits dropped.
   EXPECT_TRUE(has(page, "drops the low 4 bits of each APIC ID"));
-  EXPECT_TRUE(has(page, "there is one per package"));
+  EXPECT_TRUE(has(page, "So there is one L3 per package"));
   // The panel opens on the L2's leaf 4 EAX.
   EXPECT_TRUE(has(page, "<b class=\"what\">CPUID leaf 0x4, subleaf 2: EAX = "));
 }
