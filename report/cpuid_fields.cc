@@ -19,9 +19,6 @@ constexpr std::string_view kSharingPlain =
 // SDM vol. 2A, CPUID, tables 3-8 and 3-12; AMD APM vol. 3, appendix E.
 const std::vector<CpuidFieldName> kFields = {
     {0x0, 'a', 31, 0, "maximum input value for basic CPUID information", E::Hex, ""},
-    {0x0, 'b', 31, 0, "vendor identification string, characters 1-4", E::Ascii, ""},
-    {0x0, 'd', 31, 0, "vendor identification string, characters 5-8", E::Ascii, ""},
-    {0x0, 'c', 31, 0, "vendor identification string, characters 9-12", E::Ascii, ""},
 
     {0x1, 'a', 3, 0, "stepping ID", E::Number, ""},
     {0x1, 'a', 7, 4, "model", E::Number, ""},
@@ -73,27 +70,9 @@ const std::vector<CpuidFieldName> kFields = {
     {0x1A, 'a', 31, 24, "core type", E::CoreType, "which kind of core this CPU is on a hybrid part"},
 
     {0x40000000, 'a', 31, 0, "maximum hypervisor CPUID leaf", E::Hex, ""},
-    {0x40000000, 'b', 31, 0, "hypervisor signature, characters 1-4", E::Ascii, ""},
-    {0x40000000, 'c', 31, 0, "hypervisor signature, characters 5-8", E::Ascii, ""},
-    {0x40000000, 'd', 31, 0, "hypervisor signature, characters 9-12", E::Ascii, ""},
 
     {0x80000000, 'a', 31, 0, "maximum input value for extended function CPUID information", E::Hex, ""},
-    {0x80000000, 'b', 31, 0, "vendor string (AMD), characters 1-4", E::Ascii, ""},
-    {0x80000000, 'd', 31, 0, "vendor string (AMD), characters 5-8", E::Ascii, ""},
-    {0x80000000, 'c', 31, 0, "vendor string (AMD), characters 9-12", E::Ascii, ""},
-    {0x80000002, 'a', 31, 0, "processor brand string", E::Ascii, ""},
-    {0x80000002, 'b', 31, 0, "processor brand string, continued", E::Ascii, ""},
-    {0x80000002, 'c', 31, 0, "processor brand string, continued", E::Ascii, ""},
-    {0x80000002, 'd', 31, 0, "processor brand string, continued", E::Ascii, ""},
 
-    {0x80000005, 'c', 7, 0, "L1 data cache line size in bytes", E::Number, ""},
-    {0x80000005, 'c', 15, 8, "L1 data cache lines per tag", E::Number, ""},
-    {0x80000005, 'c', 23, 16, "L1 data cache associativity", E::Number, ""},
-    {0x80000005, 'c', 31, 24, "L1 data cache size in KB", E::Number, ""},
-    {0x80000005, 'd', 7, 0, "L1 instruction cache line size in bytes", E::Number, ""},
-    {0x80000005, 'd', 15, 8, "L1 instruction cache lines per tag", E::Number, ""},
-    {0x80000005, 'd', 23, 16, "L1 instruction cache associativity", E::Number, ""},
-    {0x80000005, 'd', 31, 24, "L1 instruction cache size in KB", E::Number, ""},
     {0x80000006, 'c', 7, 0, "L2 cache line size in bytes", E::Number, ""},
     {0x80000006, 'c', 11, 8, "L2 cache lines per tag", E::Number, ""},
     {0x80000006, 'c', 15, 12, "L2 cache associativity (encoded)", E::Hex, ""},
@@ -115,6 +94,31 @@ const std::vector<CpuidFieldName> kFields = {
     {0x8000001E, 'c', 7, 0, "node ID", E::Number, ""},
     {0x8000001E, 'c', 10, 8, "nodes per processor", E::MinusOne, ""},
 };
+
+// Registers that hold text, four characters each, low byte first, in the
+// order the characters run.
+struct TextLeaf {
+  uint32_t leaf;
+  std::string_view regs;
+  std::string_view name;
+};
+constexpr TextLeaf kTextLeaves[] = {
+    {0x0, "bdc", "vendor identification string"},
+    {0x40000000, "bcd", "hypervisor signature"},
+    {0x80000000, "bdc", "vendor string (AMD)"},
+    {0x80000002, "abcd", "processor brand string"},
+    {0x80000003, "abcd", "processor brand string"},
+    {0x80000004, "abcd", "processor brand string"},
+};
+
+// AMD's 0x80000005 describes the L1 data cache in ECX and the instruction
+// cache in EDX, one layout for both.
+struct AmdL1Field {
+  unsigned hi, lo;
+  std::string_view what;
+};
+constexpr AmdL1Field kAmdL1Layout[] = {
+    {31, 24, "size in KB"}, {23, 16, "associativity"}, {15, 8, "lines per tag"}, {7, 0, "line size in bytes"}};
 
 // Feature bits, one name per bit ("" = reserved or not named here).
 struct FeatureBits {
@@ -189,7 +193,6 @@ const std::map<uint32_t, std::string_view> kLeafNames = {
 uint32_t layout_of(uint32_t leaf) {
   if (leaf == 0x1F) return 0xB;
   if (leaf == 0x8000001D) return 0x4;
-  if (leaf == 0x80000003 || leaf == 0x80000004) return 0x80000002;
   return leaf;
 }
 
@@ -218,7 +221,6 @@ std::string reading_of(FieldEncoding encoding, uint32_t value) {
       const std::string name = core_type_name(value << 24);
       return name.empty() ? "0: not a hybrid part" : fmt::format("{:#x}: {}", value, name);
     }
-    case E::Ascii: return ascii_of(value);
   }
   return fmt::format("{}", value);
 }
@@ -226,6 +228,23 @@ std::string reading_of(FieldEncoding encoding, uint32_t value) {
 uint32_t bits_of(uint32_t value, unsigned hi, unsigned lo) {
   const uint32_t width = hi - lo + 1;
   return width >= 32 ? value : (value >> lo) & ((1u << width) - 1);
+}
+
+// Text and AMD's L1 caches, which follow a rule rather than a row each.
+void decode_by_rule(uint32_t leaf, char reg, uint32_t value, std::vector<DecodedField>& out) {
+  for (const TextLeaf& t : kTextLeaves) {
+    const size_t at = t.regs.find(reg);
+    if (t.leaf != leaf || at == std::string_view::npos) continue;
+    // The brand string runs over three leaves of 16 characters.
+    const size_t first = (leaf >= 0x80000002 ? (leaf - 0x80000002) * 16 : 0) + at * 4 + 1;
+    out.push_back({31, 0, value, fmt::format("{}, characters {}-{}", t.name, first, first + 3), ascii_of(value), ""});
+  }
+  if (leaf == 0x80000005 && (reg == 'c' || reg == 'd'))
+    for (const AmdL1Field& f : kAmdL1Layout) {
+      const uint32_t v = bits_of(value, f.hi, f.lo);
+      out.push_back({f.hi, f.lo, v, fmt::format("L1 {} cache {}", reg == 'c' ? "data" : "instruction", f.what),
+                     fmt::format("{}", v), ""});
+    }
 }
 
 }  // namespace
@@ -245,6 +264,7 @@ std::string field_bits(char reg, unsigned hi, unsigned lo) {
 std::vector<DecodedField> decode_register(uint32_t leaf, char reg, uint32_t value) {
   const uint32_t layout = layout_of(leaf);
   std::vector<DecodedField> out;
+  decode_by_rule(leaf, reg, value, out);
   for (const CpuidFieldName& f : kFields) {
     if (f.leaf != layout || f.reg != reg) continue;
     // 0x8000001D has leaf 4's layout without the core count (reserved).

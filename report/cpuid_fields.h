@@ -26,7 +26,6 @@ enum class FieldEncoding : uint8_t {
   CacheType,  // leaf 4 / 0x8000001D EAX[4:0]
   LevelType,  // leaf 0xB / 0x1F ECX[15:8]
   CoreType,   // leaf 0x1A EAX[31:24]
-  Ascii,      // four characters, low byte first (vendor, brand)
 };
 
 struct CpuidFieldName {
@@ -38,8 +37,10 @@ struct CpuidFieldName {
   std::string_view plain;  // what it means for a topology, or empty
 };
 
-// Every named multi-bit field; single feature bits come from the -cpu flag
-// table (feature_flags()).
+// Every named field in a row of its own. Feature bits have a table of their
+// own, and the registers that hold text (vendor, hypervisor signature,
+// brand string) and AMD's L1 caches (0x80000005 ECX and EDX, one layout)
+// are decoded by rule.
 const std::vector<CpuidFieldName>& cpuid_field_names();
 
 // "deterministic cache parameters" for 0x4; empty for a leaf we do not name.

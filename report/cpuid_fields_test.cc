@@ -51,6 +51,16 @@ TEST(CpuidFields, FeatureBitsAreListedWhenSet) {
 TEST(CpuidFields, VendorStringsReadAsText) {
   EXPECT_EQ(find(decode_register(0x0, 'b', 0x756e6547), 31, 0)->reading, "'Genu'");
   EXPECT_EQ(find(decode_register(0x80000004, 'd', 0x00000041), 31, 0)->reading, "'A\\x00\\x00\\x00'");
+  EXPECT_EQ(find(decode_register(0x80000004, 'd', 0), 31, 0)->name, "processor brand string, characters 45-48");
+  EXPECT_EQ(find(decode_register(0x0, 'c', 0), 31, 0)->name, "vendor identification string, characters 9-12");
+}
+
+TEST(CpuidFields, AmdL1CachesShareOneLayout) {
+  // 32 KiB, 8-way, 1 line per tag, 64-byte lines.
+  EXPECT_EQ(find(decode_register(0x80000005, 'c', 0x20080140), 31, 24)->name, "L1 data cache size in KB");
+  EXPECT_EQ(find(decode_register(0x80000005, 'c', 0x20080140), 31, 24)->value, 32u);
+  EXPECT_EQ(find(decode_register(0x80000005, 'd', 0x20080140), 23, 16)->name, "L1 instruction cache associativity");
+  EXPECT_EQ(find(decode_register(0x80000005, 'd', 0x20080140), 7, 0)->value, 64u);
 }
 
 TEST(CpuidFields, CoreTypes) {
