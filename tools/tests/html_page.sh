@@ -31,6 +31,10 @@ cmp -s "$out/cpuid.html" "$tmp/cpuid2.html" || fail "cpuid: two pages of the sam
 "$topolab" run "$images/ipi.elf" -smp 4 -cpu Skylake-Server --report json --report-file "$tmp/run0.json" \
   >/dev/null 2>&1
 cmp -s "$tmp/run0.json" "$tmp/run1.json" || fail "run: --html changed the JSON report"
+# The same command line (--html aside): the same page.
+"$topolab" run "$images/ipi.elf" -smp 4 -cpu Skylake-Server --report json --report-file "$tmp/run1.json" \
+  --html "$tmp/run2.html" >/dev/null 2>&1
+cmp -s "$out/run.html" "$tmp/run2.html" || fail "run: two pages of the same run differ"
 timeout 120 "$topolab" experiment halt-poll --scale 1 --repeats 1 --html "$out/experiment.html" >/dev/null 2>&1 ||
   fail "experiment --html: status $?"
 
