@@ -150,7 +150,7 @@ std::string instance_list(const DecodedCache& c) {
 std::string explain_cache(const CpuidModel& m, const DecodedCache& c, uint32_t leaf, uint32_t sub) {
   const Topology& t = m.topology();
   const unsigned field = c.sharing_ids - 1, shift = bit_width_for_count(c.sharing_ids);
-  const unsigned width = std::max(1u, t.package_offset() + bit_width_for_count(t.counts().sockets));
+  const unsigned width = apic_id_width(t);
   const std::string name = cache_name(c);
   std::string s = fmt::format(
       "<b>{}</b> ({}, {}{}): CPUID leaf {:#x}, subleaf {}: <code>EAX[25:14] = {}</code> → up to {} logical "

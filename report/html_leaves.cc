@@ -3,6 +3,8 @@
 // that differ between CPUs (the APIC-ID fields) have one row per CPU, and a
 // selector picks the CPU; the rest are shown once.
 #include <algorithm>
+#include <optional>
+#include <utility>
 
 #include "base/text_buffer.h"
 #include "report/cpuid_fields.h"
@@ -14,13 +16,17 @@ namespace {
 
 constexpr unsigned kLeafCpuLimit = 64;  // CPUs the selector offers
 
-std::string leaf_row(const CpuidModel::Entry& e, std::string_view attrs, std::string_view note) {
+// One leaf's row; `cpu` names the CPU when the row is one of a per-CPU set.
+std::string leaf_row(const CpuidModel::Entry& e, std::optional<unsigned> cpu) {
+  const std::string whose = cpu ? fmt::format("CPU {}: ", *cpu) : "";
   fmt::memory_buffer out;
-  appendf(out, "<tr{}><td class=\"l\">{:#010x}</td><td>{:#04x}</td>", attrs, e.leaf, e.subleaf);
-  appendf(out, "{}{}{}{}", html_register_cell(e.leaf, e.subleaf, 'a', e.regs.eax),
-          html_register_cell(e.leaf, e.subleaf, 'b', e.regs.ebx), html_register_cell(e.leaf, e.subleaf, 'c', e.regs.ecx),
-          html_register_cell(e.leaf, e.subleaf, 'd', e.regs.edx));
-  appendf(out, "<td class=\"l\">{}{}</td></tr>\n", html_escape(cpuid_leaf_name(e.leaf)), note);
+  if (cpu) appendf(out, "<tr data-cpu=\"{}\"{}>", *cpu, *cpu ? " hidden" : "");
+  else appendf(out, "<tr>");
+  appendf(out, "<td class=\"l\">{:#010x}</td><td>{:#04x}</td>", e.leaf, e.subleaf);
+  for (const auto& [reg, value] : {std::pair{'a', e.regs.eax}, {'b', e.regs.ebx}, {'c', e.regs.ecx}, {'d', e.regs.edx}})
+    appendf(out, "{}", html_register_cell(e.leaf, e.subleaf, reg, value, whose));
+  appendf(out, "<td class=\"l\">{}{}</td></tr>\n", html_escape(cpuid_leaf_name(e.leaf)),
+          cpu ? fmt::format(" <i>(CPU {})</i>", *cpu) : "");
   return fmt::to_string(out);
 }
 
@@ -84,13 +90,12 @@ HtmlSection html_leaves_section(const CpuidModel& model, std::string_view prefix
           table_id);
   for (size_t i = 0; i < first.size(); ++i) {
     if (!differs(i)) {
-      appendf(out, "{}", leaf_row(first[i], "", ""));
+      appendf(out, "{}", leaf_row(first[i], std::nullopt));
       continue;
     }
     for (unsigned cpu = 0; cpu < cpus; ++cpu)
       if (i < per_cpu[cpu].size())
-        appendf(out, "{}", leaf_row(per_cpu[cpu][i], fmt::format(" data-cpu=\"{}\"{}", cpu, cpu ? " hidden" : ""),
-                                    fmt::format(" <i>(CPU {})</i>", cpu)));
+        appendf(out, "{}", leaf_row(per_cpu[cpu][i], cpu));
   }
   appendf(out, "</table></div>\n");
   return {fmt::format("{}leaves", prefix), "The raw CPUID leaves", fmt::to_string(out)};

@@ -51,11 +51,11 @@ std::string html_field_table(uint32_t leaf, char reg, uint32_t value) {
   return fmt::to_string(out);
 }
 
-std::string html_register_cell(uint32_t leaf, uint32_t subleaf, char reg, uint32_t value) {
+std::string html_register_cell(uint32_t leaf, uint32_t subleaf, char reg, uint32_t value, std::string_view whose) {
   return fmt::format(
-      "<td class=\"reg\" tabindex=\"0\" data-what=\"CPUID leaf {:#x}, subleaf {}: E{}X = {:#010x}\">{:08x}"
+      "<td class=\"reg\" tabindex=\"0\" data-what=\"{}CPUID leaf {:#x}, subleaf {}: E{}X = {:#010x}\">{:08x}"
       "<div class=\"fields\">{}</div></td>",
-      leaf, subleaf, char(reg - 'a' + 'A'), value, value, html_field_table(leaf, reg, value));
+      whose, leaf, subleaf, char(reg - 'a' + 'A'), value, value, html_field_table(leaf, reg, value));
 }
 
 std::string cpu_core_type(const CpuidModel& model, unsigned cpu) {

@@ -33,8 +33,9 @@ struct HtmlSection {
 // made it, the contents, the sections, and the script at the end.
 std::string html_document(std::string_view title, std::string_view command, const std::vector<HtmlSection>& sections);
 
-// "0x1c004121" with a hover box of its decoded fields (report/cpuid_fields.h).
-std::string html_register_cell(uint32_t leaf, uint32_t subleaf, char reg, uint32_t value);
+// "0x1c004121" with a hover box of its decoded fields (report/cpuid_fields.h);
+// `whose`: "" for a register every CPU reads alike, else "CPU 3: ".
+std::string html_register_cell(uint32_t leaf, uint32_t subleaf, char reg, uint32_t value, std::string_view whose);
 // The decoded fields of one register as a table (the hover box's content).
 std::string html_field_table(uint32_t leaf, char reg, uint32_t value);
 
@@ -52,6 +53,9 @@ HtmlSection html_leaves_section(const CpuidModel& model, std::string_view prefix
 HtmlSection html_heatmap_section(const Stats& stats, const Topology& topology);
 HtmlSection html_wakes_section(const Stats& stats);
 HtmlSection html_timeline_section(const ActivityLog& log);
+
+// Bits an APIC ID of this machine needs, for writing it out in binary.
+unsigned apic_id_width(const Topology& t);
 
 // The core type of `cpu` from leaf 0x1A, "" when the model reports none.
 std::string cpu_core_type(const CpuidModel& model, unsigned cpu);

@@ -57,6 +57,7 @@ TEST(CpuidPage, DrawsEveryCpuAndEveryCacheInstance) {
   EXPECT_EQ(count(page, "<title>L2 #"), 8u);
   EXPECT_EQ(count(page, "<title>L3 #"), 1u);
   EXPECT_TRUE(has(page, "<title>L3 #0: CPUs 0-15</title>"));
+  EXPECT_TRUE(has(page, "title=\"CPU 1: APIC ID 0x1 = 0b0001: package 0, die 0, module 0, core 0, thread 1\""));
 }
 
 TEST(CpuidPage, LeavesThatCarryTheApicIdHaveOneRowPerCpu) {
@@ -65,6 +66,8 @@ TEST(CpuidPage, LeavesThatCarryTheApicIdHaveOneRowPerCpu) {
   EXPECT_TRUE(has(page, "<tr data-cpu=\"0\"><td class=\"l\">0x00000001</td>"));
   EXPECT_EQ(count(page, "<td class=\"l\">0x00000000</td>"), 1u);  // the same on every CPU
   EXPECT_TRUE(has(page, "initial APIC ID"));
+  EXPECT_TRUE(has(page, "data-what=\"CPU 3: CPUID leaf 0x1, subleaf 0: EBX = 0x03"));
+  EXPECT_TRUE(has(page, "data-what=\"CPUID leaf 0x0, subleaf 0: EAX = "));
 }
 
 TEST(CpuidPage, AmdWithoutTopoextSaysThereIsNoSharingLeaf) {

@@ -47,7 +47,7 @@ void append_summary(fmt::memory_buffer& out, const CpuidModel& m, std::string_vi
 // taken apart as an example.
 void append_apic_layout(fmt::memory_buffer& out, const CpuidModel& m, std::string_view prefix) {
   const Topology& t = m.topology();
-  const unsigned width = std::max(1u, t.package_offset() + bit_width_for_count(t.counts().sockets));
+  const unsigned width = apic_id_width(t);
   appendf(out, "<h3>The APIC ID, bit by bit</h3>\n<table class=\"apic-bits\" id=\"{}apic-layout\"><tr><th>bit</th>",
           prefix);
   for (unsigned b = width; b-- > 0;) appendf(out, "<th>{}</th>", b);
@@ -66,10 +66,13 @@ void append_apic_layout(fmt::memory_buffer& out, const CpuidModel& m, std::strin
           cpu, t.apic_id(cpu), t.apic_id(cpu), width, c.package, c.die, c.module, c.core, c.thread);
 }
 
-std::string cpu_cell(const CpuidModel& m, unsigned cpu) {
+std::string cpu_cell(const CpuidModel& m, unsigned cpu, unsigned width) {
+  const Topology& t = m.topology();
   const std::string type = cpu_core_type(m, cpu);
-  return fmt::format("<span class=\"cpu\" data-cpu=\"{}\">CPU {}<br>APIC {:#x}{}</span>", cpu, cpu,
-                     m.topology().apic_id(cpu),
+  const CpuCoords c = t.coords_of(cpu);
+  return fmt::format("<span class=\"cpu\" data-cpu=\"{0}\" title=\"CPU {0}: APIC ID {1:#x} = 0b{1:0{2}b}: package {3}, "
+                     "die {4}, module {5}, core {6}, thread {7}\">CPU {0}<br>APIC {1:#x}{8}</span>",
+                     cpu, t.apic_id(cpu), width, c.package, c.die, c.module, c.core, c.thread,
                      type.empty() ? "" : fmt::format("<span class=\"ctype\">{}</span>", html_escape(type)));
 }
 
@@ -77,6 +80,7 @@ void append_tree(fmt::memory_buffer& out, const CpuidModel& m, std::string_view 
   const Topology& t = m.topology();
   const auto& n = t.counts();
   const unsigned shown = std::min(t.cpus(), kTreeCpuLimit);
+  const unsigned width = apic_id_width(t);
   appendf(out, "<h3>The tree</h3>\n<div class=\"tree\" id=\"{}tree\">\n", prefix);
   for (unsigned cpu = 0; cpu < shown; ++cpu) {
     const CpuCoords c = t.coords_of(cpu);
@@ -86,7 +90,7 @@ void append_tree(fmt::memory_buffer& out, const CpuidModel& m, std::string_view 
     if (die0 && n.dies > 1) appendf(out, "<div class=\"node die\"><div class=\"label\">die {}</div>", c.die);
     if (module0 && n.modules > 1) appendf(out, "<div class=\"node module\"><div class=\"label\">module {}</div>", c.module);
     if (core0) appendf(out, "<div class=\"node core\"><div class=\"label\">core {}</div>", c.core);
-    appendf(out, "{}", cpu_cell(m, cpu));
+    appendf(out, "{}", cpu_cell(m, cpu, width));
     // Close what ends with this CPU: the core, and the module, die and
     // package when this was their last thread (or the last CPU present).
     const bool last = cpu + 1 == shown;
@@ -104,6 +108,10 @@ void append_tree(fmt::memory_buffer& out, const CpuidModel& m, std::string_view 
 }
 
 }  // namespace
+
+unsigned apic_id_width(const Topology& t) {
+  return std::max(1u, t.package_offset() + bit_width_for_count(t.counts().sockets));
+}
 
 HtmlSection html_topology_section(const CpuidModel& model, std::string_view prefix) {
   fmt::memory_buffer out;
