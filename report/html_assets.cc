@@ -62,28 +62,31 @@ details > summary { cursor: pointer; font-weight: bold; margin: 8px 0; }
 // Hovering a cache instance (or any element with data-cpus) outlines its
 // CPUs; hovering a CPU outlines every cache instance it belongs to. The raw
 // leaves follow the CPU chosen in their selector; the field panel shows the
-// register last pointed at.
+// register last pointed at. A #cpu=N address does both for CPU N at load.
 constexpr std::string_view kJs = R"js(
 (function () {
   function machineOf(el) { return el.closest('.machine') || document; }
   function clear() { document.querySelectorAll('.hl').forEach(function (e) { e.classList.remove('hl'); }); }
+  function outlineCpus(root, cpus) {
+    cpus.forEach(function (c) {
+      root.querySelectorAll('.cpu[data-cpu="' + c + '"]').forEach(function (e) { e.classList.add('hl'); });
+    });
+  }
+  function outlineCpu(root, cpu) {
+    root.querySelectorAll('[data-cpus]').forEach(function (g) {
+      if ((' ' + g.getAttribute('data-cpus') + ' ').indexOf(' ' + cpu + ' ') >= 0) g.classList.add('hl');
+    });
+    outlineCpus(root, [cpu]);
+  }
   document.addEventListener('mouseover', function (ev) {
     var el = ev.target.closest ? ev.target.closest('[data-cpus],[data-cpu]') : null;
     clear();
     if (!el || el.closest('.leaves')) return;
-    var root = machineOf(el);
     if (el.hasAttribute('data-cpus')) {
-      var cpus = el.getAttribute('data-cpus').split(' ');
       el.classList.add('hl');
-      cpus.forEach(function (c) {
-        root.querySelectorAll('.cpu[data-cpu="' + c + '"]').forEach(function (e) { e.classList.add('hl'); });
-      });
+      outlineCpus(machineOf(el), el.getAttribute('data-cpus').split(' '));
     } else {
-      var cpu = el.getAttribute('data-cpu');
-      root.querySelectorAll('[data-cpus]').forEach(function (g) {
-        if ((' ' + g.getAttribute('data-cpus') + ' ').indexOf(' ' + cpu + ' ') >= 0) g.classList.add('hl');
-      });
-      root.querySelectorAll('.cpu[data-cpu="' + cpu + '"]').forEach(function (e) { e.classList.add('hl'); });
+      outlineCpu(machineOf(el), el.getAttribute('data-cpu'));
     }
   });
   function showFields(cell) {
@@ -100,14 +103,23 @@ constexpr std::string_view kJs = R"js(
   document.addEventListener('focusin', function (ev) {
     if (ev.target.classList && ev.target.classList.contains('reg')) showFields(ev.target);
   });
-  document.querySelectorAll('select.leaf-cpu').forEach(function (sel) {
-    sel.addEventListener('change', function () {
-      var table = document.getElementById(sel.getAttribute('data-table'));
-      table.querySelectorAll('tr[data-cpu]').forEach(function (row) {
-        row.hidden = row.getAttribute('data-cpu') !== sel.value;
-      });
+  function showLeavesOf(sel) {
+    var table = document.getElementById(sel.getAttribute('data-table'));
+    table.querySelectorAll('tr[data-cpu]').forEach(function (row) {
+      row.hidden = row.getAttribute('data-cpu') !== sel.value;
     });
+  }
+  document.querySelectorAll('select.leaf-cpu').forEach(function (sel) {
+    sel.addEventListener('change', function () { showLeavesOf(sel); });
   });
+  // page.html#cpu=N opens on CPU N: its leaves, and everything it shares outlined.
+  var wanted = /^#cpu=([0-9]+)$/.exec(location.hash);
+  if (wanted) {
+    document.querySelectorAll('select.leaf-cpu').forEach(function (sel) {
+      if (sel.querySelector('option[value="' + wanted[1] + '"]')) { sel.value = wanted[1]; showLeavesOf(sel); }
+    });
+    outlineCpu(document, wanted[1]);
+  }
   // Reached only if nothing above threw: the browser test looks for it.
   document.documentElement.setAttribute('data-script', 'ready');
 })();

@@ -15,6 +15,7 @@ if [ -z "$browser" ]; then
   exit 1
 fi
 mkdir -p "$out"
+out=$(cd "$out" && pwd)  # file:// wants an absolute path
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failures=0
@@ -84,6 +85,14 @@ grep -q 'differ only in bit 0, below bit 1: both are in L2 #0' "$out/cpuid.html.
   fail "cpuid page: CPUs 0 and 1 sharing the L2 is not explained"
 [ "$(grep -o '<span class="cpu" data-cpu=' "$out/cpuid.html.dom" | wc -l)" -eq 16 ] ||
   fail "cpuid page: the tree does not show 16 CPUs"
+# The script at work: page.html#cpu=3 shows CPU 3's leaves and outlines what
+# it shares (its core, L1d, L1i and L2 with CPU 2; the package, L3 and LLC).
+timeout 90 "$browser" --headless --no-sandbox --disable-gpu --user-data-dir="$tmp/profile" \
+  --dump-dom "file://$out/cpuid.html#cpu=3" >"$tmp/cpu3.dom" 2>>"$tmp/browser.err"
+grep -q '<tr data-cpu="3">' "$tmp/cpu3.dom" && grep -q '<tr data-cpu="0" hidden' "$tmp/cpu3.dom" ||
+  fail "cpuid page: #cpu=3 did not switch the leaves to CPU 3"
+[ "$(grep -o 'class="cache-group hl" data-cpus="2 3"' "$tmp/cpu3.dom" | wc -l)" -eq 4 ] ||
+  fail "cpuid page: #cpu=3 did not outline CPU 3's core, L1d, L1i and L2"
 [ "$(grep -o '<rect class="span act-' "$out/run.html.dom" | wc -l)" -ge 4 ] ||
   fail "run page: the timeline has fewer than one box per vCPU"
 
