@@ -253,10 +253,10 @@ struct CpuidOptions {
 
 int run_cpuid(const CpuidOptions& o) {
   CpuidModel model(Topology::parse(o.smp), parse_cpu(o.cpu));
+  if (o.format == "hwloc" && o.output.empty()) throw ConfigError("cpuid --format hwloc needs --output DIR");
   HtmlFile html(o.html);
   if (html.wanted()) html.write(cpuid_html_page(model, o.command));
   if (o.format == "hwloc") {
-    if (o.output.empty()) throw ConfigError("cpuid --format hwloc needs --output DIR");
     write_hwloc_cpuid_dir(model, o.output);
     fmt::print("wrote {} (read it with: HWLOC_CPUID_PATH={} HWLOC_COMPONENTS=x86,stop lstopo-no-graphics)\n", o.output,
                o.output);

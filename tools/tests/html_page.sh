@@ -39,6 +39,12 @@ cmp -s "$out/run.html" "$tmp/run2.html" || fail "run: two pages of the same run 
 timeout 120 "$topolab" experiment halt-poll --scale 1 --repeats 1 --html "$out/experiment.html" >/dev/null 2>&1 ||
   fail "experiment --html: status $?"
 
+# A run that fails still gets its page, and keeps its exit status.
+"$topolab" run "$images/ipi.elf" -smp 4 --time-limit 0.0001 --html "$tmp/short.html" >/dev/null 2>&1
+status=$?
+[ $status -eq 124 ] || fail "run out of time with --html: status $status, expected 124"
+grep -q 'id="run-outcome">budget-exhausted' "$tmp/short.html" || fail "run out of time: its page does not say so"
+
 # Bad paths: one line, status 125, no crash, and no empty page left behind.
 "$topolab" cpuid --html /nonexistent/dir/page.html >"$tmp/bad.out" 2>"$tmp/bad.err"
 status=$?
