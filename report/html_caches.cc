@@ -158,9 +158,12 @@ std::string explain_cache(const CpuidModel& m, const DecodedCache& c, uint32_t l
       name, c.kind == "d" ? "data" : c.kind == "i" ? "instruction" : "unified", human_bytes(c.size),
       c.ways ? fmt::format(", {}-way", c.ways) : "", leaf, sub, field, c.sharing_ids, c.sharing_ids == 1 ? "" : "s");
   if (shift == 0) return s + fmt::format("So {}. {} instances.", scope_words(t, 0, name), c.groups.size());
-  s += fmt::format("Linux rounds {} up to a power of two ({}) and drops the low {} bit{} of each APIC ID "
-                   "(<code>apicid &gt;&gt; {}</code>): CPUs whose APIC IDs agree in all other bits share one {}. So {}. ",
-                   c.sharing_ids, 1u << shift, shift, shift == 1 ? "" : "s", shift, name, scope_words(t, shift, name));
+  const std::string power = (1u << shift) == c.sharing_ids
+                                ? fmt::format("That is 2<sup>{}</sup>, so Linux", shift)
+                                : fmt::format("Linux rounds {} up to a power of two ({}) and", c.sharing_ids, 1u << shift);
+  s += fmt::format("{} drops the low {} bit{} of each APIC ID (<code>apicid &gt;&gt; {}</code>): CPUs whose APIC IDs "
+                   "agree in all other bits share one {}. So {}. ",
+                   power, shift, shift == 1 ? "" : "s", shift, name, scope_words(t, shift, name));
   const auto pair = std::find_if(c.groups.begin(), c.groups.end(), [](const auto& g) { return g.size() > 1; });
   if (pair != c.groups.end()) {
     const unsigned a = (*pair)[0], b = (*pair)[1], diff = t.apic_id(a) ^ t.apic_id(b);

@@ -38,7 +38,7 @@ TEST(CpuidPage, SaysWhyCpus0And1ShareAnL2) {
   EXPECT_TRUE(has(page, "CPUID leaf 0x4, subleaf 2: <code>EAX[25:14] = 1</code> → up to 2 logical processors share "
                         "this cache."))
       << page;
-  EXPECT_TRUE(has(page, "drops the low 1 bit of each APIC ID"));
+  EXPECT_TRUE(has(page, "That is 2<sup>1</sup>, so Linux drops the low 1 bit of each APIC ID"));
   EXPECT_TRUE(has(page, "So there is one L2 per core, shared by all its CPUs."));
   EXPECT_TRUE(has(page, "CPU 0 (APIC ID 0x0 = <code>0b0000</code>) and CPU 1 (APIC ID 0x1 = <code>0b0001</code>) "
                         "differ only in bit 0, below bit 1: both are in L2 #0."));
