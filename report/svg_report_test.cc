@@ -2,14 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "report/test_text.h"
+
 namespace topolab {
 namespace {
 
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
+using test_text::count;
 
 TEST(IpiHeatmap, OneCellPerRouteWithItsCount) {
   Stats stats(4);

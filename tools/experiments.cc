@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "report/html_report.h"
 #include "report/run_report.h"
 #include "report/svg_report.h"
 #include "base/text_buffer.h"
@@ -377,6 +378,21 @@ std::string format_experiment_json(const ExperimentOptions& options, const std::
 std::map<std::string, std::string> experiment_charts(const ExperimentOptions& options,
                                                      const std::vector<CaseMeasurement>& runs) {
   return find_experiment(options.name).charts(options, combine_repeats(runs));
+}
+
+std::string format_experiment_html(const ExperimentOptions& options, const std::vector<CaseMeasurement>& results,
+                                   const std::string& command) {
+  HtmlExperimentInput in{command, options.name, format_experiment_tables(options, results),
+                         experiment_charts(options, results), {}};
+  // Each machine once, in the order the experiment ran them.
+  std::vector<std::pair<std::string, std::string>> seen;
+  for (const CaseMeasurement& r : results) {
+    const std::pair<std::string, std::string> key{r.spec.config.topology.to_smp_arg(), r.spec.config.cpu.arg};
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    in.machines.emplace_back(r.spec.topology, CpuidModel(r.spec.config.topology, r.spec.config.cpu));
+  }
+  return experiment_html_page(in);
 }
 
 }  // namespace topolab

@@ -107,5 +107,10 @@ std::string format_experiment_json(const ExperimentOptions& options, const std::
 // File name -> SVG text.
 std::map<std::string, std::string> experiment_charts(const ExperimentOptions& options,
                                                      const std::vector<CaseMeasurement>& results);
+// The experiment's HTML page (report/html_report.h): the charts, the
+// tables, and each machine it ran as CPUID describes it. `command` is the
+// command line the page names.
+std::string format_experiment_html(const ExperimentOptions& options, const std::vector<CaseMeasurement>& results,
+                                   const std::string& command);
 
 }  // namespace topolab

@@ -132,5 +132,32 @@ TEST(ExperimentTables, L3CacheShowsRatesAndTheChange) {
   EXPECT_NE(format_experiment_json(o, results).find("\"res_per_s\": 560000.0"), std::string::npos);
 }
 
+// The page of an experiment: its charts and tables, and each machine once
+// (the l3-cache experiment runs six: three topologies, l3-cache off and on),
+// with no measurement needed beyond what the cases carry.
+TEST(ExperimentHtml, ChartsTablesAndEachMachineOnce) {
+  ExperimentOptions o;
+  o.name = "l3-cache";
+  o.repeats = 1;
+  std::vector<CaseMeasurement> results;
+  for (const ExperimentCase& c : experiment_cases(o)) {
+    CaseMeasurement m;
+    m.spec = c;
+    m.window_ns = 1'000'000;
+    m.res_ipis = 100;
+    m.vcpus = 8;
+    results.push_back(m);
+  }
+  const std::string page = format_experiment_html(o, results, "topolab experiment l3-cache");
+  EXPECT_NE(page.find("id=\"chart-l3-cache-messaging\""), std::string::npos);
+  EXPECT_NE(page.find("id=\"chart-l3-cache-pipe\""), std::string::npos);
+  EXPECT_NE(page.find("id=\"experiment-table-text\""), std::string::npos);
+  EXPECT_NE(page.find("id=\"machine-5\""), std::string::npos);
+  EXPECT_EQ(page.find("id=\"machine-6\""), std::string::npos) << "12 cases, 6 machines";
+  EXPECT_NE(page.find("-cpu qemu64,+x2apic,l3-cache=on)</summary>"), std::string::npos);
+  EXPECT_NE(page.find("<code id=\"command\">topolab experiment l3-cache</code>"), std::string::npos);
+  EXPECT_EQ(page, format_experiment_html(o, results, "topolab experiment l3-cache"));
+}
+
 }  // namespace
 }  // namespace topolab

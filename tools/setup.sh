@@ -19,6 +19,7 @@ packages=(
   python3-pip           # fetches the Unicorn wheel below
   unzip
   clang libclang-rt-14-dev  # libFuzzer and the sanitizer runtimes (fuzz/, tools/fuzz_smoke.sh)
+  chromium              # renders the --html pages headless (tools/tests/html_page.sh)
 )
 
 missing=()

@@ -3,7 +3,9 @@
 // and firmware/.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 
 #include "model/cpuid.h"
 #include "report/cpuid_report.h"
+#include "report/html_report.h"
 #include "emu/machine.h"
 #include "report/run_report.h"
 #include "report/svg_report.h"
@@ -50,6 +53,58 @@ std::vector<std::string> qemu_style_to_cli11(int argc, char** argv) {
   return {args.rbegin(), args.rend()};  // CLI11 takes them reversed
 }
 
+// The command line an HTML page names: what the user typed, as "topolab
+// ...", without the --html option itself (the page is the same wherever it
+// is written). Arguments a shell would split or expand are quoted.
+std::string command_for_page(int argc, char** argv) {
+  std::string out = "topolab";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--html") {
+      ++i;
+      continue;
+    }
+    if (a.starts_with("--html=")) continue;
+    if (a.empty() || a.find_first_of(" \t\n'\"\\$`*?;&|<>()[]{}!#~") != std::string::npos) {
+      std::string quoted = "'";
+      for (char c : a) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      a = quoted + "'";
+    }
+    out += " " + a;
+  }
+  return out;
+}
+
+// Where --html goes: opened before the work starts, so that a path that
+// cannot be written fails at once rather than after a long run.
+class HtmlFile {
+ public:
+  explicit HtmlFile(const std::string& path) : path_(path) {
+    if (path_.empty()) return;
+    file_ = std::fopen(path_.c_str(), "w");
+    if (!file_) throw ConfigError(fmt::format("--html {}: cannot write it ({})", path_, std::strerror(errno)));
+  }
+  // A page never written (the work failed first) leaves no empty file behind.
+  ~HtmlFile() {
+    if (!file_) return;
+    std::fclose(file_);
+    std::remove(path_.c_str());
+  }
+  HtmlFile(const HtmlFile&) = delete;
+  HtmlFile& operator=(const HtmlFile&) = delete;
+  bool wanted() const { return file_ != nullptr; }
+  void write(const std::string& page) {
+    const bool ok = std::fwrite(page.data(), 1, page.size(), file_) == page.size();
+    const bool closed = std::fclose(file_) == 0;
+    file_ = nullptr;
+    if (!ok || !closed) throw ConfigError(fmt::format("--html {}: cannot write it", path_));
+  }
+
+ private:
+  std::string path_;
+  std::FILE* file_ = nullptr;
+};
+
 // Exit statuses that are topolab's own; a guest's isa-debug-exit value below
 // kExitTimeLimit is the status otherwise (README, "Exit status").
 constexpr int kExitTimeLimit = 124;
@@ -66,6 +121,8 @@ struct RunOptions {
   std::string svg_dir;
   bool info_lapic = false;
   bool trace = false;
+  std::string html;     // --html FILE
+  std::string command;  // what the page names
 };
 
 // The end-of-run report: the table on stderr (stdout is the guest's serial
@@ -152,7 +209,20 @@ int report_outcome(const RunOptions& o, const RunResult& r) {
   return kExitGuestFailed;
 }
 
+// The run's page: written whatever the outcome (a hung run's timeline
+// shows where it stopped).
+void write_run_page(HtmlFile& html, const RunOptions& o, const Machine& machine, const RunResult& r) {
+  std::string outcome = fmt::format("{}{}: {} instructions, {:.6f} s of virtual time (quantum {})", to_string(r.outcome),
+                                    r.guest_value ? fmt::format(" {}", *r.guest_value) : "", r.instructions,
+                                    r.virtual_ns / 1e9, o.machine.quantum);
+  if (!r.diagnosis.empty()) outcome += "; " + r.diagnosis;
+  RunReportInput in{o.machine, machine.cpuid(), machine.stats(), r, machine.window()};
+  html.write(run_html_page({o.command, machine.cpuid(), machine.stats(), machine.activity(), outcome,
+                            format_run_table(in)}));
+}
+
 int run_machine(const RunOptions& o) {
+  HtmlFile html(o.html);
   SerialSink serial(o.serial);
   Machine machine(o.machine, [&serial](uint8_t b) { serial.put(b); }, unicorn_vcpu_factory());
   if (o.trace) machine.set_trace(stderr);
@@ -168,6 +238,7 @@ int run_machine(const RunOptions& o) {
     file_only.info_lapic = false;
     write_report(file_only, machine, r);
   }
+  if (html.wanted()) write_run_page(html, o, machine, r);
   return status;
 }
 
@@ -185,12 +256,16 @@ struct CpuidOptions {
   TopologyFlags flags;
   std::string format = "table";
   std::string output;
+  std::string html;
+  std::string command;
 };
 
 int run_cpuid(const CpuidOptions& o) {
   CpuidModel model(Topology::parse(o.flags.smp), parse_cpu(o.flags.cpu));
+  if (o.format == "hwloc" && o.output.empty()) throw ConfigError("cpuid --format hwloc needs --output DIR");
+  HtmlFile html(o.html);
+  if (html.wanted()) html.write(cpuid_html_page(model, o.command));
   if (o.format == "hwloc") {
-    if (o.output.empty()) throw ConfigError("cpuid --format hwloc needs --output DIR");
     write_hwloc_cpuid_dir(model, o.output);
     fmt::print("wrote {} (read it with: HWLOC_CPUID_PATH={} HWLOC_COMPONENTS=x86,stop lstopo-no-graphics)\n", o.output,
                o.output);
@@ -211,6 +286,8 @@ struct ExperimentCli {
   ExperimentOptions options;
   std::string format = "table";
   std::string cost_spec;
+  std::string html;
+  std::string command;
 };
 
 void write_text_file(const std::filesystem::path& path, const std::string& text) {
@@ -232,6 +309,7 @@ int run_experiment(ExperimentCli& cli, const std::filesystem::path& self) {
   o.cost = CostModel::parse(cli.cost_spec, CostModel::defaults());
   if (o.sched_image.empty()) o.sched_image = (self.parent_path() / "testcases" / "sched.elf").string();
   const std::vector<ExperimentCase> cases = experiment_cases(o);
+  HtmlFile html(cli.html);
   if (!o.output_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(o.output_dir, ec);
@@ -257,6 +335,7 @@ int run_experiment(ExperimentCli& cli, const std::filesystem::path& self) {
     for (const auto& [name, svg] : experiment_charts(o, results)) write_text_file(dir / name, svg);
     fmt::print(stderr, "wrote {}\n", (dir / "results.json").string());
   }
+  if (html.wanted()) html.write(format_experiment_html(o, results, cli.command));
   return 0;
 }
 
@@ -310,6 +389,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"table", "raw", "hwloc"}))
       ->capture_default_str();
   cpuid_cmd->add_option("--output", cpuid.output, "write to this file (raw, table) or directory (hwloc)");
+  cpuid_cmd->add_option("--html", cpuid.html, "also write one self-contained HTML page about the topology here");
 
   CLI::App* models_cmd = app.add_subcommand("models", "list the CPU models and -cpu properties");
 
@@ -344,6 +424,9 @@ int main(int argc, char** argv) {
                       "cost model: key=value,... over the defaults (docs/cost_model.md), or none,... for an ideal "
                       "machine; e.g. halt_poll_ns=0,ipiv=1");
   run_cmd->add_flag("--info-lapic", run.info_lapic, "dump every local APIC's state at the end, like QEMU's info lapic");
+  run_cmd->add_option("--html", run.html,
+                      "also write one self-contained HTML page: topology, caches, leaves, IPI heatmap, wake causes, "
+                      "timeline");
 
   ExperimentCli experiment;
   CLI::App* experiment_cmd = app.add_subcommand(
@@ -374,10 +457,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   experiment_cmd->add_option("--cost", experiment.cost_spec, "cost model over the defaults, as for run");
   experiment_cmd->add_option("--image", experiment.options.sched_image, "the sched kernel (default: beside topolab)");
+  experiment_cmd->add_option("--html", experiment.html,
+                             "also write one self-contained HTML page with the charts, tables and machines");
 
   try {
     auto args = qemu_style_to_cli11(argc, argv);
     app.parse(args);
+    cpuid.command = run.command = experiment.command = command_for_page(argc, argv);
     if (*cpuid_cmd) return run_cpuid(cpuid);
     if (*run_cmd) {
       run_flags.parse_into(run.machine.topology, run.machine.cpu);
