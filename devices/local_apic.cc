@@ -334,10 +334,10 @@ ApicWrite LocalApic::wrmsr(uint32_t msr, uint64_t value, uint64_t now) {
 }
 
 ApicWrite LocalApic::write_msr_register(uint32_t msr, uint64_t value, uint64_t now) {
-  const ApicWrite kFault{.gp = true};
+  const ApicWrite kFault{.gp = true, .message = std::nullopt};
   if (msr == MSR_IA32_APIC_BASE) {
     const bool ok = set_apic_base(value);
-    return {.gp = !ok, .base_written = ok};
+    return {.gp = !ok, .message = std::nullopt, .base_written = ok};
   }
   if (msr == MSR_IA32_TSC_DEADLINE) {
     // Writing 0 disarms; a deadline already past fires at the next on_time().

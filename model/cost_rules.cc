@@ -19,7 +19,7 @@ uint64_t ipi_wake_event_ns(const CostModel& cost, uint64_t sent_ns, bool target_
 Resumption resume_from_halt(const CostModel& cost, const HaltedVcpu& halted, uint64_t event_ns) {
   const uint64_t event = std::max(event_ns, halted.halted_since_ns);
   const uint64_t waited = event - halted.halted_since_ns;
-  Resumption r{.resume_ns = event};
+  Resumption r{.resume_ns = event, .poll = HaltPoll::None, .poll_busy_ns = std::nullopt};
   if (waited == 0) return r;
   if (halted.in_mwait) {
     if (cost.mwait_passthrough) r.resume_ns = event + cost.mwait_wake_ns;

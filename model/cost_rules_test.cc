@@ -40,26 +40,26 @@ TEST(CostRules, HaltPollHitWithinTheWindowAndMissAfterIt) {
   EXPECT_EQ(resume_from_halt(c, hlt, 11'000),
             (Resumption{.resume_ns = 11'400, .poll = HaltPoll::Hit, .poll_busy_ns = 1'400}));
   EXPECT_EQ(resume_from_halt(c, hlt, 12'000).poll, HaltPoll::Hit);  // the window's last ns
-  EXPECT_EQ(resume_from_halt(c, hlt, 12'001), (Resumption{.resume_ns = 17'001, .poll = HaltPoll::Miss}));
+  EXPECT_EQ(resume_from_halt(c, hlt, 12'001), (Resumption{.resume_ns = 17'001, .poll = HaltPoll::Miss, .poll_busy_ns = std::nullopt}));
   CostModel no_poll = c;
   no_poll.halt_poll_ns = 0;
-  EXPECT_EQ(resume_from_halt(no_poll, hlt, 11'000), (Resumption{.resume_ns = 16'000, .poll = HaltPoll::None}));
+  EXPECT_EQ(resume_from_halt(no_poll, hlt, 11'000), (Resumption{.resume_ns = 16'000, .poll = HaltPoll::None, .poll_busy_ns = std::nullopt}));
 }
 
 TEST(CostRules, AnEventAlreadyThereResumesAtOnce) {
   const HaltedVcpu hlt{.halted_since_ns = 10'000};
-  EXPECT_EQ(resume_from_halt(model(), hlt, 10'000), (Resumption{.resume_ns = 10'000}));
-  EXPECT_EQ(resume_from_halt(model(), hlt, 4'000), (Resumption{.resume_ns = 10'000}));  // sent before the halt
+  EXPECT_EQ(resume_from_halt(model(), hlt, 10'000), (Resumption{.resume_ns = 10'000, .poll = HaltPoll::None, .poll_busy_ns = std::nullopt}));
+  EXPECT_EQ(resume_from_halt(model(), hlt, 4'000), (Resumption{.resume_ns = 10'000, .poll = HaltPoll::None, .poll_busy_ns = std::nullopt}));  // sent before the halt
   const HaltedVcpu mwait{.halted_since_ns = 10'000, .in_mwait = true};
-  EXPECT_EQ(resume_from_halt(model(), mwait, 9'000), (Resumption{.resume_ns = 10'000}));
+  EXPECT_EQ(resume_from_halt(model(), mwait, 9'000), (Resumption{.resume_ns = 10'000, .poll = HaltPoll::None, .poll_busy_ns = std::nullopt}));
 }
 
 TEST(CostRules, MwaitWakeOutOfC1OrAtOnceWhenTrapped) {
   CostModel c = model();
   const HaltedVcpu mwait{.halted_since_ns = 10'000, .in_mwait = true};
-  EXPECT_EQ(resume_from_halt(c, mwait, 50'000), (Resumption{.resume_ns = 50'900}));  // no poll either way
+  EXPECT_EQ(resume_from_halt(c, mwait, 50'000), (Resumption{.resume_ns = 50'900, .poll = HaltPoll::None, .poll_busy_ns = std::nullopt}));  // no poll either way
   c.mwait_passthrough = false;
-  EXPECT_EQ(resume_from_halt(c, mwait, 50'000), (Resumption{.resume_ns = 50'000}));
+  EXPECT_EQ(resume_from_halt(c, mwait, 50'000), (Resumption{.resume_ns = 50'000, .poll = HaltPoll::None, .poll_busy_ns = std::nullopt}));
 }
 
 TEST(CostRules, ApicWriteExitByKind) {
