@@ -174,8 +174,9 @@ std::string format_groups(const CpuGroups& groups, size_t max_groups) {
 std::string summarize_topology(const ConsumerView& v) {
   auto n = [&](Level l) { return v.groups(l).size(); };
   std::string dies = sees_dies(v) ? fmt::format(", {} dies, {} modules", n(Level::Die), n(Level::Module)) : "";
-  return fmt::format("{} packages{}, {} cores, {} threads/core (from {})", n(Level::Package), dies, n(Level::Core),
-                     v.threads_per_core(), v.topology_source);
+  size_t packages = n(Level::Package);
+  return fmt::format("{} package{}{}, {} cores, {} threads/core (from {})", packages, packages == 1 ? "" : "s", dies,
+                     n(Level::Core), v.threads_per_core(), v.topology_source);
 }
 
 std::string summarize_caches(const ConsumerView& v) {
@@ -226,8 +227,11 @@ void check_cache_patterns(const LintInput& in, std::vector<Finding>& out) {
   llc.symptom = "Linux: BUG: arch topology borken / the MC domain not a subset of the PKG domain (DIE before 6.6)";
   llc.seen_in = kSeenL3AcrossPackages;
   smt.detail = "a cache that is private to each thread of a core";
-  smt.symptom = "Linux: BUG: arch topology borken / the SMT domain not a subset of the CLS domain (the CLS domain is "
-                "the L2); hwloc puts the L1/L2 below the core, one per thread";
+  bool l2 = std::any_of(smt.inferences.begin(), smt.inferences.end(), [](const auto& i) { return i.second.starts_with("L2 "); });
+  smt.symptom = l2 ? "Linux: BUG: arch topology borken / the SMT domain not a subset of the CLS domain (the CLS domain "
+                     "is the L2); hwloc puts the L2 below the core, one per thread"
+                   : "only the L1 is private to each thread: Linux prints nothing (its CLS domain follows the L2), but "
+                     "/sys/devices/system/cpu/cpu*/cache/index0-1/shared_cpu_list and lstopo show one L1 per thread";
   smt.seen_in = kSeenSmtCls;
   for (Finding* f : {&l3, &llc, &smt})
     if (!f->inferences.empty()) out.push_back(std::move(*f));

@@ -33,6 +33,8 @@ std::optional<Layout> layout_of(const RawCpuLeaves& l) {
   return std::nullopt;
 }
 
+unsigned lay_smt_shift(const std::optional<Layout>& lay) { return lay ? lay->smt_shift() : 0; }
+
 std::string views_line(const ConsumerView& v) { return summarize_topology(v); }
 
 Finding make(std::string id, std::string title, std::vector<std::string> leaves, std::string detail, const LintInput& in) {
@@ -73,6 +75,12 @@ void check_leaf4_counts(const LintInput& in, const Layout& lay, std::vector<Find
   if (id.amd ? !id.topoext : id.max_basic < 4) return;
   std::set<unsigned> boundaries{0};
   for (const auto& lv : lay.levels) boundaries.insert(lv.shift);
+  // AMD has no 0x1F: its nodes (dies) are in 0x8000001E ECX[10:8], each a
+  // power-of-two slice of the package's APIC-ID field.
+  if (id.amd && id.max_extended >= 0x8000001E) {
+    unsigned node_bits = bit_width_for_count(((l.get(0x8000001E).ecx >> 8) & 7) + 1);
+    boundaries.insert(lay.package_shift() - std::min(node_bits, lay.package_shift()));
+  }
   std::vector<std::string> problems;
   for (uint32_t sub = 0; sub < 16; ++sub) {
     uint32_t eax = l.get(leaf, sub).eax;
@@ -101,27 +109,31 @@ void check_leaf4_counts(const LintInput& in, const Layout& lay, std::vector<Find
 // Every instance of a level must hold no more CPUs than its count says; a
 // VMM that numbers CPUs densely when a count is not a power of two packs
 // two sockets' CPUs into one field.
+// Both leaves are checked: Linux 4.x and edk2 read 0xB even where 0x1F exists.
 void check_id_gaps(const LintInput& in, const Layout& lay, std::vector<Finding>& out) {
   const RawCpuid& raw = *in.raw;
   std::vector<std::string> problems;
-  for (const auto& lv : lay.levels) {
-    std::map<uint64_t, unsigned> members;
-    for (const auto& cpu : raw.cpus) {
-      auto own = layout_of(cpu);
-      if (own) ++members[own->levels.front().x2apic_id >> lv.shift];
-    }
-    for (auto [instance, n] : members)
-      if (n > lv.count) {
-        problems.push_back(fmt::format("APIC IDs >> {} = {:#x} holds {} CPUs, but subleaf {} says {} per instance", lv.shift,
-                                       instance, n, lv.subleaf, lv.count));
-        break;
-      }
+  std::vector<Layout> layouts{lay};
+  if (lay.leaf == 0x1F) {
+    auto b = read_ext_topology(raw.cpus[0], 0xB, ExtStopRule::CountOrTypeZero);
+    if (!b.empty()) layouts.push_back({0xB, b});
   }
+  for (const Layout& one : layouts)
+    for (const auto& lv : one.levels) {
+      std::map<uint64_t, unsigned> members;
+      for (const auto& cpu : raw.cpus) ++members[cpu.get(one.leaf, 0).edx >> lv.shift];
+      for (auto [instance, n] : members)
+        if (n > lv.count) {
+          problems.push_back(fmt::format("leaf {:#x}: APIC IDs >> {} = {:#x} hold {} CPUs, but subleaf {} counts {}",
+                                         one.leaf, lv.shift, instance, n, lv.subleaf, lv.count));
+          break;
+        }
+    }
   if (problems.empty()) return;
   bool non_power = std::any_of(lay.levels.begin(), lay.levels.end(), [](const auto& lv) { return lv.count & (lv.count - 1); });
   Finding f = make("apic-id-layout", non_power ? "a non-power-of-two count without the APIC-ID gaps it needs"
                                                : "leaf 0xB/0x1F counts fewer CPUs than its APIC-ID fields hold",
-                   {fmt::format("CPUID.{:02X}H:EAX[4:0]", lay.leaf), fmt::format("CPUID.{:02X}H:EBX[15:0]", lay.leaf)},
+                   {"CPUID.0BH/1FH:EAX[4:0]", "CPUID.0BH/1FH:EBX[15:0]"},
                    fmt::format("{}", fmt::join(problems, "; ")), in);
   f.symptom = "every consumer cuts APIC IDs at the shifts: CPUs of one socket land in another, or a level's count "
               "(Linux's __max_threads_per_core, hwloc's) is wrong";
@@ -159,6 +171,7 @@ void check_amd_patterns(const LintInput& in, std::vector<Finding>& out) {
   // With TOPOEXT, 0x8000001E must carry each CPU's APIC ID, core ID and
   // threads per core; past core 255 the 8-bit core ID must not wrap.
   std::vector<std::string> problems;
+  bool past_255 = false;
   std::map<std::pair<uint64_t, uint32_t>, uint64_t> core_of;  // (package, EBX[7:0]) -> Linux's core
   const ConsumerView* linux6 = nullptr;
   for (const auto& v : in.views)
@@ -173,12 +186,14 @@ void check_amd_patterns(const LintInput& in, std::vector<Finding>& out) {
     if (linux6) {
       uint64_t pkg = linux6->keys[0][cpu], core = linux6->keys[3][cpu];
       auto [it, added] = core_of.try_emplace({pkg, e.ebx & 0xff}, core);
-      if (!added && it->second != core)
+      if (!added && it->second != core) {
         problems.push_back(fmt::format("CPU {}: core ID EBX[7:0] = {} repeats another core of its package", cpu, e.ebx & 0xff));
+        // An 8-bit core ID can only wrap once the package has 256 cores.
+        past_255 |= (apic >> lay_smt_shift(lay)) > 0xff;
+      }
     }
   }
   if (problems.empty()) return;
-  bool past_255 = std::any_of(problems.begin(), problems.end(), [](const std::string& p) { return p.find("repeats") != std::string::npos; });
   Finding f = make(past_255 ? "amd-8000001e-wraps" : "amd-topoext-bad-8000001e",
                    past_255 ? "0x8000001E core IDs repeat within a package (zeroed or wrapped past core 255)"
                             : "an AMD CPU with TOPOEXT but a zero or wrong 0x8000001E",
