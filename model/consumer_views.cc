@@ -35,9 +35,13 @@ void add_message(ConsumerView& v, std::string text) {
 // topolab's machines; for a foreign dump, the best CPUID witness of it.
 uint32_t hardware_apic_id(const RawCpuid& raw, unsigned cpu) {
   if (raw.topology) return raw.topology->apic_id(cpu);
+  // Leaf 1's initial APIC ID is what every VMM fills from the APIC; 0xB's
+  // EDX is the full ID only while its low byte agrees with it.
   const RawCpuLeaves& l = raw.cpus[cpu];
-  if (l.max_basic_leaf() >= 0xB && (l.get(0xB, 0).ebx & 0xffff) != 0) return l.get(0xB, 0).edx;
-  return l.get(1).ebx >> 24;
+  uint32_t initial = l.get(1).ebx >> 24;
+  if (l.max_basic_leaf() >= 0xB && (l.get(0xB, 0).ebx & 0xffff) != 0 && (l.get(0xB, 0).edx & 0xff) == initial)
+    return l.get(0xB, 0).edx;
+  return initial;
 }
 
 // ---- Linux 6.x --------------------------------------------------------------
@@ -260,7 +264,8 @@ Placement edk2_location(const RawCpuLeaves& l, uint32_t apic) {
     thread_bits = bit_width_for_count(std::max(1u, logical / cores));
     core_bits = bit_width_for_count(cores);
   }
-  uint64_t package = apic >> (thread_bits + core_bits);
+  // Both widths come from 5-bit fields: their sum can pass 31.
+  uint64_t package = uint64_t{apic} >> std::min(thread_bits + core_bits, 63u);
   return {apic, package, package, package, uint64_t{apic} >> thread_bits};
 }
 

@@ -34,8 +34,11 @@ uint32_t reg_of(const CpuidRegs& r, char reg) {
   }
 }
 
-// One register's change, with the CPUs it holds on.
+// One register's change, with the CPUs it holds on: CPUs whose fields
+// change alike are one change, although their APIC-ID fields (which did not
+// change) make the register values differ. The values shown are the first CPU's.
 struct Change {
+  std::string fields;
   uint32_t a, b;
   std::vector<unsigned> cpus;
 };
@@ -48,9 +51,9 @@ void append_fields(fmt::memory_buffer& out, uint32_t leaf, char reg, uint32_t a,
     named |= mask;
     if (va == vb) continue;
     std::string bits = f.hi == f.lo ? fmt::format("[{}]", f.lo) : fmt::format("[{}:{}]", f.hi, f.lo);
-    appendf(out, "      {:<8} {:<62} {:>10} -> {}\n", bits, f.meaning, va, vb);
+    appendf(out, "      {:<8} {:<64} {:>6} -> {}\n", bits, f.meaning, va, vb);
   }
-  if (uint32_t rest = (a ^ b) & ~named) appendf(out, "      {:<8} {:<62} {:>10}\n", "other", "bits with no field name here (xor)", fmt::format("{:#x}", rest));
+  if (uint32_t rest = (a ^ b) & ~named) appendf(out, "      {:<8} {:<64} {:>6}\n", "other", "bits with no field name here (xor)", fmt::format("{:#x}", rest));
 }
 
 void append_leaf_diffs(fmt::memory_buffer& out, const DiffSide& a, const DiffSide& b) {
@@ -71,9 +74,12 @@ void append_leaf_diffs(fmt::memory_buffer& out, const DiffSide& a, const DiffSid
       for (char reg : {'a', 'b', 'c', 'd'}) {
         uint32_t va = reg_of(it->second, reg), vb = reg_of(rb, reg);
         if (va == vb) continue;
+        fmt::memory_buffer fields;
+        append_fields(fields, key.first, reg, va, vb);
         auto& list = changes[{key.first, key.second, reg}];
-        auto same = std::find_if(list.begin(), list.end(), [&](const Change& c) { return c.a == va && c.b == vb; });
-        if (same == list.end()) list.push_back({va, vb, {cpu}});
+        std::string text = fmt::to_string(fields);
+        auto same = std::find_if(list.begin(), list.end(), [&](const Change& c) { return c.fields == text; });
+        if (same == list.end()) list.push_back({std::move(text), va, vb, {cpu}});
         else same->cpus.push_back(cpu);
       }
     }
@@ -87,7 +93,7 @@ void append_leaf_diffs(fmt::memory_buffer& out, const DiffSide& a, const DiffSid
       const Change& c = list[i];
       appendf(out, "  leaf {:#010x}.{:02x}  E{}X  {:#010x} -> {:#010x}   CPUs {}\n", leaf, sub, char(reg - 'a' + 'A'), c.a, c.b,
               format_cpu_list(c.cpus));
-      append_fields(out, leaf, reg, c.a, c.b);
+      out.append(c.fields.data(), c.fields.data() + c.fields.size());
     }
     if (list.size() > kValuePairsShown)
       appendf(out, "  leaf {:#010x}.{:02x}  E{}X  ... and {} more per-CPU changes\n", leaf, sub, char(reg - 'a' + 'A'),

@@ -29,7 +29,7 @@ def dump(topolab, smp, cpu):
 
 
 def write(name, comment, cpus):
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), name), "w") as f:
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "bad", name), "w") as f:
         f.write(f"# {comment}\n# made by tools/tests/check/make_fixtures.py\n")
         for i, leaves in enumerate(cpus):
             f.write(f"CPU {i}:\n")
