@@ -9,6 +9,9 @@ namespace {
 // Fields of several bits (the single-bit features come from the flag table).
 constexpr CpuidField kFieldTable[] = {
     {0x0, 'a', 31, 0, "maximum input value for basic CPUID information"},
+    {0x0, 'b', 31, 0, "vendor ID, characters 0-3"},
+    {0x0, 'd', 31, 0, "vendor ID, characters 4-7"},
+    {0x0, 'c', 31, 0, "vendor ID, characters 8-11"},
     {0x1, 'a', 3, 0, "stepping ID"},
     {0x1, 'a', 7, 4, "model"},
     {0x1, 'a', 11, 8, "family ID"},
@@ -48,6 +51,9 @@ constexpr CpuidField kFieldTable[] = {
     {0x1A, 'a', 23, 0, "native model ID of the core"},
     {0x1A, 'a', 31, 24, "core type"},
     {0x80000000, 'a', 31, 0, "maximum input value for extended CPUID information"},
+    {0x80000000, 'b', 31, 0, "vendor ID, characters 0-3 (QEMU repeats leaf 0's)"},
+    {0x80000000, 'd', 31, 0, "vendor ID, characters 4-7"},
+    {0x80000000, 'c', 31, 0, "vendor ID, characters 8-11"},
     {0x80000001, 'c', 1, 1, "CmpLegacy: HTT means more than one core"},
     {0x80000005, 'c', 7, 0, "L1 cache line size"},
     {0x80000005, 'c', 15, 8, "L1 cache lines per tag"},
@@ -93,6 +99,15 @@ constexpr FeatureWordPlace kFeatureWordPlaces[] = {
 
 }  // namespace
 
+uint32_t register_value(const CpuidRegs& r, char reg) {
+  switch (reg) {
+    case 'a': return r.eax;
+    case 'b': return r.ebx;
+    case 'c': return r.ecx;
+    default: return r.edx;
+  }
+}
+
 uint32_t field_value(uint32_t reg, const CpuidField& f) {
   unsigned width = f.hi - f.lo + 1;
   uint32_t mask = width == 32 ? 0xffffffffu : (1u << width) - 1;
@@ -102,6 +117,7 @@ uint32_t field_value(uint32_t reg, const CpuidField& f) {
 std::vector<CpuidField> cpuid_fields_of(uint32_t leaf, char reg) {
   uint32_t as = leaf == 0x1F ? 0xB : leaf == 0x8000001D ? 0x4 : leaf;
   std::vector<CpuidField> out;
+  if (leaf >= 0x80000002 && leaf <= 0x80000004) out.push_back({leaf, reg, 31, 0, "processor brand string, 4 characters"});
   for (const CpuidField& f : kFieldTable)
     if (f.leaf == as && f.reg == reg && !(leaf == 0x8000001D && f.hi == 31 && f.lo == 26)) out.push_back(f);
   for (const FeatureWordPlace& p : kFeatureWordPlaces) {

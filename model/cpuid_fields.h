@@ -17,6 +17,9 @@ namespace topolab {
 // 0xB, and 0x8000001D as leaf 4.
 std::vector<CpuidField> cpuid_fields_of(uint32_t leaf, char reg);
 
+// EAX, EBX, ECX or EDX of `r`, by the letter CpuidField names them with.
+uint32_t register_value(const CpuidRegs& r, char reg);
+
 // The value of `field` in `reg`.
 uint32_t field_value(uint32_t reg, const CpuidField& field);
 

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "model/cpu_list.h"
+
 namespace topolab {
 
 namespace {
@@ -14,18 +16,6 @@ namespace {
 constexpr const char* kSeenL3AcrossPackages =
     "cloud-hypervisor #8730 and #5742; a QEMU 10.2 report in containers/nri-plugins #716";
 constexpr const char* kSeenSmtCls = "oxidecomputer/propolis #1001";
-
-std::string format_group(const std::vector<unsigned>& cpus) {
-  std::string out;
-  for (size_t i = 0; i < cpus.size();) {
-    size_t j = i;
-    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += j == i ? fmt::format("{}", cpus[i]) : fmt::format("{}-{}", cpus[i], cpus[j]);
-    i = j + 1;
-  }
-  return out;
-}
 
 size_t widest(const CpuGroups& groups) {
   size_t w = 0;
@@ -166,7 +156,7 @@ void compare_with_intended(const LintInput& in, std::vector<Finding>& out) {
 
 std::string format_groups(const CpuGroups& groups, size_t max_groups) {
   std::string out;
-  for (size_t i = 0; i < groups.size() && i < max_groups; ++i) out += (i ? " | " : "") + format_group(groups[i]);
+  for (size_t i = 0; i < groups.size() && i < max_groups; ++i) out += (i ? " | " : "") + format_cpu_list(groups[i]);
   if (groups.size() > max_groups) out += fmt::format(" | ... ({} more)", groups.size() - max_groups);
   return out;
 }

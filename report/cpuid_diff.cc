@@ -25,15 +25,6 @@ LeafMap leaves_of(const CpuidModel& m, unsigned cpu) {
   return out;
 }
 
-uint32_t reg_of(const CpuidRegs& r, char reg) {
-  switch (reg) {
-    case 'a': return r.eax;
-    case 'b': return r.ebx;
-    case 'c': return r.ecx;
-    default: return r.edx;
-  }
-}
-
 // One register's change, with the CPUs it holds on: CPUs whose fields
 // change alike are one change, although their APIC-ID fields (which did not
 // change) make the register values differ. The values shown are the first CPU's.
@@ -72,7 +63,7 @@ void append_leaf_diffs(fmt::memory_buffer& out, const DiffSide& a, const DiffSid
         continue;
       }
       for (char reg : {'a', 'b', 'c', 'd'}) {
-        uint32_t va = reg_of(it->second, reg), vb = reg_of(rb, reg);
+        uint32_t va = register_value(it->second, reg), vb = register_value(rb, reg);
         if (va == vb) continue;
         fmt::memory_buffer fields;
         append_fields(fields, key.first, reg, va, vb);
@@ -85,8 +76,18 @@ void append_leaf_diffs(fmt::memory_buffer& out, const DiffSide& a, const DiffSid
     }
   }
   if (changes.empty() && only.empty()) appendf(out, "  no leaf differs on CPUs 0-{}\n", common - 1);
-  for (const auto& [key, side] : only)
-    appendf(out, "  leaf {:#010x}.{:02x}  only in {}\n", key.first, key.second, side);
+  // Runs of leaves on one side only (an extended range that reaches
+  // further) are one line.
+  for (auto it = only.begin(); it != only.end();) {
+    auto last = it;
+    for (auto next = std::next(it); next != only.end() && next->second == it->second && next->first.second == 0 &&
+                                    it->first.second == 0 && next->first.first == last->first.first + 1;
+         ++next)
+      last = next;
+    if (last == it) appendf(out, "  leaf {:#010x}.{:02x}  only in {}\n", it->first.first, it->first.second, it->second);
+    else appendf(out, "  leaves {:#010x}-{:#010x}  only in {}\n", it->first.first, last->first.first, it->second);
+    it = std::next(last);
+  }
   for (const auto& [key, list] : changes) {
     auto [leaf, sub, reg] = key;
     for (size_t i = 0; i < list.size() && i < kValuePairsShown; ++i) {
