@@ -144,3 +144,38 @@ TEST(TopologyLint, EveryFindingNamesLeavesConsumersSymptomAndBugs) {
 
 }  // namespace
 }  // namespace topolab
+
+namespace topolab {
+namespace {
+
+// Any leaves at all, as a hostile or broken dump may hold: every decoder
+// and check must run to the end (no division by zero, no shift past the
+// width, no endless walk). Seeded, so a failure repeats.
+TEST(TopologyLint, SurvivesArbitraryLeaves) {
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return static_cast<uint32_t>(state);
+  };
+  const uint32_t leaves[] = {0x0, 0x1, 0x4, 0x7, 0xB, 0x1A, 0x1F, 0x80000000, 0x80000001, 0x80000005, 0x80000006,
+                             0x80000008, 0x8000001D, 0x8000001E};
+  for (int round = 0; round < 300; ++round) {
+    RawCpuid raw;
+    raw.cpus.resize(1 + next() % 9);
+    for (auto& cpu : raw.cpus)
+      for (uint32_t leaf : leaves)
+        for (uint32_t sub = 0; sub < (CpuidModel::has_subleaves(leaf) ? 5u : 1u); ++sub) {
+          CpuidRegs r{next(), next(), next(), next()};
+          if (next() % 4 == 0) r = {};  // terminators, sometimes
+          if (leaf == 0 && next() % 2) r.eax = 0x1F;
+          if (leaf == 0x80000000 && next() % 2) r.eax = 0x8000001E;
+          cpu.leaves[{leaf, sub}] = r;
+        }
+    EXPECT_NO_THROW(lint_topology(decode_for_lint(raw, {}))) << round;
+  }
+}
+
+}  // namespace
+}  // namespace topolab

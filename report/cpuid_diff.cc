@@ -42,7 +42,10 @@ void append_fields(fmt::memory_buffer& out, uint32_t leaf, char reg, uint32_t a,
     named |= mask;
     if (va == vb) continue;
     std::string bits = f.hi == f.lo ? fmt::format("[{}]", f.lo) : fmt::format("[{}:{}]", f.hi, f.lo);
-    appendf(out, "      {:<8} {:<64} {:>6} -> {}\n", bits, f.meaning, va, vb);
+    // Whole-register fields (vendor words, IDs, set counts) read best in hex.
+    if (f.hi - f.lo == 31)
+      appendf(out, "      {:<8} {:<64} {:>6} -> {:#x}\n", bits, f.meaning, fmt::format("{:#x}", va), vb);
+    else appendf(out, "      {:<8} {:<64} {:>6} -> {}\n", bits, f.meaning, va, vb);
   }
   if (uint32_t rest = (a ^ b) & ~named) appendf(out, "      {:<8} {:<64} {:>6}\n", "other", "bits with no field name here (xor)", fmt::format("{:#x}", rest));
 }
