@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <random>
 
 #include <gtest/gtest.h>
 
@@ -152,13 +153,8 @@ namespace {
 // and check must run to the end (no division by zero, no shift past the
 // width, no endless walk). Seeded, so a failure repeats.
 TEST(TopologyLint, SurvivesArbitraryLeaves) {
-  uint64_t state = 0x9e3779b97f4a7c15ull;
-  auto next = [&] {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return static_cast<uint32_t>(state);
-  };
+  std::mt19937 random(13);  // issue 13
+  auto next = [&] { return static_cast<uint32_t>(random()); };
   const uint32_t leaves[] = {0x0, 0x1, 0x4, 0x7, 0xB, 0x1A, 0x1F, 0x80000000, 0x80000001, 0x80000005, 0x80000006,
                              0x80000008, 0x8000001D, 0x8000001E};
   for (int round = 0; round < 300; ++round) {
