@@ -209,7 +209,8 @@ void check_cache_patterns(const LintInput& in, std::vector<Finding>& out) {
         smt.inferences.push_back({consumer_name(v.consumer), fmt::format("{} {} but cores {}", c.name(), format_groups(c.groups),
                                                                        format_groups(v.groups(Level::Core)))});
   }
-  l3.detail = "the L3's sharing count reaches past the package's APIC-ID field";
+  l3.detail = "the L3's sharing count reaches past the package's APIC-ID field, or (AMD family 0x17 model <= 0x1F) "
+              "Linux's fixed Zen 1 core complex, APIC ID >> 3, does";
   l3.symptom = "Linux: the MC domain spans sockets, and with NUMA \"sched: CPU #N's llc-sibling CPU #M is not on the "
                "same node! Ignoring dependency.\"; lstopo shows one L3 per package instead";
   l3.seen_in = kSeenL3AcrossPackages;
