@@ -10,4 +10,14 @@ struct CpuidRegs {
   bool operator==(const CpuidRegs&) const = default;
 };
 
+// EAX, EBX, ECX or EDX of `r`, by the letter 'a', 'b', 'c' or 'd'.
+inline uint32_t register_value(const CpuidRegs& r, char reg) {
+  switch (reg) {
+    case 'a': return r.eax;
+    case 'b': return r.ebx;
+    case 'c': return r.ecx;
+    default: return r.edx;
+  }
+}
+
 }  // namespace topolab

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "model/cpuid_regs.h"
+
 namespace topolab {
 
 namespace {
@@ -35,15 +37,6 @@ constexpr MsrRequirement kRequirements[] = {
     {0xc0000103, 0xc0000103, "IA32_TSC_AUX", {kRdtscp, kRdpid}},
 };
 
-uint32_t reg_of(const CpuidRegs& r, char reg) {
-  switch (reg) {
-    case 'a': return r.eax;
-    case 'b': return r.ebx;
-    case 'c': return r.ecx;
-    default: return r.edx;
-  }
-}
-
 }  // namespace
 
 std::span<const MsrRequirement> msr_requirements() { return kRequirements; }
@@ -58,7 +51,7 @@ bool cpuid_bit_set(const CpuidQuery& query, const CpuidBit& bit) {
   if (!bit.reg) return false;
   const uint32_t range_base = bit.leaf & 0x80000000u;
   if (bit.leaf > query(range_base, 0).eax) return false;
-  return (reg_of(query(bit.leaf, bit.subleaf), bit.reg) >> bit.bit) & 1;
+  return (register_value(query(bit.leaf, bit.subleaf), bit.reg) >> bit.bit) & 1;
 }
 
 MsrAvailability::MsrAvailability(const CpuidQuery& query) {

@@ -34,6 +34,15 @@ const std::vector<CpuidFieldName> kFields = {
     {0x1, 'b', 31, 24, "initial APIC ID", E::Hex,
      "this CPU's 8-bit APIC ID; thread, core, die and package are bit fields of it"},
 
+    // Leaf 2 (SDM table 3-12): descriptor bytes; byte 0 of EAX is the count of CPUID(2) calls.
+    {0x2, 'a', 7, 0, "number of times CPUID(2) must be executed", E::Number, ""},
+    {0x2, 'a', 15, 8, "descriptor byte 1", E::Hex, ""},
+    {0x2, 'a', 23, 16, "descriptor byte 2", E::Hex, ""},
+    {0x2, 'a', 31, 24, "descriptor byte 3", E::Hex, ""},
+    {0x2, 'c', 7, 0, "descriptor byte 0 (0x4d: a 16 MB L3)", E::Hex, ""},
+    {0x2, 'd', 7, 0, "descriptor byte 0", E::Hex, ""},
+    {0x2, 'd', 15, 8, "descriptor byte 1", E::Hex, ""},
+    {0x2, 'd', 23, 16, "descriptor byte 2", E::Hex, ""},
     {0x4, 'a', 4, 0, "cache type field", E::CacheType, ""},
     {0x4, 'a', 7, 5, "cache level (starts at 1)", E::Number, ""},
     {0x4, 'a', 8, 8, "self initializing cache level", E::Number, ""},

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "model/cpu_list.h"
 #include "model/cpuid.h"
 
 namespace topolab {
@@ -48,8 +49,6 @@ struct LlcView {
 };
 LlcView linux_llc(const CpuidModel& model, const std::vector<DecodedCache>& caches);
 
-// "0-3,8,10-11"
-std::string format_cpu_list(const std::vector<unsigned>& cpus);
 
 std::string format_topology_table(const CpuidModel& model);
 

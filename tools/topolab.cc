@@ -20,6 +20,7 @@
 #include "report/run_report.h"
 #include "report/svg_report.h"
 #include "emu/unicorn_vcpu.h"
+#include "tools/check_command.h"
 #include "tools/experiments.h"
 
 namespace {
@@ -40,6 +41,13 @@ std::vector<std::string> qemu_style_to_cli11(int argc, char** argv) {
   bool value_next = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    // cpuid --diff "-smp A -cpu X" "-smp B -cpu Y": values that start with
+    // a dash, which CLI11 would read as options; "--diff=VALUE" keeps them.
+    if (!value_next && a == "--diff" && i + 2 < argc) {
+      args.push_back(a + "=" + argv[++i]);
+      args.push_back(a + "=" + argv[++i]);
+      continue;
+    }
     bool option = false;
     if (!value_next)
       for (const std::string& q : kQemuLong)
@@ -258,9 +266,11 @@ struct CpuidOptions {
   std::string output;
   std::string html;
   std::string command;
+  std::vector<std::string> diff;  // two "-smp ... -cpu ..." machines
 };
 
 int run_cpuid(const CpuidOptions& o) {
+  if (!o.diff.empty()) return run_cpuid_diff(o.diff);
   CpuidModel model(Topology::parse(o.flags.smp), parse_cpu(o.flags.cpu));
   if (o.format == "hwloc" && o.output.empty()) throw ConfigError("cpuid --format hwloc needs --output DIR");
   HtmlFile html(o.html);
@@ -390,6 +400,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   cpuid_cmd->add_option("--output", cpuid.output, "write to this file (raw, table) or directory (hwloc)");
   cpuid_cmd->add_option("--html", cpuid.html, "also write one self-contained HTML page about the topology here");
+  cpuid_cmd->add_option("--diff", cpuid.diff, "compare two machines: --diff \"-smp A -cpu X\" \"-smp B -cpu Y\"");
+
+  CheckOptions check;
+  CLI::App* check_cmd = add_check_command(app, check);
 
   CLI::App* models_cmd = app.add_subcommand("models", "list the CPU models and -cpu properties");
 
@@ -465,6 +479,7 @@ int main(int argc, char** argv) {
     app.parse(args);
     cpuid.command = run.command = experiment.command = command_for_page(argc, argv);
     if (*cpuid_cmd) return run_cpuid(cpuid);
+    if (*check_cmd) return run_check(check);
     if (*run_cmd) {
       run_flags.parse_into(run.machine.topology, run.machine.cpu);
       run.machine.cost = CostModel::parse(cost_spec, CostModel::defaults());

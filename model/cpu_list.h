@@ -1,0 +1,12 @@
+// CPU lists as Linux prints them in sysfs (cpulist format): "0-3,8,10-11".
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace topolab {
+
+// `cpus` sorted ascending.
+std::string format_cpu_list(const std::vector<unsigned>& cpus);
+
+}  // namespace topolab

@@ -1,0 +1,55 @@
+#include "report/cpuid_diff.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "report/check_report.h"
+
+namespace topolab {
+namespace {
+
+CpuidModel make(const char* smp, const char* cpu) { return CpuidModel(Topology::parse(smp), parse_cpu(cpu)); }
+
+TEST(CpuidDiff, NamesEveryChangedField) {
+  CpuidModel a = make("4,cores=4", "Skylake-Server"), b = make("4,cores=2,threads=2", "Skylake-Server");
+  std::string text = format_cpuid_diff({"A", &a}, {"B", &b});
+  // Leaf 0xB subleaf 0: the SMT level's shift and count change.
+  EXPECT_NE(text.find("leaf 0x0000000b.00  EAX  0x00000000 -> 0x00000001"), std::string::npos) << text;
+  EXPECT_NE(text.find("bits to shift right on x2APIC ID to get a unique topology ID of the next level type"), std::string::npos);
+  EXPECT_NE(text.find("logical processors at this level type"), std::string::npos);
+  // L1 and L2 become shared by two threads.
+  EXPECT_NE(text.find("L2   A: 4 instances x1: 0 | 1 | 2 | 3"), std::string::npos) << text;
+  EXPECT_NE(text.find("       B: 2 instances x2: 0-1 | 2-3"), std::string::npos) << text;
+}
+
+TEST(CpuidDiff, PerCpuChangesListTheirCpus) {
+  // The APIC ID fields differ per CPU but do not change.
+  CpuidModel a = make("4,sockets=2,cores=2", "Skylake-Server"), b = make("4,sockets=1,cores=4", "Skylake-Server");
+  std::string text = format_cpuid_diff({"A", &a}, {"B", &b});
+  // EBX[23:16] changes alike on every CPU although EBX[31:24] differs per CPU.
+  EXPECT_NE(text.find("leaf 0x00000001.00  EBX  0x00020800 -> 0x00040800   CPUs 0-3"), std::string::npos) << text;
+  EXPECT_EQ(text.find("initial APIC ID"), std::string::npos) << text;
+}
+
+TEST(CpuidDiff, AMachineAgainstItself) {
+  CpuidModel a = make("2", "qemu64");
+  std::string text = format_cpuid_diff({"A", &a}, {"B", &a});
+  EXPECT_NE(text.find("no leaf differs on CPUs 0-1"), std::string::npos);
+  EXPECT_NE(text.find("scheduler LLC groups (cpus_share_cache):\n  same:"), std::string::npos) << text;
+}
+
+TEST(CheckReport, JsonAndTextCarryTheSameFindings) {
+  RawCpuid raw = raw_cpuid_of(make("4,cores=2,threads=2", "EPYC,-topoext"), "-smp 4,cores=2,threads=2 -cpu EPYC,-topoext");
+  LintInput in = decode_for_lint(raw, {});
+  auto findings = lint_topology(in);
+  ASSERT_FALSE(findings.empty());
+  std::string text = format_check_text(in, findings), json = format_check_json(in, findings);
+  for (const auto& f : findings) {
+    EXPECT_NE(text.find("[" + f.id + "]"), std::string::npos) << f.id;
+    EXPECT_NE(json.find("\"id\": \"" + f.id + "\""), std::string::npos) << f.id;
+  }
+  EXPECT_NE(text.find(fmt::format("{} findings", findings.size())), std::string::npos);
+}
+
+}  // namespace
+}  // namespace topolab
