@@ -44,17 +44,7 @@ check_sweep l3-cache l3-cache-messaging.svg l3-cache-pipe.svg
 check_sweep halt-poll halt-poll.svg
 
 # Bad input: one line and status 125, as for any bad option.
-expect_error() {  # FRAGMENT ARGS...
-  local fragment=$1
-  shift
-  timeout 60 "$topolab" "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  if [ "$got" -ne 125 ] || [ "$(wc -l <"$tmp/err")" -ne 1 ] || ! grep -qF -- "$fragment" "$tmp/err"; then
-    fail "topolab $* -> status $got, want 125 and one line with '$fragment':"; sed 's/^/    /' "$tmp/err" | head -3
-  else
-    echo "ok: topolab $* -> $(cat "$tmp/err")"
-  fi
-}
+source "$(dirname "$0")/expect_error.sh"
 cases=$tmp/halt-poll/cases
 expect_error "run with --scale 5, this merge has --scale 100" experiment halt-poll --repeats 2 --merge "$cases"
 expect_error "a case of experiment halt-poll, not l3-cache" experiment l3-cache "${small[@]}" --merge "$cases"
