@@ -167,6 +167,10 @@ std::vector<const CaseMeasurement*> rows_of(const std::vector<CaseMeasurement>& 
 
 }  // namespace experiment_parts
 
+std::string describe_case(const ExperimentCase& c) {
+  return fmt::format("{} on {} with {}, quantum {}", c.workload, c.topology, c.setting, c.config.quantum);
+}
+
 uint64_t CaseMeasurement::sched_number(const std::string& key) const {
   auto it = sched.find(key);
   if (it == sched.end()) return 0;
@@ -246,8 +250,7 @@ std::vector<CaseMeasurement> run_experiment_cases(const ExperimentOptions& optio
       std::lock_guard lock(progress_lock);
       ++done;
       if (progress)
-        fmt::print(progress, "[{:>3}/{}] {} on {} with {}, quantum {}: {} ({:.1f} s)\n", done, cases.size(),
-                   cases[i].workload, cases[i].topology, cases[i].setting, cases[i].config.quantum,
+        fmt::print(progress, "[{:>3}/{}] {}: {} ({:.1f} s)\n", done, cases.size(), describe_case(cases[i]),
                    failures[i] ? "FAILED" : "done", seconds);
     }
   };

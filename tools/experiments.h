@@ -27,6 +27,10 @@ struct ExperimentCase {
   MachineConfig config;
 };
 
+// "pipe on 8 vCPUs ... with l3-cache=on, quantum 600": what the progress
+// lines, --list-cases and the errors about case files call one run.
+std::string describe_case(const ExperimentCase& c);
+
 // What one case measured, from the guest's measuring window; combined over
 // its repeats, the counts and window_ns are sums (rates are ratios of sums).
 struct CaseMeasurement {

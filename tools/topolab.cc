@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "report/svg_report.h"
 #include "emu/unicorn_vcpu.h"
 #include "tools/check_command.h"
+#include "tools/experiment_sweep.h"
 #include "tools/experiments.h"
 
 namespace {
@@ -298,6 +300,11 @@ struct ExperimentCli {
   std::string cost_spec;
   std::string html;
   std::string command;
+  // A sweep in pieces (tools/experiment_sweep.h): list the runs, run one
+  // (-1: all of them), or merge their case files.
+  bool list_cases = false;
+  long case_index = -1;
+  std::string merge_dir;
 };
 
 void write_text_file(const std::filesystem::path& path, const std::string& text) {
@@ -306,8 +313,69 @@ void write_text_file(const std::filesystem::path& path, const std::string& text)
     throw ConfigError(fmt::format("cannot write {}", path.string()));
 }
 
+void make_output_dir(const ExperimentOptions& o) {
+  if (o.output_dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(o.output_dir, ec);
+  if (ec) throw ConfigError(fmt::format("--output {}: {}", o.output_dir, ec.message()));
+}
+
+// Runs `cases`; a guest that failed is one line on stderr and no results.
+std::optional<std::vector<CaseMeasurement>> run_cases(const ExperimentOptions& o,
+                                                      const std::vector<ExperimentCase>& cases) {
+  try {
+    return run_experiment_cases(o, cases, stderr);
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    fmt::print(stderr, "topolab: experiment {}: {}\n", o.name, e.what());
+    return std::nullopt;
+  }
+}
+
+// The tables (or JSON) on stdout, results.json, results.txt and the charts
+// into --output: the same for a run in one piece and for a merge.
+void write_experiment_results(const ExperimentOptions& o, const std::vector<CaseMeasurement>& results) {
+  const std::string tables = format_experiment_tables(o, results);
+  const std::string json = format_experiment_json(o, results);
+  fmt::print("{}", o.json ? json : tables);
+  if (!o.output_dir.empty()) {
+    const std::filesystem::path dir(o.output_dir);
+    write_text_file(dir / "results.json", json);
+    write_text_file(dir / "results.txt", tables);
+    for (const auto& [name, svg] : experiment_charts(o, results)) write_text_file(dir / name, svg);
+    fmt::print(stderr, "wrote {}\n", (dir / "results.json").string());
+  }
+}
+
+// `--case K`: one run, its case file into --output (written aside and
+// renamed, so a job killed halfway leaves no half a file), else stdout.
+int run_one_case(const ExperimentOptions& o, const std::vector<ExperimentCase>& cases, long index) {
+  if (index < 0 || static_cast<size_t>(index) >= cases.size())
+    throw ConfigError(fmt::format("--case {}: experiment {} has {} cases with these options (0-{}; see --list-cases)",
+                                  index, o.name, cases.size(), cases.size() - 1));
+  const ExperimentCase& spec = cases[index];
+  fmt::print(stderr, "topolab experiment {}: case {} of {}\n", o.name, index, cases.size());
+  std::optional<std::vector<CaseMeasurement>> result = run_cases(o, {spec});
+  if (!result) return kExitGuestFailed;
+  const std::string text = format_case_file(o, cases.size(), index, result->front());
+  if (o.output_dir.empty()) {
+    fmt::print("{}", text);
+    return 0;
+  }
+  const std::filesystem::path path = std::filesystem::path(o.output_dir) / case_file_name(index);
+  const std::filesystem::path partial = path.string() + ".partial";
+  write_text_file(partial, text);
+  std::error_code ec;
+  std::filesystem::rename(partial, path, ec);
+  if (ec) throw ConfigError(fmt::format("cannot write {}: {}", path.string(), ec.message()));
+  fmt::print(stderr, "wrote {}\n", path.string());
+  return 0;
+}
+
 // `topolab experiment NAME`: the tables (or JSON) on stdout, progress on
-// stderr, results.json and the charts into --output.
+// stderr, results.json and the charts into --output; or one step of a sweep
+// in pieces (--list-cases, --case, --merge).
 int run_experiment(ExperimentCli& cli, const std::filesystem::path& self) {
   ExperimentOptions& o = cli.options;
   if (o.name.empty()) {
@@ -319,33 +387,26 @@ int run_experiment(ExperimentCli& cli, const std::filesystem::path& self) {
   o.cost = CostModel::parse(cli.cost_spec, CostModel::defaults());
   if (o.sched_image.empty()) o.sched_image = (self.parent_path() / "testcases" / "sched.elf").string();
   const std::vector<ExperimentCase> cases = experiment_cases(o);
+  if (cli.list_cases) {
+    fmt::print("{}", format_case_list(cases));
+    return 0;
+  }
   HtmlFile html(cli.html);
-  if (!o.output_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.output_dir, ec);
-    if (ec) throw ConfigError(fmt::format("--output {}: {}", o.output_dir, ec.message()));
+  if (!cli.merge_dir.empty()) {
+    const std::vector<CaseMeasurement> results = read_case_files(o, cases, cli.merge_dir);
+    fmt::print(stderr, "topolab experiment {}: merged {} case files from {}\n", o.name, cases.size(), cli.merge_dir);
+    make_output_dir(o);
+    write_experiment_results(o, results);
+    if (html.wanted()) html.write(format_experiment_html(o, results, cli.command));
+    return 0;
   }
+  make_output_dir(o);
+  if (cli.case_index >= 0) return run_one_case(o, cases, cli.case_index);
   fmt::print(stderr, "topolab experiment {}: {} machines, {} at a time\n", o.name, cases.size(), o.jobs);
-  std::vector<CaseMeasurement> results;
-  try {
-    results = run_experiment_cases(o, cases, stderr);
-  } catch (const InputError&) {
-    throw;
-  } catch (const std::runtime_error& e) {
-    fmt::print(stderr, "topolab: experiment {}: {}\n", o.name, e.what());
-    return kExitGuestFailed;
-  }
-  const std::string tables = format_experiment_tables(o, results);
-  const std::string json = format_experiment_json(o, results);
-  fmt::print("{}", o.json ? json : tables);
-  if (!o.output_dir.empty()) {
-    const std::filesystem::path dir(o.output_dir);
-    write_text_file(dir / "results.json", json);
-    write_text_file(dir / "results.txt", tables);
-    for (const auto& [name, svg] : experiment_charts(o, results)) write_text_file(dir / name, svg);
-    fmt::print(stderr, "wrote {}\n", (dir / "results.json").string());
-  }
-  if (html.wanted()) html.write(format_experiment_html(o, results, cli.command));
+  std::optional<std::vector<CaseMeasurement>> results = run_cases(o, cases);
+  if (!results) return kExitGuestFailed;
+  write_experiment_results(o, *results);
+  if (html.wanted()) html.write(format_experiment_html(o, *results, cli.command));
   return 0;
 }
 
@@ -381,6 +442,21 @@ void add_topology_options(CLI::App* app, TopologyFlags& flags) {
       ->capture_default_str();
   app->add_option("--cpu", flags.cpu, "QEMU -cpu: MODEL[,l3-cache=on|off][,+x2apic|-x2apic][,+monitor|-monitor][,vendor=,level=,xlevel=]")
       ->capture_default_str();
+}
+
+// A sweep in pieces: what a cluster's scheduler runs (docs/sweeps.md).
+void add_sweep_options(CLI::App* experiment_cmd, ExperimentCli& experiment) {
+  CLI::Option* list = experiment_cmd->add_flag("--list-cases", experiment.list_cases,
+                                               "print the runs, one a line: the index --case takes, and what it is");
+  CLI::Option* one = experiment_cmd->add_option("--case", experiment.case_index,
+                                                "run this one run of --list-cases; write case-K.json into --output "
+                                                "(or the case file to stdout)")
+                         ->check(CLI::NonNegativeNumber);
+  CLI::Option* merge = experiment_cmd->add_option("--merge", experiment.merge_dir,
+                                                  "build the tables, JSON and charts from the case-*.json files of "
+                                                  "this directory, as a run in one piece (same options)");
+  list->excludes(one)->excludes(merge);
+  one->excludes(merge);
 }
 
 }  // namespace
@@ -473,6 +549,7 @@ int main(int argc, char** argv) {
   experiment_cmd->add_option("--image", experiment.options.sched_image, "the sched kernel (default: beside topolab)");
   experiment_cmd->add_option("--html", experiment.html,
                              "also write one self-contained HTML page with the charts, tables and machines");
+  add_sweep_options(experiment_cmd, experiment);
 
   try {
     auto args = qemu_style_to_cli11(argc, argv);

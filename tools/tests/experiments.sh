@@ -74,17 +74,7 @@ for w in ("pipe", "messaging"):
 PY
 
 # Bad input.
-expect_error() {  # FRAGMENT ARGS...
-  local fragment=$1
-  shift
-  timeout 60 "$topolab" "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  if [ "$got" -ne 125 ] || [ "$(wc -l <"$tmp/err")" -ne 1 ] || ! grep -qF -- "$fragment" "$tmp/err"; then
-    fail "topolab $* -> status $got, want 125 and one line with '$fragment':"; sed 's/^/    /' "$tmp/err" | head -3
-  else
-    echo "ok: topolab $* -> $(cat "$tmp/err")"
-  fi
-}
+source "$(dirname "$0")/expect_error.sh"
 expect_error "no such experiment (known: l3-cache, halt-poll)" experiment l4-cache
 expect_error "--cost halt_poll_ns=-5: must be a whole number" experiment halt-poll --cost halt_poll_ns=-5
 expect_error "--cost warp_ns: unknown parameter" run "$images/cpuid_dump.elf" --cost warp_ns=3
