@@ -237,6 +237,12 @@ const ModuleKind& Topology::kind_of_module(unsigned module) const {
   throw std::out_of_range(fmt::format("module {} outside 0..{}", module, counts_.modules - 1));
 }
 
+const ModuleKind& Topology::kind_of_type(CoreType type) const {
+  for (const auto& k : kinds_)
+    if (k.type == type) return k;
+  throw std::out_of_range(fmt::format("no {}-modules in this topology", kind_letter(type)));
+}
+
 CpuCoords Topology::coords_of(unsigned index) const {
   if (index >= max_cpus_) throw std::out_of_range(fmt::format("CPU index {} outside 0..{}", index, max_cpus_ - 1));
   // Mixed-radix decomposition over the real counts (QEMU

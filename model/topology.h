@@ -93,6 +93,9 @@ class Topology {
   const ModuleKind& kind_of_module(unsigned module) const;
   const ModuleKind& kind_of(unsigned index) const { return kind_of_module(coords_of(index).module); }
   CoreType core_type(unsigned index) const { return kind_of(index).type; }
+  // The kind whose cores are of `type` (the one kind of a topology that is
+  // not hybrid is Core). Throws std::out_of_range when there is none.
+  const ModuleKind& kind_of_type(CoreType type) const;
 
   // Bit offsets of each level's field in the APIC ID.
   unsigned core_offset() const { return core_offset_; }
