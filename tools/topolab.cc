@@ -32,7 +32,7 @@ constexpr const char* kDemoCpu = "Skylake-Server,l3-cache=on";
 // read "-smp" as "-s -m -p". Rewrite the QEMU spellings we accept to "--",
 // but never the value that follows one (-append "-smp" stays a value).
 std::vector<std::string> qemu_style_to_cli11(int argc, char** argv) {
-  static const std::string kQemuLong[] = {"-smp", "-cpu", "-append", "-initrd", "-serial"};
+  static const std::string kQemuLong[] = {"-smp", "-cpu", "-machine", "-append", "-initrd", "-serial"};
   std::vector<std::string> args;
   bool value_next = false;
   for (int i = 1; i < argc; ++i) {
@@ -174,12 +174,13 @@ int run_machine(const RunOptions& o) {
 struct CpuidOptions {
   std::string smp = "1";       // QEMU's defaults
   std::string cpu = "qemu64";
+  std::string machine;         // QEMU -machine: only smp-cache changes CPUID
   std::string format = "table";
   std::string output;
 };
 
 int run_cpuid(const CpuidOptions& o) {
-  CpuidModel model(Topology::parse(o.smp), parse_cpu(o.cpu));
+  CpuidModel model(Topology::parse(o.smp), parse_cpu(o.cpu), o.machine.empty() ? MachineOptions{} : parse_machine(o.machine));
   if (o.format == "hwloc") {
     if (o.output.empty()) throw ConfigError("cpuid --format hwloc needs --output DIR");
     write_hwloc_cpuid_dir(model, o.output);
@@ -279,9 +280,13 @@ int run_demo(const std::filesystem::path& self) {
 }
 
 void add_topology_options(CLI::App* app, std::string& smp, std::string& cpu) {
-  app->add_option("--smp", smp, "QEMU -smp: [cpus=]N[,maxcpus=,sockets=,dies=,modules=,cores=,threads=]")
+  app->add_option("--smp", smp,
+                  "QEMU -smp: [cpus=]N[,maxcpus=,sockets=,dies=,clusters=1,modules=,cores=,threads=]; hybrid: "
+                  "[sockets=,dies=,]p-modules=,p-cores=,p-threads=,e-modules=,e-cores=,e-threads=")
       ->capture_default_str();
-  app->add_option("--cpu", cpu, "QEMU -cpu: MODEL[,l3-cache=on|off][,+x2apic|-x2apic][,+monitor|-monitor][,vendor=,level=,xlevel=]")
+  app->add_option("--cpu", cpu,
+                  "QEMU -cpu: MODEL[,l3-cache=on|off][,+x2apic|-x2apic][,+monitor|-monitor][,vendor=,level=,xlevel=]"
+                  "[,x-force-cpuid-0x1f=on]")
       ->capture_default_str();
 }
 
@@ -297,6 +302,8 @@ int main(int argc, char** argv) {
   CpuidOptions cpuid;
   CLI::App* cpuid_cmd = app.add_subcommand("cpuid", "show the CPUID leaves of a topology, with no guest running");
   add_topology_options(cpuid_cmd, cpuid.smp, cpuid.cpu);
+  cpuid_cmd->add_option("--machine", cpuid.machine,
+                        "QEMU -machine: [pc|q35,]smp-cache.N.cache=l1d|l1i|l2|l3,smp-cache.N.topology=core|module|die|socket");
   cpuid_cmd->add_option("--format", cpuid.format, "table (for a person), raw (cpuid -r), hwloc (HWLOC_CPUID_PATH dir)")
       ->check(CLI::IsMember({"table", "raw", "hwloc"}))
       ->capture_default_str();
