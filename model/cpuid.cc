@@ -158,8 +158,8 @@ CpuidModel::CpuidModel(Topology topology, CpuConfig cpu, MachineOptions machine)
   // kept, as in QEMU; the guest then falls back to leaf 0xB.
   if (reports_leaf_1f() && !cpu_.level_explicit) level_ = std::max<uint32_t>(level_, 0x1F);
   if (has_topoext_ && !cpu_.xlevel_explicit) xlevel_ = std::max<uint32_t>(xlevel_, 0x8000001E);
-  core_enumeration_ = build_enumeration(CoreType::Core);
-  if (topology_.is_hybrid()) atom_enumeration_ = build_enumeration(CoreType::Atom);
+  if (topology_.has_core_type(CoreType::Core)) core_enumeration_ = build_enumeration(CoreType::Core);
+  if (topology_.has_core_type(CoreType::Atom)) atom_enumeration_ = build_enumeration(CoreType::Atom);
 }
 
 void CpuidModel::apply_machine_cache_levels() {

@@ -123,6 +123,16 @@ TEST(Hybrid, APlainTopologyOnAlderLakeIsNotHybrid) {
   EXPECT_EQ(leaf4_size(m, 7, 0), 48u * 1024);  // P-cores throughout
 }
 
+// Alder Lake-N style: E-modules only. Every CPU is an Atom.
+TEST(Hybrid, EModulesAlone) {
+  CpuidModel m = make("e-modules=2,e-cores=4", "AlderLake");
+  for (unsigned cpu = 0; cpu < m.topology().cpus(); ++cpu) {
+    EXPECT_EQ(m.query(cpu, 0x1A, 0).eax >> 24, 0x20u) << cpu;
+    EXPECT_EQ(m.enumerate(cpu).size(), m.enumerate(0).size());
+  }
+  EXPECT_EQ(leaf4_caches(m, 5).at(2).first, 4u);
+}
+
 TEST(Hybrid, NeedsAHybridCpuModel) {
   try {
     make(kAlderLakeSmp, "Skylake-Server");

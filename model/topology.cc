@@ -243,6 +243,10 @@ const ModuleKind& Topology::kind_of_type(CoreType type) const {
   throw std::out_of_range(fmt::format("no {}-modules in this topology", kind_letter(type)));
 }
 
+bool Topology::has_core_type(CoreType type) const {
+  return std::any_of(kinds_.begin(), kinds_.end(), [type](const ModuleKind& k) { return k.type == type; });
+}
+
 CpuCoords Topology::coords_of(unsigned index) const {
   if (index >= max_cpus_) throw std::out_of_range(fmt::format("CPU index {} outside 0..{}", index, max_cpus_ - 1));
   // Mixed-radix decomposition over the real counts (QEMU

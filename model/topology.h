@@ -96,6 +96,7 @@ class Topology {
   // The kind whose cores are of `type` (the one kind of a topology that is
   // not hybrid is Core). Throws std::out_of_range when there is none.
   const ModuleKind& kind_of_type(CoreType type) const;
+  bool has_core_type(CoreType type) const;
 
   // Bit offsets of each level's field in the APIC ID.
   unsigned core_offset() const { return core_offset_; }
