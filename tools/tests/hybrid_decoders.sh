@@ -9,27 +9,21 @@
 set -euo pipefail
 topolab=$1 smp=$2 cpu=$3 p_pus=$4 e_pus=$5 cores=$6 l2s=$7 clusters=$8
 pus=$((p_pus + e_pus))
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/decoders_lib.sh"
 
-"$topolab" cpuid -smp "$smp" -cpu "$cpu" --format raw --output "$tmp/raw.txt"
-cpuid -f "$tmp/raw.txt" > "$tmp/decoded.txt" 2> "$tmp/cpuid.err" || fail "cpuid -f exited $?: $(head -3 "$tmp/cpuid.err")"
-[ ! -s "$tmp/cpuid.err" ] || fail "cpuid -f complained: $(head -3 "$tmp/cpuid.err")"
+decode_with_cpuid "$topolab" "$smp" "$cpu"
 cpuid_types=$(grep -E '^ +core type += ' "$tmp/decoded.txt" | sed 's/.*= //')
 [ "$(grep -c 'Intel Core' <<<"$cpuid_types")" -eq "$p_pus" ] || fail "cpuid -f finds $(grep -c 'Intel Core' <<<"$cpuid_types") Intel Core CPUs, expected $p_pus"
 [ "$(grep -c 'Intel Atom' <<<"$cpuid_types")" -eq "$e_pus" ] || fail "cpuid -f finds $(grep -c 'Intel Atom' <<<"$cpuid_types") Intel Atom CPUs, expected $e_pus"
 hybrid_flags=$(grep -cE '^ +hybrid part += true' "$tmp/decoded.txt" || true)
 [ "$hybrid_flags" -eq "$pus" ] || fail "cpuid -f finds the hybrid flag on $hybrid_flags CPUs, expected $pus"
 
-"$topolab" cpuid -smp "$smp" -cpu "$cpu" --format hwloc --output "$tmp/hwloc" >/dev/null
-lstopo_run() { HWLOC_CPUID_PATH="$tmp/hwloc" HWLOC_COMPONENTS=x86,stop lstopo-no-graphics "$@"; }
-lstopo_run --of console > "$tmp/lstopo.txt" 2> "$tmp/lstopo.err" || fail "lstopo exited $?: $(head -3 "$tmp/lstopo.err")"
-count() { grep -oE "(^|[ +])$1 L#[0-9]+" "$tmp/lstopo.txt" | wc -l; }
+lstopo_from "$topolab" "$smp" "$cpu"
 [ "$(count PU)" -eq "$pus" ] || fail "lstopo shows $(count PU) PUs, expected $pus"
 [ "$(count Core)" -eq "$cores" ] || fail "lstopo shows $(count Core) cores, expected $cores"
 [ "$(count L2)" -eq "$l2s" ] || fail "lstopo shows $(count L2) L2 caches, expected $l2s"
-lstopo_run --cpukinds > "$tmp/kinds.txt" 2>&1 || fail "lstopo --cpukinds exited $?"
+lstopo_from "$topolab" "$smp" "$cpu" --cpukinds
+mv "$tmp/lstopo.txt" "$tmp/kinds.txt"
 # "CPU kind #0 efficiency 0 cpuset 0x00ff0000" then "  CoreType = IntelAtom".
 kinds=$(grep -c '^CPU kind' "$tmp/kinds.txt")
 want_kinds=$(( (p_pus > 0) + (e_pus > 0) ))
