@@ -391,7 +391,7 @@ int main(int argc, char** argv) {
     if (*experiment_cmd) return run_experiment(experiment, std::filesystem::canonical("/proc/self/exe"));
     if (*models_cmd) {
       for (const auto& m : cpu_models()) fmt::print("{:<16} {}\n", m.name, m.description);
-      fmt::print("\nproperties: l3-cache=on|off, vendor=ID, level=N, xlevel=N, model-id=TEXT, and +F / -F / F=on|off for F in:\n ");
+      fmt::print("\nproperties: l3-cache=on|off, vendor=ID, level=N, xlevel=N, model-id=TEXT, x-force-cpuid-0x1f=on|off, and +F / -F / F=on|off for F in:\n ");
       for (const auto& f : feature_flags()) fmt::print(" {}", f.name);
       fmt::print("\n");
       return 0;
