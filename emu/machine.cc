@@ -80,7 +80,7 @@ const char* to_string(RunResult::Outcome outcome) {
 
 Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> serial_out, VcpuFactory make_vcpu)
     : config_(config),
-      cpuid_(config.topology, config.cpu),
+      cpuid_(config.topology, config.cpu, config.machine_options),
       // CPUID's feature bits are the same on every vCPU: vCPU 0 answers.
       msrs_([this](uint32_t leaf, uint32_t subleaf) { return cpuid_.query(0, leaf, subleaf); }),
       make_vcpu_(std::move(make_vcpu)),

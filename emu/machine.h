@@ -50,6 +50,7 @@ namespace topolab {
 struct MachineConfig {
   Topology topology = Topology::parse("1");  // QEMU's defaults
   CpuConfig cpu = parse_cpu("qemu64");
+  MachineOptions machine_options;  // -machine: smp-cache scopes
   uint64_t ram_mib = 128;
   std::string image;
   // The name the guest sees as the first word of its command line; empty:

@@ -29,6 +29,21 @@ constexpr CacheInfo kEpycL1i{CacheType::Instruction, 1, 64 * 1024, 64, 4, 1, 256
 constexpr CacheInfo kEpycL2{CacheType::Unified, 2, 512 * 1024, 64, 8, 1, 1024, 1, false, false, false, false, CacheScope::Core};
 constexpr CacheInfo kEpycL3{CacheType::Unified, 3, 8 * 1024 * 1024, 64, 16, 1, 8192, 1, true, false, true, true, CacheScope::Die};
 
+// Alder Lake-S (i9-12900K class). P-cores (Golden Cove): 48 KiB 12-way
+// L1d, 32 KiB 8-way L1i and a private 1.25 MiB 10-way L2. E-cores
+// (Gracemont): 32 KiB 8-way L1d, 64 KiB 8-way L1i, and one 2 MiB 16-way L2
+// per module of four. Both share the 30 MiB 12-way L3, which is not
+// inclusive. Intel's optimization manual (Alder Lake chapter) gives these.
+constexpr CacheInfo kGoldenCoveL1d{CacheType::Data, 1, 48 * 1024, 64, 12, 1, 64, 1, true, true, false, false, CacheScope::Core};
+constexpr CacheInfo kGoldenCoveL1i{CacheType::Instruction, 1, 32 * 1024, 64, 8, 1, 64, 1, true, true, false, false, CacheScope::Core};
+constexpr CacheInfo kGoldenCoveL2{CacheType::Unified, 2, 1280 * 1024, 64, 10, 1, 2048, 1, true, true, false, false, CacheScope::Core};
+constexpr CacheInfo kGracemontL1d{CacheType::Data, 1, 32 * 1024, 64, 8, 1, 64, 1, true, true, false, false, CacheScope::Core};
+constexpr CacheInfo kGracemontL1i{CacheType::Instruction, 1, 64 * 1024, 64, 8, 1, 128, 1, true, true, false, false, CacheScope::Core};
+constexpr CacheInfo kGracemontL2{CacheType::Unified, 2, 2 * 1024 * 1024, 64, 16, 1, 2048, 1, true, true, false, false, CacheScope::Module};
+constexpr CacheInfo kAlderLakeL3{CacheType::Unified, 3, 30 * 1024 * 1024, 64, 12, 1, 40960, 1, true, false, false, true, CacheScope::Die};
+// Leaf 1AH EAX[23:0]; the SDM gives no table of native model IDs.
+constexpr uint32_t kAlderLakeNativeModelId = 0x1;
+
 // Leaf 2 descriptors (SDM table 3-12): 0x2C 32 KiB 8-way L1d, 0x30 32 KiB
 // 8-way L1i, 0x7D 2 MiB 8-way L2, 0x4D 16 MiB 16-way L3. The L2 descriptor
 // disagrees with leaf 4's 4 MiB 16-way L2; QEMU has the same mismatch (its
@@ -85,6 +100,32 @@ std::vector<CpuModelDef> make_models() {
               {FW::Ext1Ecx, 0x00000021},    // LAHF_LM ABM
           },
           .caches = kLegacy, .amd_caches = kLegacyAmd, .leaf2 = kLegacyLeaf2,
+      },
+      {
+          .name = "AlderLake",
+          .description = "Intel Core (Alder Lake-S), family 6 model 0x97: hybrid, P-cores and E-cores",
+          .vendor = Vendor::Intel,
+          .vendor_id = "GenuineIntel",
+          .family = 6, .model = 0x97, .stepping = 2,
+          // Leaf 0x1A (core types) and 0x1F (the module level) are part
+          // of the model, as on the real part.
+          .level = 0x1f, .xlevel = 0x80000008,
+          .brand = "12th Gen Intel(R) Core(TM) i9-12900K",
+          // The instructions the engine executes for a model it has no CPU
+          // of its own for (qemu64's TCG filter), in Intel's spelling: SSE3
+          // and CX16, no SSSE3/SSE4/AES. docs/topology.md says why.
+          .features = {
+              {FW::Leaf1Edx, 0x078bfbfd},
+              {FW::Leaf1Ecx, 0x80002001},  // SSE3 CX16 HYPERVISOR
+              {FW::Leaf6Eax, 0x00000004},  // ARAT
+              {FW::Ext1Edx, 0x20100800},   // SYSCALL NX LM
+              {FW::Ext1Ecx, 0x00000001},   // LAHF_LM
+          },
+          .caches = {kGoldenCoveL1d, kGoldenCoveL1i, kGoldenCoveL2, kAlderLakeL3},
+          .amd_caches = kLegacyAmd,
+          .leaf2 = {.use_leaf4 = true},
+          .hybrid = HybridDef{kAlderLakeNativeModelId, kAlderLakeNativeModelId,
+                              {kGracemontL1d, kGracemontL1i, kGracemontL2, kAlderLakeL3}},
       },
       {
           .name = "EPYC",
@@ -183,13 +224,17 @@ void apply_property(CpuConfig& cfg, std::string_view prop) {
     cfg.xlevel_explicit = true;
     if (m.xlevel < 0x80000000 || m.xlevel > 0x800000ff)
       throw ConfigError(fmt::format("-cpu: xlevel must be in 0x80000000..0x800000ff, got {:#x}", m.xlevel));
+  } else if (key == "x-force-cpuid-0x1f") {
+    cfg.force_cpuid_0x1f = parse_switch(key, value);
   } else if (key == "model-id") {
     if (value.size() > 47) throw ConfigError("-cpu: model-id is longer than the 47 characters CPUID holds");
     m.brand = std::string(value);
   } else if (find_flag(key)) {
     set_flag(key, parse_switch(key, value));
   } else {
-    throw ConfigError(fmt::format("-cpu: unknown property '{}' (known: l3-cache, vendor, level, xlevel, model-id, {})", key,
+    throw ConfigError(fmt::format("-cpu: unknown property '{}' (known: l3-cache, vendor, level, xlevel, model-id, "
+                                  "x-force-cpuid-0x1f, {})",
+                                  key,
                                   known_flag_names()));
   }
 }
@@ -230,6 +275,116 @@ CpuConfig parse_cpu(std::string_view arg) {
     apply_property(cfg, prop);
   }
   return cfg;
+}
+
+}  // namespace topolab
+
+// ---- -machine smp-cache (QEMU 10.0 on x86) ----------------------------------
+
+namespace topolab {
+
+namespace {
+
+constexpr const char* kSmpCacheNames[kSmpCacheCount] = {"l1d", "l1i", "l2", "l3"};
+
+// QEMU's CpuTopologyLevel spellings and what an x86 PC machine makes of
+// them: a level topolab shares caches at, or the reason QEMU refuses it.
+struct TopologyLevelName {
+  std::string_view name;
+  std::optional<CacheScope> scope;
+  const char* refusal;  // nullptr: accepted
+};
+constexpr const char* kNoSuchLevel = "invalid topology level: {}. The topology level is not supported by this machine";
+const TopologyLevelName kTopologyLevels[] = {
+    {"thread", std::nullopt, "{} level cache not supported by this machine"},
+    {"core", CacheScope::Core, nullptr},
+    {"module", CacheScope::Module, nullptr},
+    {"cluster", std::nullopt, kNoSuchLevel},  // x86 has no cluster level
+    {"die", CacheScope::Die, nullptr},
+    {"socket", CacheScope::Package, nullptr},
+    {"book", std::nullopt, kNoSuchLevel},  // s390x only
+    {"drawer", std::nullopt, kNoSuchLevel},
+    {"default", std::nullopt, nullptr},
+};
+
+struct SmpCacheItem {
+  std::optional<SmpCache> cache;
+  std::optional<std::string_view> topology;
+};
+
+SmpCache parse_smp_cache_name(std::string_view key, std::string_view value) {
+  for (size_t i = 0; i < kSmpCacheCount; ++i)
+    if (value == kSmpCacheNames[i]) return static_cast<SmpCache>(i);
+  throw ConfigError(fmt::format("-machine: {} must be l1d, l1i, l2 or l3, got '{}'", key, value));
+}
+
+const TopologyLevelName& find_topology_level(std::string_view key, std::string_view value) {
+  for (const auto& level : kTopologyLevels)
+    if (level.name == value) return level;
+  throw ConfigError(fmt::format(
+      "-machine: {} must be thread, core, module, cluster, die, socket, book, drawer or default, got '{}'", key, value));
+}
+
+// "smp-cache.N.cache" / "smp-cache.N.topology" into items[N].
+void add_smp_cache_property(std::vector<SmpCacheItem>& items, std::string_view key, std::string_view value) {
+  std::string_view rest = key.substr(std::string_view("smp-cache.").size());
+  size_t dot = rest.find('.');
+  unsigned index = 0;
+  auto [end, ec] = std::from_chars(rest.data(), rest.data() + (dot == std::string_view::npos ? rest.size() : dot), index);
+  if (dot == std::string_view::npos || ec != std::errc() || end != rest.data() + dot || index >= 64)
+    throw ConfigError(fmt::format("-machine: '{}' is not smp-cache.N.cache or smp-cache.N.topology", key));
+  std::string_view field = rest.substr(dot + 1);
+  if (items.size() <= index) items.resize(index + 1);
+  SmpCacheItem& item = items[index];
+  if (field == "cache") {
+    if (item.cache) throw ConfigError(fmt::format("-machine: {} is given twice", key));
+    item.cache = parse_smp_cache_name(key, value);
+  } else if (field == "topology") {
+    if (item.topology) throw ConfigError(fmt::format("-machine: {} is given twice", key));
+    find_topology_level(key, value);
+    item.topology = value;
+  } else {
+    throw ConfigError(fmt::format("-machine: '{}' is not smp-cache.N.cache or smp-cache.N.topology", key));
+  }
+}
+
+}  // namespace
+
+const char* smp_cache_name(SmpCache cache) { return kSmpCacheNames[static_cast<size_t>(cache)]; }
+
+MachineOptions parse_machine(std::string_view arg) {
+  MachineOptions options{.arg = std::string(arg)};
+  std::vector<SmpCacheItem> items;
+  std::string_view rest = arg;
+  for (bool first = true; !rest.empty() || first; first = false) {
+    size_t comma = rest.find(',');
+    std::string_view prop = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    size_t eq = prop.find('=');
+    // The machine type may come first, bare: topolab is one PC machine.
+    if (first && eq == std::string_view::npos && (prop == "pc" || prop == "q35" || prop.starts_with("pc-"))) continue;
+    if (eq == std::string_view::npos || !prop.starts_with("smp-cache."))
+      throw ConfigError(fmt::format(
+          "-machine: unknown property '{}' (topolab models the machine type pc/q35 and smp-cache.N.cache/topology)", prop));
+    add_smp_cache_property(items, prop.substr(0, eq), prop.substr(eq + 1));
+    if (comma == std::string_view::npos) break;
+  }
+  // machine_parse_smp_cache(): each entry names a cache and a level, no
+  // cache twice; thread, cluster, book and drawer are refused on x86.
+  std::array<bool, kSmpCacheCount> seen{};
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!items[i].cache || !items[i].topology)
+      throw ConfigError(fmt::format("-machine: smp-cache.{} needs both cache= and topology=", i));
+    size_t cache = static_cast<size_t>(*items[i].cache);
+    if (seen[cache])
+      throw ConfigError(fmt::format("-machine: invalid cache properties: {}. The cache properties are duplicated",
+                                    kSmpCacheNames[cache]));
+    seen[cache] = true;
+    const TopologyLevelName& level = find_topology_level("topology", *items[i].topology);
+    if (level.refusal) throw ConfigError(fmt::format("-machine: {}", fmt::format(fmt::runtime(level.refusal), level.name)));
+    options.cache_scope[cache] = level.scope;
+  }
+  return options;
 }
 
 }  // namespace topolab

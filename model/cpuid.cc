@@ -27,6 +27,9 @@ constexpr CpuidField kL4Partitions{0x4, 'b', 21, 12, "physical line partitions -
 constexpr CpuidField kL4Ways{0x4, 'b', 31, 22, "ways of associativity - 1"};
 constexpr CpuidField kL4Sets{0x4, 'c', 31, 0, "number of sets - 1"};
 
+constexpr CpuidField kHybridCoreType{0x1A, 'a', 31, 24, "core type"};
+constexpr CpuidField kHybridNativeModelId{0x1A, 'a', 23, 0, "native model ID"};
+
 constexpr CpuidField kTopoShift{0xB, 'a', 4, 0, "bits to shift right on x2APIC ID to get the next level's ID"};
 constexpr CpuidField kTopoCount{0xB, 'b', 15, 0, "logical processors at this level type"};
 constexpr CpuidField kTopoLevelNumber{0xB, 'c', 7, 0, "level number"};
@@ -54,6 +57,12 @@ constexpr CpuidField kAmdNodesPerPackage{0x8000001E, 'c', 10, 8, "nodes per proc
 
 enum TopologyLevelType : uint32_t { kLevelInvalid = 0, kLevelSmt = 1, kLevelCore = 2, kLevelModule = 3, kLevelDie = 5 };
 
+// Leaf 7 EDX[15]: the processor is a hybrid part (leaf 1AH exists).
+constexpr uint32_t kLeaf7EdxHybrid = 1u << 15;
+// Leaf 2: AL is the count of CPUID(2) calls needed; descriptor FFH says
+// "no cache descriptors here, use leaf 4" (SDM table 3-12).
+constexpr uint32_t kLeaf2CallCount = 1;
+constexpr uint32_t kLeaf2DescUseLeaf4 = 0xff;
 // Leaf 1 EDX[28]: more than one logical processor ID in the package.
 constexpr uint32_t kLeaf1EdxHtt = 1u << 28;
 constexpr uint32_t kLeaf1EcxHypervisor = 1u << 31;
@@ -128,11 +137,18 @@ void put_field_saturated(uint32_t& reg, const CpuidField& f, uint64_t value) {
   put_field(reg, f, std::min(value, max));
 }
 
-CpuidModel::CpuidModel(Topology topology, CpuConfig cpu) : topology_(std::move(topology)), cpu_(std::move(cpu)) {
+CpuidModel::CpuidModel(Topology topology, CpuConfig cpu, MachineOptions machine)
+    : topology_(std::move(topology)), cpu_(std::move(cpu)), machine_(std::move(machine)) {
   if (topology_.needs_x2apic() && !cpu_.has("x2apic"))
     throw ConfigError(fmt::format(
         "{} CPUs reach APIC ID {}, above the xAPIC limit of {}: add +x2apic to -cpu", topology_.cpus(),
         topology_.max_apic_id(), Topology::kMaxXApicId));
+  if (topology_.is_hybrid() && !cpu_.model.hybrid)
+    throw ConfigError(fmt::format("-smp: a hybrid topology needs a hybrid CPU model (AlderLake); -cpu {} has one core type",
+                                  cpu_.model.name));
+  core_caches_ = cpu_.model.caches;
+  atom_caches_ = cpu_.model.hybrid ? cpu_.model.hybrid->atom_caches : cpu_.model.caches;
+  apply_machine_cache_levels();
   level_ = cpu_.model.level;
   xlevel_ = cpu_.model.xlevel;
   has_topoext_ = feature(FeatureWord::Ext1Ecx) & kExt1EcxTopoext;
@@ -142,13 +158,31 @@ CpuidModel::CpuidModel(Topology topology, CpuConfig cpu) : topology_(std::move(t
   // kept, as in QEMU; the guest then falls back to leaf 0xB.
   if (reports_leaf_1f() && !cpu_.level_explicit) level_ = std::max<uint32_t>(level_, 0x1F);
   if (has_topoext_ && !cpu_.xlevel_explicit) xlevel_ = std::max<uint32_t>(xlevel_, 0x8000001E);
-  enumeration_ = build_enumeration();
+  if (topology_.has_core_type(CoreType::Core)) core_enumeration_ = build_enumeration(CoreType::Core);
+  if (topology_.has_core_type(CoreType::Atom)) atom_enumeration_ = build_enumeration(CoreType::Atom);
+}
+
+void CpuidModel::apply_machine_cache_levels() {
+  for (CacheSet* set : {&core_caches_, &atom_caches_}) {
+    CacheInfo* caches[kSmpCacheCount] = {&set->l1d, &set->l1i, &set->l2, &set->l3};
+    for (size_t i = 0; i < kSmpCacheCount; ++i)
+      if (machine_.cache_scope[i]) caches[i]->scope = *machine_.cache_scope[i];
+    // machine_check_smp_cache() (QEMU 10.0), once "default" has become the
+    // CPU model's own level: no cache may be shared more narrowly than the
+    // level below it.
+    if (set->l1d.scope > set->l2.scope || set->l1i.scope > set->l2.scope)
+      throw ConfigError("-machine: invalid smp cache topology. L2 cache topology level shouldn't be lower than L1 cache");
+    if (set->l2.scope > set->l3.scope)
+      throw ConfigError("-machine: invalid smp cache topology. L3 cache topology level shouldn't be lower than L2 cache");
+  }
 }
 
 bool CpuidModel::reports_leaf_1f() const {
   // AMD CPUs of these generations have no leaf 0x1F; they give the node
   // count in 0x8000001E instead (QEMU raises the level for Intel only, too).
-  return cpu_.vendor() == Vendor::Intel && (topology_.counts().dies > 1 || topology_.counts().modules > 1) &&
+  // x-force-cpuid-0x1f (QEMU 10.1) reports it for any topology.
+  return cpu_.vendor() == Vendor::Intel &&
+         (cpu_.force_cpuid_0x1f || topology_.counts().dies > 1 || topology_.counts().modules > 1) &&
          (level_ >= 0x1F || !cpu_.level_explicit);
 }
 
@@ -170,22 +204,23 @@ CpuidRegs CpuidModel::query(unsigned cpu_index, uint32_t leaf, uint32_t subleaf)
   // information leaf is returned."
   uint32_t limit = leaf >= 0x80000000 ? xlevel_ : leaf >= kHypervisorBase ? kHypervisorMax : level_;
   if (leaf > limit) leaf = level_;
-  CpuidRegs r = base_leaf(leaf, subleaf);
+  CpuidRegs r = base_leaf(leaf, subleaf, topology_.core_type(cpu_index));
   patch_for_cpu(cpu_index, leaf, r);
   return r;
 }
 
-CpuidRegs CpuidModel::base_leaf(uint32_t leaf, uint32_t subleaf) const {
+CpuidRegs CpuidModel::base_leaf(uint32_t leaf, uint32_t subleaf, CoreType type) const {
   switch (leaf) {
     case 0x0: return leaf0();
     case 0x1: return leaf1();
     case 0x2: return leaf2();
-    case 0x4: return leaf4(subleaf);
+    case 0x4: return leaf4(subleaf, type);
     case 0x5: return leaf5();
     case 0x6: return leaf6();
     case 0x7: return leaf7(subleaf);
-    case 0xB: return leafB(subleaf);
-    case 0x1F: return leaf1F(subleaf);
+    case 0xB: return leafB(subleaf, type);
+    case 0x1A: return leaf1A(type);
+    case 0x1F: return leaf1F(subleaf, type);
     case 0x80000000: return ext0();
     case 0x80000001: return ext1();
     case 0x80000002: case 0x80000003: case 0x80000004: return brand(leaf);
@@ -260,16 +295,20 @@ CpuidRegs CpuidModel::leaf2() const {
   if (cpu_.vendor() == Vendor::Amd) return {};
   const CpuModelDef& m = cpu_.model;
   CpuidRegs r;
-  r.eax = 1;  // the count of CPUID(2) calls needed, in the low byte
+  r.eax = kLeaf2CallCount;
+  if (m.leaf2.use_leaf4) {
+    r.eax |= kLeaf2DescUseLeaf4 << 8;
+    return r;
+  }
   r.ecx = cpu_.l3_cache ? m.leaf2.l3 : 0;
   r.edx = uint32_t{m.leaf2.l1d} << 16 | uint32_t{m.leaf2.l1i} << 8 | m.leaf2.l2;
   return r;
 }
 
-std::vector<const CacheInfo*> CpuidModel::deterministic_caches() const {
-  const CpuModelDef& m = cpu_.model;
-  std::vector<const CacheInfo*> caches{&m.caches.l1d, &m.caches.l1i, &m.caches.l2};
-  if (cpu_.l3_cache) caches.push_back(&m.caches.l3);
+std::vector<const CacheInfo*> CpuidModel::deterministic_caches(CoreType type) const {
+  const CacheSet& set = caches_of(type);
+  std::vector<const CacheInfo*> caches{&set.l1d, &set.l1i, &set.l2};
+  if (cpu_.l3_cache) caches.push_back(&set.l3);
   return caches;
 }
 
@@ -303,9 +342,11 @@ CpuidRegs encode_deterministic_cache(const CacheInfo& c, uint32_t sharing_ids, u
 
 }  // namespace
 
-CpuidRegs CpuidModel::leaf4(uint32_t subleaf) const {
+CpuidRegs CpuidModel::leaf4(uint32_t subleaf, CoreType type) const {
   if (cpu_.vendor() == Vendor::Amd) return {};
-  auto caches = deterministic_caches();
+  // Each core type reports its own caches; an E-module's L2 is shared at
+  // the module level (SDM: EAX[25:14] counts the IDs sharing it).
+  auto caches = deterministic_caches(type);
   if (subleaf >= caches.size()) return {};  // type 0: no more caches
   const CacheInfo& c = *caches[subleaf];
   // SDM: both counts are "maximum addressable IDs", i.e. the span of the
@@ -326,17 +367,31 @@ CpuidRegs CpuidModel::leaf6() const { return {feature(FeatureWord::Leaf6Eax), 0,
 
 CpuidRegs CpuidModel::leaf7(uint32_t subleaf) const {
   if (subleaf != 0) return {};
-  return {0, feature(FeatureWord::Leaf7Ebx), feature(FeatureWord::Leaf7Ecx), feature(FeatureWord::Leaf7Edx)};
+  uint32_t edx = feature(FeatureWord::Leaf7Edx) | (topology_.is_hybrid() ? kLeaf7EdxHybrid : 0);
+  return {0, feature(FeatureWord::Leaf7Ebx), feature(FeatureWord::Leaf7Ecx), edx};
 }
 
-CpuidRegs CpuidModel::leafB(uint32_t subleaf) const {
+CpuidRegs CpuidModel::leaf1A(CoreType type) const {
+  // SDM vol. 2A "Hybrid Information Enumeration Leaf": zero on a part that
+  // is not hybrid.
+  if (!topology_.is_hybrid()) return {};
+  const HybridDef& h = *cpu_.model.hybrid;
+  CpuidRegs r;
+  put_field(r.eax, kHybridCoreType, static_cast<uint32_t>(type));
+  put_field(r.eax, kHybridNativeModelId, type == CoreType::Core ? h.core_native_model_id : h.atom_native_model_id);
+  return r;
+}
+
+CpuidRegs CpuidModel::leafB(uint32_t subleaf, CoreType type) const {
   // Leaf 0xB knows only SMT and core; the core level's shift reaches the
-  // package ID, so dies and modules fold into it.
+  // package ID, so dies and modules fold into it. The shifts are the
+  // package's layout; the SMT count is this core's (a hybrid part's E-cores
+  // report 1, its P-cores 2).
   CpuidRegs r;
   switch (subleaf) {
     case 0:
       put_field(r.eax, kTopoShift, topology_.core_offset());
-      put_field(r.ebx, kTopoCount, topology_.threads_per_core());
+      put_field(r.ebx, kTopoCount, topology_.kind_of_type(type).threads);
       put_field(r.ecx, kTopoLevelType, kLevelSmt);
       break;
     case 1:
@@ -351,20 +406,22 @@ CpuidRegs CpuidModel::leafB(uint32_t subleaf) const {
   return r;
 }
 
-CpuidRegs CpuidModel::leaf1F(uint32_t subleaf) const {
+CpuidRegs CpuidModel::leaf1F(uint32_t subleaf, CoreType type) const {
   if (!reports_leaf_1f()) return {};
   // The levels that exist, from SMT up; each one's shift is the APIC-ID
   // offset of its parent's field and its count the CPUs in one parent. A
   // level of count 1 has a zero-width field, so skipping it needs no
-  // adjustment: the next offset and count already cover it.
+  // adjustment: the next offset and count already cover it. The counts below
+  // the die are this core type's own module's.
   struct Level {
     uint32_t type;
     unsigned shift;
     unsigned count;
   };
   const Topology& t = topology_;
-  std::vector<Level> levels{{kLevelSmt, t.core_offset(), t.threads_per_core()},
-                            {kLevelCore, t.module_offset(), t.threads_per_module()}};
+  const ModuleKind& kind = t.kind_of_type(type);
+  std::vector<Level> levels{{kLevelSmt, t.core_offset(), kind.threads},
+                            {kLevelCore, t.module_offset(), kind.threads_per_module()}};
   if (t.counts().modules > 1) levels.push_back({kLevelModule, t.die_offset(), t.threads_per_die()});
   if (t.counts().dies > 1) levels.push_back({kLevelDie, t.package_offset(), t.threads_per_package()});
   if (subleaf >= levels.size()) return topology_terminator(subleaf);
@@ -455,7 +512,7 @@ CpuidRegs CpuidModel::hypervisor(uint32_t leaf) const {
 
 CpuidRegs CpuidModel::ext1D(uint32_t subleaf) const {
   if (!has_topoext_) return {};
-  auto caches = deterministic_caches();
+  auto caches = deterministic_caches(CoreType::Core);
   if (subleaf >= caches.size()) return {};
   const CacheInfo& c = *caches[subleaf];
   // Same layout as leaf 4 without the core count (EAX[31:26] reserved).
@@ -471,22 +528,23 @@ CpuidRegs CpuidModel::ext1E() const {
 }
 
 // Which leaves and subleaves exist does not depend on the vCPU (only the
-// APIC-ID fields do), so the list is built once from the base leaves.
-std::vector<CpuidModel::Entry> CpuidModel::build_enumeration() const {
+// APIC-ID fields and, on a hybrid part, the core type do), so the list is
+// built once per core type from the base leaves.
+std::vector<CpuidModel::Entry> CpuidModel::build_enumeration(CoreType type) const {
   std::vector<Entry> out;
   auto add_leaf = [&](uint32_t leaf) {
     if (!has_subleaves(leaf)) {
-      out.push_back({leaf, 0, base_leaf(leaf, 0)});
+      out.push_back({leaf, 0, base_leaf(leaf, 0, type)});
       return;
     }
     for (uint32_t sub = 0; sub < 64; ++sub) {
-      CpuidRegs r = base_leaf(leaf, sub);
+      CpuidRegs r = base_leaf(leaf, sub, type);
       out.push_back({leaf, sub, r});
       bool last = false;
       switch (leaf) {
         case 0x4: case 0x8000001D: last = (r.eax & 0x1f) == 0; break;
         case 0xB: case 0x1F: last = ((r.ecx >> 8) & 0xff) == kLevelInvalid; break;
-        case 0x7: last = sub >= base_leaf(0x7, 0).eax; break;
+        case 0x7: last = sub >= base_leaf(0x7, 0, type).eax; break;
         case 0xD: last = sub >= 1; break;  // no XSAVE: the main leaf and its sub-feature leaf
       }
       if (last) break;
@@ -500,7 +558,8 @@ std::vector<CpuidModel::Entry> CpuidModel::build_enumeration() const {
 }
 
 std::vector<CpuidModel::Entry> CpuidModel::enumerate(unsigned cpu_index) const {
-  std::vector<Entry> out = enumeration_;
+  std::vector<Entry> out =
+      topology_.core_type(cpu_index) == CoreType::Atom ? atom_enumeration_ : core_enumeration_;
   for (Entry& e : out) patch_for_cpu(cpu_index, e.leaf, e.regs);
   return out;
 }

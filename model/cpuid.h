@@ -47,8 +47,9 @@ void put_field_saturated(uint32_t& reg, const CpuidField& field, uint64_t value)
 class CpuidModel {
  public:
   // Throws ConfigError when the CPU model cannot describe the topology
-  // (e.g. APIC IDs above 254 without x2APIC).
-  CpuidModel(Topology topology, CpuConfig cpu);
+  // (e.g. APIC IDs above 254 without x2APIC, E-cores on a model with one
+  // core type) or -machine's cache levels break QEMU's ordering rule.
+  CpuidModel(Topology topology, CpuConfig cpu, MachineOptions machine = {});
 
   // What CPUID returns on vCPU `cpu_index` for EAX = leaf, ECX = subleaf.
   // Leaves above the maximum return the highest basic leaf, as Intel CPUs
@@ -70,27 +71,36 @@ class CpuidModel {
 
   const Topology& topology() const { return topology_; }
   const CpuConfig& cpu() const { return cpu_; }
+  const MachineOptions& machine() const { return machine_; }
   uint32_t max_basic_leaf() const { return level_; }
   uint32_t max_extended_leaf() const { return xlevel_; }
   // Whether leaf 0x1F is reported: Intel, with dies or modules.
   bool reports_leaf_1f() const;
   // AMD's TOPOEXT (0x80000001:ECX[22]): leaves 0x8000001D/1E exist.
   bool has_topoext() const { return has_topoext_; }
+  // A hybrid topology: CPUID.07H:EDX[15] is set and leaf 0x1A gives each
+  // vCPU's core type.
+  bool is_hybrid() const { return topology_.is_hybrid(); }
+  // The caches one core type reports in leaf 4 / 0x8000001D, with
+  // -machine smp-cache's levels applied.
+  const CacheSet& caches_of(CoreType type) const { return type == CoreType::Atom ? atom_caches_ : core_caches_; }
 
  private:
-  CpuidRegs base_leaf(uint32_t leaf, uint32_t subleaf) const;
-  std::vector<Entry> build_enumeration() const;
+  CpuidRegs base_leaf(uint32_t leaf, uint32_t subleaf, CoreType type) const;
+  std::vector<Entry> build_enumeration(CoreType type) const;
+  void apply_machine_cache_levels();
   void patch_for_cpu(unsigned cpu_index, uint32_t leaf, CpuidRegs& r) const;
 
   CpuidRegs leaf0() const;
   CpuidRegs leaf1() const;
   CpuidRegs leaf2() const;
-  CpuidRegs leaf4(uint32_t subleaf) const;
+  CpuidRegs leaf4(uint32_t subleaf, CoreType type) const;
   CpuidRegs leaf5() const;
   CpuidRegs leaf6() const;
   CpuidRegs leaf7(uint32_t subleaf) const;
-  CpuidRegs leafB(uint32_t subleaf) const;
-  CpuidRegs leaf1F(uint32_t subleaf) const;
+  CpuidRegs leafB(uint32_t subleaf, CoreType type) const;
+  CpuidRegs leaf1A(CoreType type) const;
+  CpuidRegs leaf1F(uint32_t subleaf, CoreType type) const;
   CpuidRegs ext0() const;
   CpuidRegs ext1() const;
   CpuidRegs brand(uint32_t leaf) const;
@@ -104,16 +114,19 @@ class CpuidModel {
   CpuidRegs ext1E() const;
 
   // Caches in leaf 4 / 0x8000001D order; L3 only with l3-cache=on.
-  std::vector<const CacheInfo*> deterministic_caches() const;
+  std::vector<const CacheInfo*> deterministic_caches(CoreType type) const;
   // APIC-ID bit offset of the level a cache is shared at.
   unsigned sharing_offset(CacheScope scope) const;
   uint32_t feature(FeatureWord w) const;
 
   Topology topology_;
   CpuConfig cpu_;
+  MachineOptions machine_;
+  CacheSet core_caches_, atom_caches_;
   uint32_t level_, xlevel_;
   bool has_topoext_;
-  std::vector<Entry> enumeration_;  // every vCPU's, before its APIC-ID fields
+  // Every vCPU's of one core type, before its APIC-ID fields.
+  std::vector<Entry> core_enumeration_, atom_enumeration_;
 };
 
 }  // namespace topolab

@@ -7,6 +7,14 @@
 // core, module, die, package. Counts that are not powers of two leave gaps
 // in the APIC-ID space, so consumers must enumerate IDs, never assume them
 // dense.
+//
+// Hybrid topologies (Intel's P-core/E-core parts, SDM vol. 1 "Hybrid
+// architecture") put two kinds of module in every die: P-modules of Core
+// cores and E-modules of Atom cores, each kind with its own cores per module
+// and threads per core. The APIC-ID fields stay one layout for the package,
+// wide enough for the larger kind (SDM vol. 3A 10.4.5: the shifts in leaf
+// 0x1F are the same on every logical processor), so the smaller kind leaves
+// gaps. docs/topology.md describes the -smp spelling.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +22,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/errors.h"
 
@@ -23,6 +32,22 @@ struct CpuCoords {
   unsigned package = 0, die = 0, module = 0, core = 0, thread = 0;
   bool operator==(const CpuCoords&) const = default;
 };
+
+// The core types of leaf 1AH EAX[31:24] (SDM vol. 2A, "Hybrid Information
+// Enumeration Leaf").
+enum class CoreType : uint8_t { Atom = 0x20, Core = 0x40 };
+
+// One kind of module in every die: `modules` of them, each with `cores`
+// cores of `threads` threads.
+struct ModuleKind {
+  CoreType type = CoreType::Core;
+  unsigned modules = 1, cores = 1, threads = 1;
+  unsigned threads_per_module() const { return cores * threads; }
+  bool operator==(const ModuleKind&) const = default;
+};
+
+// "P" for Core, "E" for Atom: the letter of the -smp keys and the reports.
+const char* kind_letter(CoreType type);
 
 // ceil(log2(n)), 0 for n <= 1: the width of an APIC-ID field that must hold
 // IDs 0..n-1, and what Linux computes from a CPUID sharing count.
@@ -40,18 +65,38 @@ class Topology {
 
   // Parses QEMU's -smp argument, e.g. "16,sockets=1,cores=8,threads=2",
   // filling in missing counts as QEMU 7.2 does (cores preferred over
-  // sockets). Throws ConfigError.
+  // sockets), or the hybrid spelling, e.g.
+  // "sockets=1,p-modules=8,p-threads=2,e-modules=2,e-cores=4". Throws
+  // ConfigError.
   static Topology parse(std::string_view smp);
   // All counts per parent level; cpus = 0 means every CPU is present.
   static Topology from_counts(Counts counts, unsigned cpus = 0);
+  // A hybrid die: the P-kind (Core) modules first, then the E-kind (Atom)
+  // ones, as Alder Lake numbers its P-cores first.
+  static Topology hybrid(unsigned sockets, unsigned dies, std::vector<ModuleKind> kinds, unsigned cpus = 0);
 
   unsigned cpus() const { return cpus_; }          // present at boot
   unsigned max_cpus() const { return max_cpus_; }  // the whole hierarchy
+  // On a hybrid topology, modules is the sum over the kinds and cores and
+  // threads the largest: the counts the APIC-ID fields are sized for.
   const Counts& counts() const { return counts_; }
   unsigned threads_per_core() const { return counts_.threads; }
   unsigned threads_per_module() const { return counts_.threads * counts_.cores; }
-  unsigned threads_per_die() const { return threads_per_module() * counts_.modules; }
+  unsigned threads_per_die() const { return threads_per_die_; }
   unsigned threads_per_package() const { return threads_per_die() * counts_.dies; }
+
+  // Hybrid: more than one kind of module, or a kind spelled p-/e-.
+  bool is_hybrid() const { return hybrid_; }
+  // The kinds of module in each die, in CPU-index order (one kind for a
+  // topology that is not hybrid).
+  const std::vector<ModuleKind>& module_kinds() const { return kinds_; }
+  const ModuleKind& kind_of_module(unsigned module) const;
+  const ModuleKind& kind_of(unsigned index) const { return kind_of_module(coords_of(index).module); }
+  CoreType core_type(unsigned index) const { return kind_of(index).type; }
+  // The kind whose cores are of `type` (the one kind of a topology that is
+  // not hybrid is Core). Throws std::out_of_range when there is none.
+  const ModuleKind& kind_of_type(CoreType type) const;
+  bool has_core_type(CoreType type) const;
 
   // Bit offsets of each level's field in the APIC ID.
   unsigned core_offset() const { return core_offset_; }
@@ -79,8 +124,12 @@ class Topology {
 
  private:
   Topology(Counts counts, unsigned cpus);
+  Topology(unsigned sockets, unsigned dies, std::vector<ModuleKind> kinds, bool hybrid, unsigned cpus);
 
   Counts counts_;
+  std::vector<ModuleKind> kinds_;
+  bool hybrid_ = false;
+  unsigned threads_per_die_ = 1;
   unsigned cpus_ = 1, max_cpus_ = 1;
   unsigned core_offset_ = 0, module_offset_ = 0, die_offset_ = 0, package_offset_ = 0;
 };

@@ -82,6 +82,7 @@ INSTANTIATE_TEST_SUITE_P(
                     std::pair{"2,threads=4", "must equal maxcpus (2)"},
                     std::pair{"8,maxcpus=4", "must be at least"},
                     std::pair{"4097", "4096"}, std::pair{"4,clusters=2", "modules"},
+                    std::pair{"4,clusters=0", "clusters=0"},
                     std::pair{"sockets=2,4", "key=value"}, std::pair{"-1", "whole number"},
                     std::pair{"99999999999", "whole number"},
                     std::pair{"4,sockets=4096,dies=4096,threads=4096", "must equal maxcpus (4)"},
@@ -170,6 +171,92 @@ TEST(Describe, NamesOnlyTheLevelsThatExist) {
             "2 sockets x 2 dies x 4 cores x 2 threads");
   EXPECT_EQ(Topology::parse("2,maxcpus=4").describe(), "1 socket x 4 cores x 1 thread (2 of 4 CPUs present)");
 }
+
+// Alder Lake: 8 P-cores x 2 threads, each its own module (its own L2), and 2
+// modules of 4 E-cores. Fields: thread 1 bit, core 2 bits (4 E-cores), module
+// 4 bits (10 modules); the P-modules leave cores 1-3 unused, the E-cores
+// thread 1.
+constexpr const char* kAlderLake = "sockets=1,p-modules=8,p-threads=2,e-modules=2,e-cores=4";
+
+struct HybridCase {
+  const char* smp;
+  unsigned index;
+  uint32_t apic_id;
+  CpuCoords coords;
+  CoreType type;
+};
+
+class HybridIds : public testing::TestWithParam<HybridCase> {};
+
+TEST_P(HybridIds, IndexCoordsIdAndCoreTypeAgree) {
+  const HybridCase& c = GetParam();
+  Topology t = Topology::parse(c.smp);
+  EXPECT_EQ(t.coords_of(c.index), c.coords);
+  EXPECT_EQ(t.apic_id(c.index), c.apic_id);
+  EXPECT_EQ(t.index_of(c.coords), c.index);
+  EXPECT_EQ(t.index_of_apic_id(c.apic_id), c.index);
+  EXPECT_EQ(t.core_type(c.index), c.type);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ModuleField, HybridIds,
+    testing::Values(HybridCase{kAlderLake, 0, 0x00, {0, 0, 0, 0, 0}, CoreType::Core},
+                    HybridCase{kAlderLake, 1, 0x01, {0, 0, 0, 0, 1}, CoreType::Core},
+                    HybridCase{kAlderLake, 15, 0x39, {0, 0, 7, 0, 1}, CoreType::Core},
+                    HybridCase{kAlderLake, 16, 0x40, {0, 0, 8, 0, 0}, CoreType::Atom},
+                    HybridCase{kAlderLake, 19, 0x46, {0, 0, 8, 3, 0}, CoreType::Atom},
+                    HybridCase{kAlderLake, 20, 0x48, {0, 0, 9, 0, 0}, CoreType::Atom},
+                    HybridCase{kAlderLake, 23, 0x4e, {0, 0, 9, 3, 0}, CoreType::Atom},
+                    // Two sockets: the package field starts at bit 7.
+                    HybridCase{"sockets=2,p-modules=8,p-threads=2,e-modules=2,e-cores=4", 24, 0x80, {1, 0, 0, 0, 0},
+                               CoreType::Core},
+                    // E-modules only ask for nothing wider than they need.
+                    HybridCase{"e-modules=3,e-cores=2", 5, 0x5, {0, 0, 2, 1, 0}, CoreType::Atom},
+                    // A P-kind with 2 cores per module and 3 threads: 2-bit thread field.
+                    HybridCase{"p-modules=1,p-cores=2,p-threads=3,e-modules=1,e-cores=4", 6, 0x10, {0, 0, 1, 0, 0},
+                               CoreType::Atom}),
+    [](const testing::TestParamInfo<HybridCase>& info) { return "case" + std::to_string(info.index); });
+
+TEST(Hybrid, AlderLakeCountsAndGaps) {
+  Topology t = Topology::parse(kAlderLake);
+  EXPECT_TRUE(t.is_hybrid());
+  EXPECT_EQ(t.cpus(), 24u);
+  EXPECT_EQ(t.threads_per_package(), 24u);
+  EXPECT_EQ(t.counts().modules, 10u);
+  EXPECT_EQ(t.module_offset(), 3u);
+  EXPECT_EQ(t.package_offset(), 7u);
+  EXPECT_FALSE(t.index_of_apic_id(0x02).has_value());  // P-module: core 1 unused
+  EXPECT_FALSE(t.index_of_apic_id(0x41).has_value());  // E-core: no thread 1
+  EXPECT_FALSE(t.index_of_apic_id(0x50).has_value());  // module 10 does not exist
+  EXPECT_EQ(t.describe(), "1 socket x [8 P-modules x 1 core x 2 threads + 2 E-modules x 4 cores x 1 thread]");
+  EXPECT_EQ(Topology::parse(t.to_smp_arg()).to_smp_arg(), t.to_smp_arg());
+  EXPECT_FALSE(Topology::parse("16,sockets=1,cores=8,threads=2").is_hybrid());
+}
+
+TEST(Hybrid, EveryCpuHasOneApicIdAndItsKind) {
+  Topology t = Topology::parse("4,sockets=2,dies=2,p-modules=3,p-threads=2,e-modules=3,e-cores=3,maxcpus=60");
+  std::set<uint32_t> seen;
+  for (unsigned i = 0; i < t.max_cpus(); ++i) {
+    CpuCoords c = t.coords_of(i);
+    EXPECT_EQ(t.index_of(c), i);
+    EXPECT_TRUE(seen.insert(t.apic_id(i)).second) << i;
+    EXPECT_EQ(t.coords_of_apic_id(t.apic_id(i)), c) << i;
+    EXPECT_EQ(t.core_type(i), c.module < 3 ? CoreType::Core : CoreType::Atom) << i;
+  }
+  EXPECT_EQ(t.cpus(), 4u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    HybridBadInput, SmpRejects,
+    testing::Values(std::pair{"p-modules=2,cores=2", "cannot be combined"},
+                    std::pair{"p-modules=2,modules=2", "modules= cannot be combined"},
+                    std::pair{"p-cores=2", "p-cores needs p-modules"},
+                    std::pair{"e-modules=2,e-threads=2,p-threads=2", "p-threads needs p-modules"},
+                    std::pair{"20,p-modules=8,p-threads=2,e-modules=2,e-cores=4", "must equal maxcpus (20)"},
+                    std::pair{"p-modules=0", "p-modules=0"},
+                    std::pair{"sockets=64,p-modules=64,p-threads=2", "more than the 4096"},
+                    std::pair{"e-modules=2,e-cores=x", "e-cores expects a whole number"}),
+    [](const auto& info) { return "case" + std::to_string(info.index); });
 
 }  // namespace
 }  // namespace topolab

@@ -115,20 +115,44 @@ std::vector<DecodedCache> decode_caches_as_linux(const CpuidModel& m) {
   uint32_t leaf = amd ? 0x8000001D : 0x4;
   // A leaf past the maximum answers with other data: there is none to read.
   if (amd ? m.max_extended_leaf() < leaf : m.max_basic_leaf() < leaf) return {};
+  // Linux reads the leaf on every CPU (a hybrid part's core types report
+  // different caches); caches of one geometry and sharing are one entry,
+  // its instances the CPUs whose `apicid >> ceil_log2(n)` is equal.
   std::vector<DecodedCache> caches;
-  for (uint32_t sub = 0; sub < 16; ++sub) {
-    CpuidRegs r = m.query(0, leaf, sub);
-    unsigned type = r.eax & 0x1f;
-    if (type == 0) break;
-    DecodedCache c;
-    c.level = (r.eax >> 5) & 7;
-    c.kind = type == 1 ? "d" : type == 2 ? "i" : "";
-    c.ways = (r.ebx >> 22) + 1;
-    c.size = uint64_t(c.ways) * (((r.ebx >> 12) & 0x3ff) + 1) * ((r.ebx & 0xfff) + 1) * (uint64_t(r.ecx) + 1);
-    c.sharing_ids = ((r.eax >> 14) & 0xfff) + 1;
-    c.groups = group_by(m, bit_width_for_count(c.sharing_ids));
-    caches.push_back(std::move(c));
+  std::vector<std::map<uint32_t, size_t>> instances;  // per entry: cache id -> group
+  for (unsigned cpu = 0; cpu < m.topology().cpus(); ++cpu) {
+    uint32_t apic_id = apic_id_seen_by(m, cpu);
+    for (uint32_t sub = 0; sub < 16; ++sub) {
+      CpuidRegs r = m.query(cpu, leaf, sub);
+      unsigned type = r.eax & 0x1f;
+      if (type == 0) break;
+      DecodedCache c;
+      c.level = (r.eax >> 5) & 7;
+      c.kind = type == 1 ? "d" : type == 2 ? "i" : "";
+      c.ways = (r.ebx >> 22) + 1;
+      c.size = uint64_t(c.ways) * (((r.ebx >> 12) & 0x3ff) + 1) * ((r.ebx & 0xfff) + 1) * (uint64_t(r.ecx) + 1);
+      c.sharing_ids = ((r.eax >> 14) & 0xfff) + 1;
+      auto same = [&](const DecodedCache& o) {
+        return o.level == c.level && o.kind == c.kind && o.size == c.size && o.ways == c.ways &&
+               o.sharing_ids == c.sharing_ids;
+      };
+      size_t entry = std::find_if(caches.begin(), caches.end(), same) - caches.begin();
+      if (entry == caches.size()) {
+        caches.push_back(std::move(c));
+        instances.emplace_back();
+      }
+      DecodedCache& e = caches[entry];
+      std::string letter = kind_letter(m.topology().core_type(cpu));
+      if (m.is_hybrid() && e.core_kinds.find(letter) == std::string::npos) e.core_kinds += e.core_kinds.empty() ? letter : "+" + letter;
+      uint32_t id = apic_id >> bit_width_for_count(e.sharing_ids);
+      auto [it, fresh] = instances[entry].try_emplace(id, e.groups.size());
+      if (fresh) e.groups.emplace_back();
+      e.groups[it->second].push_back(cpu);
+    }
   }
+  // Leaf order, with the core types' caches of one level side by side.
+  auto rank = [](const DecodedCache& c) { return c.level * 4 + (c.kind == "d" ? 0 : c.kind == "i" ? 1 : 2); };
+  std::stable_sort(caches.begin(), caches.end(), [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
   return caches;
 }
 
@@ -153,8 +177,17 @@ LlcView linux_llc(const CpuidModel& m, const std::vector<DecodedCache>& caches) 
     if (const DecodedCache* l3 = find(3)) return {l3->groups, "the L3 of leaf 0x8000001D"};
     return fallback;
   }
-  if (const DecodedCache* l3 = find(3)) return {l3->groups, "the L3 of leaf 4"};
-  if (const DecodedCache* l2 = find(2)) return {l2->groups, "the L2 of leaf 4 (no L3 reported)"};
+  // Each CPU's LLC is its own highest cache: a hybrid part's P-cores and
+  // E-cores may report different ones at the same level.
+  auto level_groups = [&](unsigned level) {
+    std::vector<std::vector<unsigned>> groups;
+    for (const auto& c : caches)
+      if (c.level == level && c.kind != "i") groups.insert(groups.end(), c.groups.begin(), c.groups.end());
+    std::sort(groups.begin(), groups.end());
+    return groups;
+  };
+  if (find(3)) return {level_groups(3), "the L3 of leaf 4"};
+  if (find(2)) return {level_groups(2), "the L2 of leaf 4 (no L3 reported)"};
   return fallback;
 }
 
@@ -196,11 +229,42 @@ void append_tree(fmt::memory_buffer& out, const Topology& t) {
     CpuCoords c = t.coords_of(cpu);
     if (c.thread == 0 && c.core == 0 && c.module == 0 && c.die == 0) appendf(out, "  package {}\n", c.package);
     if (n.dies > 1 && c.thread == 0 && c.core == 0 && c.module == 0) appendf(out, "    die {}\n", c.die);
-    if (n.modules > 1 && c.thread == 0 && c.core == 0) appendf(out, "      module {}\n", c.module);
+    if (n.modules > 1 && c.thread == 0 && c.core == 0) {
+      appendf(out, "      module {}", c.module);
+      if (t.is_hybrid()) appendf(out, " ({}-module)", kind_letter(t.core_type(cpu)));
+      appendf(out, "\n");
+    }
     if (c.thread == 0) appendf(out, "        core {}:", c.core);
     appendf(out, "{} cpu {} (APIC {:#x})", c.thread == 0 ? "" : ",", cpu, t.apic_id(cpu));
-    if (c.thread + 1 == n.threads || cpu + 1 == t.cpus()) appendf(out, "\n");
+    if (c.thread + 1 == t.kind_of(cpu).threads || cpu + 1 == t.cpus()) appendf(out, "\n");
   }
+}
+
+// "core types  P (leaf 0x1A 0x40 Core, native model 0x1): CPUs 0-15, ..."
+void append_core_types(fmt::memory_buffer& out, const CpuidModel& m) {
+  const Topology& t = m.topology();
+  std::map<CoreType, std::vector<unsigned>> cpus_of;
+  for (unsigned cpu = 0; cpu < t.cpus(); ++cpu) cpus_of[t.core_type(cpu)].push_back(cpu);
+  const char* label = "core types";
+  for (CoreType type : {CoreType::Core, CoreType::Atom}) {
+    if (!cpus_of.count(type)) continue;
+    uint32_t leaf1a = m.query(cpus_of[type].front(), 0x1A, 0).eax;
+    appendf(out, "{:<11}{}-cores: leaf 0x1A EAX {:#010x} ({}, native model {:#x}): CPUs {}\n", label,
+            kind_letter(type), leaf1a, type == CoreType::Core ? "Core" : "Atom", leaf1a & 0xffffff,
+            format_cpu_list(cpus_of[type]));
+    label = "";
+  }
+}
+
+// Linux's cluster domain (CLS) is the L2 sharing: cpu_clustergroup_mask()
+// is cpu_l2c_shared_mask().
+void append_clusters(fmt::memory_buffer& out, const std::vector<DecodedCache>& caches) {
+  std::vector<std::string> parts;
+  for (const auto& c : caches)
+    if (c.level == 2 && c.kind != "i")
+      parts.push_back(fmt::format("{} of {} CPU{} ({}-cores)", c.groups.size(), c.groups.front().size(),
+                                  c.groups.front().size() == 1 ? "" : "s", c.core_kinds));
+  if (!parts.empty()) appendf(out, "\nscheduler clusters (Linux CLS: the CPUs sharing an L2): {}\n", fmt::join(parts, ", "));
 }
 
 }  // namespace
@@ -216,6 +280,7 @@ std::string format_topology_table(const CpuidModel& m) {
           t.needs_x2apic() ? " (needs x2APIC)" : "");
   appendf(out, "CPUID      max basic leaf {:#x}, max extended leaf {:#x}{}\n", m.max_basic_leaf(), m.max_extended_leaf(),
       m.reports_leaf_1f() ? ", leaf 0x1F reports the dies/modules" : "");
+  if (m.is_hybrid()) append_core_types(out, m);
   appendf(out, "\n");
   if (t.cpus() <= kTreeCpuLimit) {
     append_tree(out, t);
@@ -232,8 +297,10 @@ std::string format_topology_table(const CpuidModel& m) {
     std::string name = fmt::format("L{}{}", c.level, c.kind);
     appendf(out, "  {:<4}{:>7}", name, human_size(c.size));
     if (c.ways) appendf(out, " {:>2}-way", c.ways);
-    appendf(out, ", {} instance{} of {} CPU{}\n", c.groups.size(), c.groups.size() == 1 ? "" : "s",
+    appendf(out, ", {} instance{} of {} CPU{}", c.groups.size(), c.groups.size() == 1 ? "" : "s",
             c.groups.front().size(), c.groups.front().size() == 1 ? "" : "s");
+    if (!c.core_kinds.empty()) appendf(out, " ({}-cores)", c.core_kinds);
+    appendf(out, "\n");
     std::string line;
     auto flush = [&] {
       line.erase(line.find_last_not_of(' ') + 1);
@@ -247,6 +314,7 @@ std::string format_topology_table(const CpuidModel& m) {
     if (c.groups.size() > kGroupsShown) line += fmt::format("... and {} more", c.groups.size() - kGroupsShown);
     flush();
   }
+  if (m.is_hybrid()) append_clusters(out, caches);
   LlcView llc = linux_llc(m, caches);
   size_t widest = 0;
   for (const auto& g : llc.groups) widest = std::max(widest, g.size());

@@ -23,6 +23,8 @@ void write_hwloc_cpuid_dir(const CpuidModel& model, const std::filesystem::path&
 
 // One cache as the guest decodes it from leaf 4 (or 0x8000001D on AMD):
 // the CPUs whose `apicid >> ceil_log2(sharing count)` is equal share it.
+// Each CPU's own leaf counts: a hybrid part lists its core types' caches
+// apart.
 struct DecodedCache {
   unsigned level = 0;
   std::string kind;  // "d", "i" or "" (unified)
@@ -30,6 +32,7 @@ struct DecodedCache {
   unsigned ways = 0;
   unsigned sharing_ids = 0;                 // 1 + EAX[25:14]
   std::vector<std::vector<unsigned>> groups;  // CPU indexes per cache instance
+  std::string core_kinds;  // hybrid only: the core types that report it, "P", "E" or "P+E"
 };
 // Every cache in leaf order. AMD CPUs without TOPOEXT have no such leaf;
 // Linux then shares L1/L2 per core and takes the LLC per package, and so

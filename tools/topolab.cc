@@ -38,7 +38,7 @@ constexpr const char* kDemoCpu = "Skylake-Server,l3-cache=on";
 // read "-smp" as "-s -m -p". Rewrite the QEMU spellings we accept to "--",
 // but never the value that follows one (-append "-smp" stays a value).
 std::vector<std::string> qemu_style_to_cli11(int argc, char** argv) {
-  static const std::string kQemuLong[] = {"-smp", "-cpu", "-append", "-initrd", "-serial"};
+  static const std::string kQemuLong[] = {"-smp", "-cpu", "-machine", "-append", "-initrd", "-serial"};
   std::vector<std::string> args;
   bool value_next = false;
   for (int i = 1; i < argc; ++i) {
@@ -256,9 +256,11 @@ int run_machine(const RunOptions& o) {
 struct TopologyFlags {
   std::string smp = "1";  // QEMU's defaults
   std::string cpu = "qemu64";
-  void parse_into(Topology& topology, CpuConfig& cpu_config) const {
+  std::string machine;    // QEMU -machine: only smp-cache changes CPUID
+  void parse_into(Topology& topology, CpuConfig& cpu_config, MachineOptions& machine_options) const {
     topology = Topology::parse(smp);
     cpu_config = parse_cpu(cpu);
+    machine_options = machine.empty() ? MachineOptions{} : parse_machine(machine);
   }
 };
 
@@ -273,7 +275,11 @@ struct CpuidOptions {
 
 int run_cpuid(const CpuidOptions& o) {
   if (!o.diff.empty()) return run_cpuid_diff(o.diff);
-  CpuidModel model(Topology::parse(o.flags.smp), parse_cpu(o.flags.cpu));
+  Topology topology = Topology::parse("1");
+  CpuConfig cpu;
+  MachineOptions machine;
+  o.flags.parse_into(topology, cpu, machine);
+  CpuidModel model(topology, cpu, machine);
   if (o.format == "hwloc" && o.output.empty()) throw ConfigError("cpuid --format hwloc needs --output DIR");
   HtmlFile html(o.html);
   if (html.wanted()) html.write(cpuid_html_page(model, o.command));
@@ -438,9 +444,13 @@ int run_demo(const std::filesystem::path& self) {
 }
 
 void add_topology_options(CLI::App* app, TopologyFlags& flags) {
-  app->add_option("--smp", flags.smp, "QEMU -smp: [cpus=]N[,maxcpus=,sockets=,dies=,modules=,cores=,threads=]")
+  app->add_option("--smp", flags.smp,
+                  "QEMU -smp: [cpus=]N[,maxcpus=,sockets=,dies=,clusters=1,modules=,cores=,threads=]; hybrid: "
+                  "[sockets=,dies=,]p-modules=,p-cores=,p-threads=,e-modules=,e-cores=,e-threads=")
       ->capture_default_str();
-  app->add_option("--cpu", flags.cpu, "QEMU -cpu: MODEL[,l3-cache=on|off][,+x2apic|-x2apic][,+monitor|-monitor][,vendor=,level=,xlevel=]")
+  app->add_option("--cpu", flags.cpu,
+                  "QEMU -cpu: MODEL[,l3-cache=on|off][,+x2apic|-x2apic][,+monitor|-monitor][,vendor=,level=,xlevel=]"
+                  "[,x-force-cpuid-0x1f=on]")
       ->capture_default_str();
 }
 
@@ -471,6 +481,8 @@ int main(int argc, char** argv) {
   CpuidOptions cpuid;
   CLI::App* cpuid_cmd = app.add_subcommand("cpuid", "show the CPUID leaves of a topology, with no guest running");
   add_topology_options(cpuid_cmd, cpuid.flags);
+  cpuid_cmd->add_option("--machine", cpuid.flags.machine,
+                        "QEMU -machine: [pc|q35,]smp-cache.N.cache=l1d|l1i|l2|l3,smp-cache.N.topology=core|module|die|socket");
   cpuid_cmd->add_option("--format", cpuid.format, "table (for a person), raw (cpuid -r), hwloc (HWLOC_CPUID_PATH dir)")
       ->check(CLI::IsMember({"table", "raw", "hwloc"}))
       ->capture_default_str();
@@ -488,6 +500,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("image", run.machine.image, "the Multiboot image (ELF32)")->required();
   TopologyFlags run_flags;
   add_topology_options(run_cmd, run_flags);
+  run_cmd->add_option("--machine", run_flags.machine,
+                      "QEMU -machine: [pc|q35,]smp-cache.N.cache=l1d|l1i|l2|l3,smp-cache.N.topology=core|module|die|socket");
   run_cmd->add_option("-m", run.machine.ram_mib, "guest RAM in MiB")
       ->check(CLI::Range(uint64_t{2}, uint64_t{3072}))
       ->capture_default_str();
@@ -558,14 +572,14 @@ int main(int argc, char** argv) {
     if (*cpuid_cmd) return run_cpuid(cpuid);
     if (*check_cmd) return run_check(check);
     if (*run_cmd) {
-      run_flags.parse_into(run.machine.topology, run.machine.cpu);
+      run_flags.parse_into(run.machine.topology, run.machine.cpu, run.machine.machine_options);
       run.machine.cost = CostModel::parse(cost_spec, CostModel::defaults());
       return run_machine(run);
     }
     if (*experiment_cmd) return run_experiment(experiment, std::filesystem::canonical("/proc/self/exe"));
     if (*models_cmd) {
       for (const auto& m : cpu_models()) fmt::print("{:<16} {}\n", m.name, m.description);
-      fmt::print("\nproperties: l3-cache=on|off, vendor=ID, level=N, xlevel=N, model-id=TEXT, and +F / -F / F=on|off for F in:\n ");
+      fmt::print("\nproperties: l3-cache=on|off, vendor=ID, level=N, xlevel=N, model-id=TEXT, x-force-cpuid-0x1f=on|off, and +F / -F / F=on|off for F in:\n ");
       for (const auto& f : feature_flags()) fmt::print(" {}", f.name);
       fmt::print("\n");
       return 0;

@@ -11,6 +11,7 @@ configs=(
   "sparse-l3off|12,sockets=2,cores=3,threads=2|Skylake-Server,l3-cache=off"
   "epyc-dies|32,sockets=2,dies=2,cores=4,threads=2|EPYC"
   "qemu64|4|qemu64"
+  "alderlake-hybrid|sockets=1,p-modules=8,p-threads=2,e-modules=2,e-cores=4|AlderLake"
 )
 status=0
 for entry in "${configs[@]}"; do
