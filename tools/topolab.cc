@@ -122,8 +122,22 @@ constexpr int kExitBadInput = 125;
 constexpr int kExitGuestFailed = 126;
 constexpr int kExitInternalError = 70;  // sysexits' EX_SOFTWARE: a topolab bug
 
+// -smp and -cpu as typed; parsed once, into the model's types (parse()).
+struct TopologyFlags {
+  std::string smp = "1";  // QEMU's defaults
+  std::string cpu = "qemu64";
+  std::string machine;    // QEMU -machine: only smp-cache changes CPUID
+  void parse_into(Topology& topology, CpuConfig& cpu_config, MachineOptions& machine_options) const {
+    topology = Topology::parse(smp);
+    cpu_config = parse_cpu(cpu);
+    machine_options = machine.empty() ? MachineOptions{} : parse_machine(machine);
+  }
+};
+
 struct RunOptions {
   MachineConfig machine;
+  TopologyFlags flags;    // -smp, -cpu, -machine as typed: parsed into `machine`
+  std::string cost_spec;  // --cost as typed: parsed into `machine.cost`
   std::string serial = "stdio";
   std::string exit_status = "plain";
   std::string report = "table";
@@ -251,18 +265,6 @@ int run_machine(const RunOptions& o) {
   if (html.wanted()) write_run_page(html, o, machine, r);
   return status;
 }
-
-// -smp and -cpu as typed; parsed once, into the model's types (parse()).
-struct TopologyFlags {
-  std::string smp = "1";  // QEMU's defaults
-  std::string cpu = "qemu64";
-  std::string machine;    // QEMU -machine: only smp-cache changes CPUID
-  void parse_into(Topology& topology, CpuConfig& cpu_config, MachineOptions& machine_options) const {
-    topology = Topology::parse(smp);
-    cpu_config = parse_cpu(cpu);
-    machine_options = machine.empty() ? MachineOptions{} : parse_machine(machine);
-  }
-};
 
 struct CpuidOptions {
   TopologyFlags flags;
@@ -452,6 +454,8 @@ void add_topology_options(CLI::App* app, TopologyFlags& flags) {
                   "QEMU -cpu: MODEL[,l3-cache=on|off][,+x2apic|-x2apic][,+monitor|-monitor][,vendor=,level=,xlevel=]"
                   "[,x-force-cpuid-0x1f=on]")
       ->capture_default_str();
+  app->add_option("--machine", flags.machine,
+                  "QEMU -machine: [pc|q35,]smp-cache.N.cache=l1d|l1i|l2|l3,smp-cache.N.topology=core|module|die|socket");
 }
 
 // A sweep in pieces: what a cluster's scheduler runs (docs/sweeps.md).
@@ -469,39 +473,22 @@ void add_sweep_options(CLI::App* experiment_cmd, ExperimentCli& experiment) {
   one->excludes(merge);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"topolab: a deterministic x86 machine for studying what topology a guest sees\n"
-               "and what that does to its IPI and HLT traffic. With no command it runs the demo."};
-  app.require_subcommand(0, 1);
-  app.set_version_flag("--version", [] { return fmt::format("topolab on Unicorn {}", engine_version()); },
-                       "print the version of the CPU engine topolab runs on");
-
-  CpuidOptions cpuid;
+CLI::App* add_cpuid_command(CLI::App& app, CpuidOptions& cpuid) {
   CLI::App* cpuid_cmd = app.add_subcommand("cpuid", "show the CPUID leaves of a topology, with no guest running");
   add_topology_options(cpuid_cmd, cpuid.flags);
-  cpuid_cmd->add_option("--machine", cpuid.flags.machine,
-                        "QEMU -machine: [pc|q35,]smp-cache.N.cache=l1d|l1i|l2|l3,smp-cache.N.topology=core|module|die|socket");
   cpuid_cmd->add_option("--format", cpuid.format, "table (for a person), raw (cpuid -r), hwloc (HWLOC_CPUID_PATH dir)")
       ->check(CLI::IsMember({"table", "raw", "hwloc"}))
       ->capture_default_str();
   cpuid_cmd->add_option("--output", cpuid.output, "write to this file (raw, table) or directory (hwloc)");
   cpuid_cmd->add_option("--html", cpuid.html, "also write one self-contained HTML page about the topology here");
   cpuid_cmd->add_option("--diff", cpuid.diff, "compare two machines: --diff \"-smp A -cpu X\" \"-smp B -cpu Y\"");
+  return cpuid_cmd;
+}
 
-  CheckOptions check;
-  CLI::App* check_cmd = add_check_command(app, check);
-
-  CLI::App* models_cmd = app.add_subcommand("models", "list the CPU models and -cpu properties");
-
-  RunOptions run;
+CLI::App* add_run_command(CLI::App& app, RunOptions& run) {
   CLI::App* run_cmd = app.add_subcommand("run", "boot a Multiboot image (as qemu-system-x86_64 -kernel would)");
   run_cmd->add_option("image", run.machine.image, "the Multiboot image (ELF32)")->required();
-  TopologyFlags run_flags;
-  add_topology_options(run_cmd, run_flags);
-  run_cmd->add_option("--machine", run_flags.machine,
-                      "QEMU -machine: [pc|q35,]smp-cache.N.cache=l1d|l1i|l2|l3,smp-cache.N.topology=core|module|die|socket");
+  add_topology_options(run_cmd, run.flags);
   run_cmd->add_option("-m", run.machine.ram_mib, "guest RAM in MiB")
       ->check(CLI::Range(uint64_t{2}, uint64_t{3072}))
       ->capture_default_str();
@@ -523,16 +510,17 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run_cmd->add_option("--report-file", run.report_file, "write the report to this file instead");
   run_cmd->add_option("--svg", run.svg_dir, "write ipi-heatmap.svg and topology.svg into this directory");
-  std::string cost_spec;
-  run_cmd->add_option("--cost", cost_spec,
+  run_cmd->add_option("--cost", run.cost_spec,
                       "cost model: key=value,... over the defaults (docs/cost_model.md), or none,... for an ideal "
                       "machine; e.g. halt_poll_ns=0,ipiv=1");
   run_cmd->add_flag("--info-lapic", run.info_lapic, "dump every local APIC's state at the end, like QEMU's info lapic");
   run_cmd->add_option("--html", run.html,
                       "also write one self-contained HTML page: topology, caches, leaves, IPI heatmap, wake causes, "
                       "timeline");
+  return run_cmd;
+}
 
-  ExperimentCli experiment;
+CLI::App* add_experiment_command(CLI::App& app, ExperimentCli& experiment) {
   CLI::App* experiment_cmd = app.add_subcommand(
       "experiment", "run an experiment of the l3-cache debate (l3-cache) or of halt polling (halt-poll); "
                     "no NAME lists them");
@@ -564,6 +552,39 @@ int main(int argc, char** argv) {
   experiment_cmd->add_option("--html", experiment.html,
                              "also write one self-contained HTML page with the charts, tables and machines");
   add_sweep_options(experiment_cmd, experiment);
+  return experiment_cmd;
+}
+
+int print_models() {
+  for (const auto& m : cpu_models()) fmt::print("{:<16} {}\n", m.name, m.description);
+  fmt::print("\nproperties: l3-cache=on|off, vendor=ID, level=N, xlevel=N, model-id=TEXT, x-force-cpuid-0x1f=on|off, and +F / -F / F=on|off for F in:\n ");
+  for (const auto& f : feature_flags()) fmt::print(" {}", f.name);
+  fmt::print("\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"topolab: a deterministic x86 machine for studying what topology a guest sees\n"
+               "and what that does to its IPI and HLT traffic. With no command it runs the demo."};
+  app.require_subcommand(0, 1);
+  app.set_version_flag("--version", [] { return fmt::format("topolab on Unicorn {}", engine_version()); },
+                       "print the version of the CPU engine topolab runs on");
+
+  CpuidOptions cpuid;
+  CLI::App* cpuid_cmd = add_cpuid_command(app, cpuid);
+
+  CheckOptions check;
+  CLI::App* check_cmd = add_check_command(app, check);
+
+  CLI::App* models_cmd = app.add_subcommand("models", "list the CPU models and -cpu properties");
+
+  RunOptions run;
+  CLI::App* run_cmd = add_run_command(app, run);
+
+  ExperimentCli experiment;
+  CLI::App* experiment_cmd = add_experiment_command(app, experiment);
 
   try {
     auto args = qemu_style_to_cli11(argc, argv);
@@ -572,18 +593,12 @@ int main(int argc, char** argv) {
     if (*cpuid_cmd) return run_cpuid(cpuid);
     if (*check_cmd) return run_check(check);
     if (*run_cmd) {
-      run_flags.parse_into(run.machine.topology, run.machine.cpu, run.machine.machine_options);
-      run.machine.cost = CostModel::parse(cost_spec, CostModel::defaults());
+      run.flags.parse_into(run.machine.topology, run.machine.cpu, run.machine.machine_options);
+      run.machine.cost = CostModel::parse(run.cost_spec, CostModel::defaults());
       return run_machine(run);
     }
     if (*experiment_cmd) return run_experiment(experiment, std::filesystem::canonical("/proc/self/exe"));
-    if (*models_cmd) {
-      for (const auto& m : cpu_models()) fmt::print("{:<16} {}\n", m.name, m.description);
-      fmt::print("\nproperties: l3-cache=on|off, vendor=ID, level=N, xlevel=N, model-id=TEXT, x-force-cpuid-0x1f=on|off, and +F / -F / F=on|off for F in:\n ");
-      for (const auto& f : feature_flags()) fmt::print(" {}", f.name);
-      fmt::print("\n");
-      return 0;
-    }
+    if (*models_cmd) return print_models();
     return run_demo(std::filesystem::canonical("/proc/self/exe"));
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
