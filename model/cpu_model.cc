@@ -60,94 +60,106 @@ constexpr uint8_t kDesc_L1d32K = 0x2c, kDesc_L1i32K = 0x30, kDesc_L2_2M = 0x7d, 
 // machine emulates, so EPYC keeps MONITOR as in QEMU 7.2. EPYC keeps TOPOEXT, which QEMU 7.2's TCG
 // drops although it only describes topology: without it no guest would read
 // 0x8000001D/1E. docs/deviations.md lists all of this.
-std::vector<CpuModelDef> make_models() {
-  constexpr CacheSet kLegacy{kLegacyL1d, kLegacyL1i, kLegacyL2, kLegacyL3};
-  constexpr CacheSet kLegacyAmd{kLegacyAmdL1d, kLegacyAmdL1i, kLegacyAmdL2, kLegacyL3};
-  constexpr CacheSet kEpyc{kEpycL1d, kEpycL1i, kEpycL2, kEpycL3};
-  constexpr Leaf2Descriptors kLegacyLeaf2{kDesc_L1d32K, kDesc_L1i32K, kDesc_L2_2M, kDesc_L3_16M};
+constexpr CacheSet kLegacy{kLegacyL1d, kLegacyL1i, kLegacyL2, kLegacyL3};
+constexpr CacheSet kLegacyAmd{kLegacyAmdL1d, kLegacyAmdL1i, kLegacyAmdL2, kLegacyL3};
+constexpr CacheSet kEpyc{kEpycL1d, kEpycL1i, kEpycL2, kEpycL3};
+constexpr Leaf2Descriptors kLegacyLeaf2{kDesc_L1d32K, kDesc_L1i32K, kDesc_L2_2M, kDesc_L3_16M};
+
+CpuModelDef qemu64_model() {
   return {
-      {
-          .name = "qemu64",
-          .description = "QEMU's default 64-bit CPU (AMD vendor, family 15)",
-          .vendor = Vendor::Amd,
-          .vendor_id = "AuthenticAMD",
-          .family = 15, .model = 107, .stepping = 1,
-          .level = 0xd, .xlevel = 0x8000000a,
-          .brand = "QEMU Virtual CPU version 2.5+",
-          .features = {
-              {FW::Leaf1Edx, 0x078bfbfd},  // PPRO features + MTRR CLFLUSH MCA PSE36 (VME off, as QEMU's TCG)
-              {FW::Leaf1Ecx, 0x80002001},  // SSE3 CX16 HYPERVISOR
-              {FW::Ext1Edx, 0x2193fbfd},   // LM SYSCALL NX + AMD aliases of leaf 1 EDX
-              {FW::Ext1Ecx, 0x00000005},   // LAHF_LM SVM
-          },
-          .caches = kLegacy, .amd_caches = kLegacyAmd, .leaf2 = kLegacyLeaf2,
+      .name = "qemu64",
+      .description = "QEMU's default 64-bit CPU (AMD vendor, family 15)",
+      .vendor = Vendor::Amd,
+      .vendor_id = "AuthenticAMD",
+      .family = 15, .model = 107, .stepping = 1,
+      .level = 0xd, .xlevel = 0x8000000a,
+      .brand = "QEMU Virtual CPU version 2.5+",
+      .features = {
+          {FW::Leaf1Edx, 0x078bfbfd},  // PPRO features + MTRR CLFLUSH MCA PSE36 (VME off, as QEMU's TCG)
+          {FW::Leaf1Ecx, 0x80002001},  // SSE3 CX16 HYPERVISOR
+          {FW::Ext1Edx, 0x2193fbfd},   // LM SYSCALL NX + AMD aliases of leaf 1 EDX
+          {FW::Ext1Ecx, 0x00000005},   // LAHF_LM SVM
       },
-      {
-          .name = "Skylake-Server",
-          .description = "Intel Xeon Processor (Skylake), family 6 model 85",
-          .vendor = Vendor::Intel,
-          .vendor_id = "GenuineIntel",
-          .family = 6, .model = 85, .stepping = 4,
-          .level = 0xd, .xlevel = 0x80000008,
-          .brand = "Intel Xeon Processor (Skylake)",
-          .features = {
-              {FW::Leaf1Edx, 0x078bfbfd},
-              {FW::Leaf1Ecx, 0x82182201},  // SSE3 SSSE3 CX16 SSE4.1 SSE4.2 AES HYPERVISOR
-              {FW::Leaf6Eax, 0x00000004},  // ARAT
-              {FW::Leaf7Ebx, 0x00180388},  // BMI1 SMEP BMI2 ERMS ADX SMAP
-              {FW::Leaf7Ecx, 0x00000008},  // PKU
-              {FW::Ext1Edx, 0x2c100800},   // SYSCALL NX PDPE1GB RDTSCP LM
-              {FW::Ext1Ecx, 0x00000021},    // LAHF_LM ABM
-          },
-          .caches = kLegacy, .amd_caches = kLegacyAmd, .leaf2 = kLegacyLeaf2,
-      },
-      {
-          .name = "AlderLake",
-          .description = "Intel Core (Alder Lake-S), family 6 model 0x97: hybrid, P-cores and E-cores",
-          .vendor = Vendor::Intel,
-          .vendor_id = "GenuineIntel",
-          .family = 6, .model = 0x97, .stepping = 2,
-          // Leaf 0x1A (core types) and 0x1F (the module level) are part
-          // of the model, as on the real part.
-          .level = 0x1f, .xlevel = 0x80000008,
-          .brand = "12th Gen Intel(R) Core(TM) i9-12900K",
-          // The instructions the engine executes for a model it has no CPU
-          // of its own for (qemu64's TCG filter), in Intel's spelling: SSE3
-          // and CX16, no SSSE3/SSE4/AES. docs/topology.md says why.
-          .features = {
-              {FW::Leaf1Edx, 0x078bfbfd},
-              {FW::Leaf1Ecx, 0x80002001},  // SSE3 CX16 HYPERVISOR
-              {FW::Leaf6Eax, 0x00000004},  // ARAT
-              {FW::Ext1Edx, 0x20100800},   // SYSCALL NX LM
-              {FW::Ext1Ecx, 0x00000001},   // LAHF_LM
-          },
-          .caches = {kGoldenCoveL1d, kGoldenCoveL1i, kGoldenCoveL2, kAlderLakeL3},
-          .amd_caches = kLegacyAmd,
-          .leaf2 = {.use_leaf4 = true},
-          .hybrid = HybridDef{kAlderLakeNativeModelId, kAlderLakeNativeModelId,
-                              {kGracemontL1d, kGracemontL1i, kGracemontL2, kAlderLakeL3}},
-      },
-      {
-          .name = "EPYC",
-          .description = "AMD EPYC Processor (Zen, family 23)",
-          .vendor = Vendor::Amd,
-          .vendor_id = "AuthenticAMD",
-          .family = 23, .model = 1, .stepping = 2,
-          .level = 0xd, .xlevel = 0x8000001e,
-          .brand = "AMD EPYC Processor",
-          .features = {
-              {FW::Leaf1Edx, 0x078bfbfd},
-              {FW::Leaf1Ecx, 0x82182209},  // SSE3 MONITOR SSSE3 CX16 SSE4.1 SSE4.2 AES HYPERVISOR
-              {FW::Leaf6Eax, 0x00000004},  // ARAT
-              {FW::Leaf7Ebx, 0x00180188},  // BMI1 SMEP BMI2 ADX SMAP
-              {FW::Ext1Edx, 0x2dd3fbfd},   // SYSCALL NX MMXEXT PDPE1GB RDTSCP LM + AMD aliases
-              {FW::Ext1Ecx, 0x00400075},   // LAHF_LM SVM CR8LEG ABM SSE4A TOPOEXT
-              {FW::SvmEdx, 0x00000001},    // NPT
-          },
-          // EPYC's own geometry serves every cache leaf; it has no leaf 2.
-          .caches = kEpyc, .amd_caches = kEpyc, .leaf2 = {},
-      },
+      .caches = kLegacy, .amd_caches = kLegacyAmd, .leaf2 = kLegacyLeaf2
   };
+}
+
+CpuModelDef skylake_server_model() {
+  return {
+      .name = "Skylake-Server",
+      .description = "Intel Xeon Processor (Skylake), family 6 model 85",
+      .vendor = Vendor::Intel,
+      .vendor_id = "GenuineIntel",
+      .family = 6, .model = 85, .stepping = 4,
+      .level = 0xd, .xlevel = 0x80000008,
+      .brand = "Intel Xeon Processor (Skylake)",
+      .features = {
+          {FW::Leaf1Edx, 0x078bfbfd},
+          {FW::Leaf1Ecx, 0x82182201},  // SSE3 SSSE3 CX16 SSE4.1 SSE4.2 AES HYPERVISOR
+          {FW::Leaf6Eax, 0x00000004},  // ARAT
+          {FW::Leaf7Ebx, 0x00180388},  // BMI1 SMEP BMI2 ERMS ADX SMAP
+          {FW::Leaf7Ecx, 0x00000008},  // PKU
+          {FW::Ext1Edx, 0x2c100800},   // SYSCALL NX PDPE1GB RDTSCP LM
+          {FW::Ext1Ecx, 0x00000021},    // LAHF_LM ABM
+      },
+      .caches = kLegacy, .amd_caches = kLegacyAmd, .leaf2 = kLegacyLeaf2
+  };
+}
+
+CpuModelDef alderlake_model() {
+  return {
+      .name = "AlderLake",
+      .description = "Intel Core (Alder Lake-S), family 6 model 0x97: hybrid, P-cores and E-cores",
+      .vendor = Vendor::Intel,
+      .vendor_id = "GenuineIntel",
+      .family = 6, .model = 0x97, .stepping = 2,
+      // Leaf 0x1A (core types) and 0x1F (the module level) are part
+      // of the model, as on the real part.
+      .level = 0x1f, .xlevel = 0x80000008,
+      .brand = "12th Gen Intel(R) Core(TM) i9-12900K",
+      // The instructions the engine executes for a model it has no CPU
+      // of its own for (qemu64's TCG filter), in Intel's spelling: SSE3
+      // and CX16, no SSSE3/SSE4/AES. docs/topology.md says why.
+      .features = {
+          {FW::Leaf1Edx, 0x078bfbfd},
+          {FW::Leaf1Ecx, 0x80002001},  // SSE3 CX16 HYPERVISOR
+          {FW::Leaf6Eax, 0x00000004},  // ARAT
+          {FW::Ext1Edx, 0x20100800},   // SYSCALL NX LM
+          {FW::Ext1Ecx, 0x00000001},   // LAHF_LM
+      },
+      .caches = {kGoldenCoveL1d, kGoldenCoveL1i, kGoldenCoveL2, kAlderLakeL3},
+      .amd_caches = kLegacyAmd,
+      .leaf2 = {.use_leaf4 = true},
+      .hybrid = HybridDef{kAlderLakeNativeModelId, kAlderLakeNativeModelId,
+                          {kGracemontL1d, kGracemontL1i, kGracemontL2, kAlderLakeL3}}
+  };
+}
+
+CpuModelDef epyc_model() {
+  return {
+      .name = "EPYC",
+      .description = "AMD EPYC Processor (Zen, family 23)",
+      .vendor = Vendor::Amd,
+      .vendor_id = "AuthenticAMD",
+      .family = 23, .model = 1, .stepping = 2,
+      .level = 0xd, .xlevel = 0x8000001e,
+      .brand = "AMD EPYC Processor",
+      .features = {
+          {FW::Leaf1Edx, 0x078bfbfd},
+          {FW::Leaf1Ecx, 0x82182209},  // SSE3 MONITOR SSSE3 CX16 SSE4.1 SSE4.2 AES HYPERVISOR
+          {FW::Leaf6Eax, 0x00000004},  // ARAT
+          {FW::Leaf7Ebx, 0x00180188},  // BMI1 SMEP BMI2 ADX SMAP
+          {FW::Ext1Edx, 0x2dd3fbfd},   // SYSCALL NX MMXEXT PDPE1GB RDTSCP LM + AMD aliases
+          {FW::Ext1Ecx, 0x00400075},   // LAHF_LM SVM CR8LEG ABM SSE4A TOPOEXT
+          {FW::SvmEdx, 0x00000001},    // NPT
+      },
+      // EPYC's own geometry serves every cache leaf; it has no leaf 2.
+      .caches = kEpyc, .amd_caches = kEpyc, .leaf2 = {},
+  };
+}
+
+std::vector<CpuModelDef> make_models() {
+  return {qemu64_model(), skylake_server_model(), alderlake_model(), epyc_model()};
 }
 
 // Bits that -cpu can switch by name (SDM names, QEMU spellings).
