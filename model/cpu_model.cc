@@ -80,7 +80,7 @@ CpuModelDef qemu64_model() {
           {FW::Ext1Edx, 0x2193fbfd},   // LM SYSCALL NX + AMD aliases of leaf 1 EDX
           {FW::Ext1Ecx, 0x00000005},   // LAHF_LM SVM
       },
-      .caches = kLegacy, .amd_caches = kLegacyAmd, .leaf2 = kLegacyLeaf2
+      .caches = kLegacy, .amd_caches = kLegacyAmd, .leaf2 = kLegacyLeaf2, .hybrid = std::nullopt,
   };
 }
 
@@ -102,7 +102,7 @@ CpuModelDef skylake_server_model() {
           {FW::Ext1Edx, 0x2c100800},   // SYSCALL NX PDPE1GB RDTSCP LM
           {FW::Ext1Ecx, 0x00000021},    // LAHF_LM ABM
       },
-      .caches = kLegacy, .amd_caches = kLegacyAmd, .leaf2 = kLegacyLeaf2
+      .caches = kLegacy, .amd_caches = kLegacyAmd, .leaf2 = kLegacyLeaf2, .hybrid = std::nullopt,
   };
 }
 
@@ -154,7 +154,7 @@ CpuModelDef epyc_model() {
           {FW::SvmEdx, 0x00000001},    // NPT
       },
       // EPYC's own geometry serves every cache leaf; it has no leaf 2.
-      .caches = kEpyc, .amd_caches = kEpyc, .leaf2 = {},
+      .caches = kEpyc, .amd_caches = kEpyc, .leaf2 = {}, .hybrid = std::nullopt,
   };
 }
 
@@ -365,7 +365,8 @@ void add_smp_cache_property(std::vector<SmpCacheItem>& items, std::string_view k
 const char* smp_cache_name(SmpCache cache) { return kSmpCacheNames[static_cast<size_t>(cache)]; }
 
 MachineOptions parse_machine(std::string_view arg) {
-  MachineOptions options{.arg = std::string(arg)};
+  MachineOptions options;
+  options.arg = std::string(arg);
   std::vector<SmpCacheItem> items;
   std::string_view rest = arg;
   for (bool first = true; !rest.empty() || first; first = false) {

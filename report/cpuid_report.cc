@@ -97,10 +97,10 @@ std::vector<DecodedCache> decode_amd_legacy_caches(const CpuidModel& m) {
   auto per_core = group_by(m, t.core_offset());
   auto per_package = group_by(m, t.package_offset());
   std::vector<DecodedCache> caches;
-  caches.push_back({1, "d", uint64_t(l1.ecx >> 24) << 10, (l1.ecx >> 16) & 0xff, t.threads_per_core(), per_core});
-  caches.push_back({1, "i", uint64_t(l1.edx >> 24) << 10, (l1.edx >> 16) & 0xff, t.threads_per_core(), per_core});
-  caches.push_back({2, "", uint64_t(l2l3.ecx >> 16) << 10, 0, t.threads_per_core(), per_core});
-  if (l2l3.edx) caches.push_back({3, "", uint64_t(l2l3.edx >> 18) << 19, 0, t.threads_per_package(), per_package});
+  caches.push_back({1, "d", uint64_t(l1.ecx >> 24) << 10, (l1.ecx >> 16) & 0xff, t.threads_per_core(), per_core, ""});
+  caches.push_back({1, "i", uint64_t(l1.edx >> 24) << 10, (l1.edx >> 16) & 0xff, t.threads_per_core(), per_core, ""});
+  caches.push_back({2, "", uint64_t(l2l3.ecx >> 16) << 10, 0, t.threads_per_core(), per_core, ""});
+  if (l2l3.edx) caches.push_back({3, "", uint64_t(l2l3.edx >> 18) << 19, 0, t.threads_per_package(), per_package, ""});
   return caches;
 }
 
