@@ -62,10 +62,6 @@ void MachineCpu::charge_exit(ExitKind kind) {
 
 // --- Interrupts ----------------------------------------------------------------
 
-bool MachineCpu::interrupt_ends_halt() const {
-  return vcpu_->interrupt_window_open() || (in_mwait_ && mwait_breaks_on_interrupt_);
-}
-
 MachineCpu::PendingInterrupts MachineCpu::pending_interrupts() const {
   return {.vector = apic_.pending_vector(),
           .window_open = vcpu_->interrupt_window_open(),
@@ -81,7 +77,7 @@ bool MachineCpu::can_wake() const {
 }
 
 bool MachineCpu::timer_can_wake() const {
-  return state_ == State::Halted && apic_.timer_interrupts() && interrupt_ends_halt();
+  return state_ == State::Halted && apic_.timer_interrupts() && pending_interrupts().interrupts_end_halt();
 }
 
 WakeCause MachineCpu::wake_cause_now() const {

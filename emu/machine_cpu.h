@@ -115,8 +115,10 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
     bool takes_interrupt() const { return vector && window_open; }
     // Something waits for the vCPU to open its window or IRET its NMI.
     bool waits_for_window() const { return (vector && !window_open) || (nmi && nmi_blocked); }
-    // An interrupt ends a halt: it would be taken now, or MWAIT breaks for it.
-    bool interrupt_ends_halt() const { return vector && (window_open || mwait_breaks); }
+    // An interrupt, once there, would end a halt: it would be taken now,
+    // or MWAIT breaks for it.
+    bool interrupts_end_halt() const { return window_open || mwait_breaks; }
+    bool interrupt_ends_halt() const { return vector && interrupts_end_halt(); }
   };
   PendingInterrupts pending_interrupts() const;
   bool nmi_pending() const { return nmi_pending_; }
@@ -187,7 +189,6 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
     in_mwait_ = false;
     monitor_armed_ = false;
   }
-  bool interrupt_ends_halt() const;
 
   const CpuPlatform& platform_;
   unsigned index_;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "arch/x86_arch.h"
@@ -166,9 +168,9 @@ Action measure(MeasurePort::Mark mark) {
 // 1 GHz and CPI 1: one instruction is one nanosecond (and one TSC tick).
 struct Rig {
   Rig(const std::string& smp, std::vector<std::vector<Action>> scripts, const std::string& cost = "") {
+    static unsigned rigs = 0;  // several rigs may live in one test at once
     image = std::filesystem::temp_directory_path() /
-            ("topolab_machine_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".elf");
+            ("topolab_machine_test_" + std::to_string(::getpid()) + "_" + std::to_string(rigs++) + ".elf");
     const std::vector<uint8_t> bytes = make_elf(0x100000, {0xf4});
     std::ofstream(image, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     MachineConfig config;
@@ -234,35 +236,43 @@ TEST(Machine, AnIpiToNobodyIsCountedAndGoesNowhere) {
 
 // The wake rules (model/cost_rules.h) as the loop applies them: the
 // IPI's send, the target's halt, the host's latency or its halt-poll hit.
-uint64_t resume_after_ipi(const std::string& cost, Rig** out = nullptr) {
-  static uint64_t sent_at;
-  auto rig = std::make_unique<Rig>(
-      "2", std::vector<std::vector<Action>>{{start_aps(), run_for(20'000), send_fixed(1, 0x40, &sent_at), run_for(50'000),
-                                             guest_exit(1)},
+// cpu 1 halts at once; cpu 0 sends it an IPI at 20,000 ns.
+struct WakeAfterIpi {
+  uint64_t sent_at = 0;  // the guest's TSC at the ICR write (1 GHz: ns)
+  std::unique_ptr<Rig> rig;
+  // How long after the send cpu 1 took the interrupt.
+  uint64_t resumed_after() const {
+    const std::vector<uint64_t>& at = rig->cpu(1).injected_at;
+    return at.empty() ? 0 : at[0] - sent_at;
+  }
+};
+
+std::unique_ptr<WakeAfterIpi> wake_after_ipi(const std::string& cost) {
+  auto w = std::make_unique<WakeAfterIpi>();
+  w->rig = std::make_unique<Rig>(
+      "2", std::vector<std::vector<Action>>{{start_aps(), run_for(20'000), send_fixed(1, 0x40, &w->sent_at),
+                                             run_for(50'000), guest_exit(1)},
                                             {enable_apic_and_halt(), run_for(10)}},
       cost);
-  EXPECT_EQ(rig->machine->run().outcome, RunResult::Outcome::GuestExit);
-  EXPECT_EQ(rig->cpu(1).injected_at.size(), 1u);
-  const uint64_t resumed = rig->cpu(1).injected_at.empty() ? 0 : rig->cpu(1).injected_at[0] - sent_at;
-  if (out) *out = rig.release();
-  return resumed;
+  EXPECT_EQ(w->rig->machine->run().outcome, RunResult::Outcome::GuestExit);
+  EXPECT_EQ(w->rig->cpu(1).injected_at.size(), 1u);
+  return w;
 }
 
 TEST(Machine, AHaltedTargetResumesAfterTheHostsWakeLatency) {
-  EXPECT_EQ(resume_after_ipi("halt_wake_ns=5000"), 5000u);
-  EXPECT_EQ(resume_after_ipi("halt_wake_ns=5000,icr_send_ns=300"), 5300u);  // sent inside the ICR exit
+  EXPECT_EQ(wake_after_ipi("halt_wake_ns=5000")->resumed_after(), 5000u);
+  EXPECT_EQ(wake_after_ipi("halt_wake_ns=5000,icr_send_ns=300")->resumed_after(), 5300u);  // sent inside the ICR exit
 }
 
 TEST(Machine, AHaltPollHitResumesSoonerAndIsCounted) {
-  Rig* rig = nullptr;
-  EXPECT_EQ(resume_after_ipi("halt_wake_ns=5000,halt_poll_ns=50000,poll_wake_ns=300", &rig), 300u);
-  EXPECT_EQ(rig->stats(1).halt_poll_hits, 1u);
-  EXPECT_EQ(rig->stats(1).halt_poll_misses, 0u);
-  delete rig;
+  const auto hit = wake_after_ipi("halt_wake_ns=5000,halt_poll_ns=50000,poll_wake_ns=300");
+  EXPECT_EQ(hit->resumed_after(), 300u);
+  EXPECT_EQ(hit->rig->stats(1).halt_poll_hits, 1u);
+  EXPECT_EQ(hit->rig->stats(1).halt_poll_misses, 0u);
   // The halt began about 20 us before the IPI: a 1 us window missed it.
-  EXPECT_EQ(resume_after_ipi("halt_wake_ns=5000,halt_poll_ns=1000,poll_wake_ns=300", &rig), 5000u);
-  EXPECT_EQ(rig->stats(1).halt_poll_misses, 1u);
-  delete rig;
+  const auto miss = wake_after_ipi("halt_wake_ns=5000,halt_poll_ns=1000,poll_wake_ns=300");
+  EXPECT_EQ(miss->resumed_after(), 5000u);
+  EXPECT_EQ(miss->rig->stats(1).halt_poll_misses, 1u);
 }
 
 TEST(Machine, ARunningTargetSeesTheIpiAPostedInterruptLater) {
@@ -380,8 +390,8 @@ TEST(Machine, AReservedDeliveryModeStopsTheRun) {
 }
 
 TEST(Machine, TheActivityLogFollowsHaltsAndWakes) {
-  Rig* rig = nullptr;
-  resume_after_ipi("halt_wake_ns=5000", &rig);
+  const auto w = wake_after_ipi("halt_wake_ns=5000");
+  const Rig* rig = w->rig.get();
   const std::vector<ActivitySpan>& spans = rig->machine->activity().spans(1);
   // Started at 0 (no time waiting for SIPI), ran 1 ns, halted until the
   // IPI (sent at 20,000) plus the host's 5,000, then ran again.
@@ -390,7 +400,6 @@ TEST(Machine, TheActivityLogFollowsHaltsAndWakes) {
   EXPECT_EQ(spans[1], (ActivitySpan{1, 25'000, VcpuActivity::Halted}));
   EXPECT_EQ(spans[2].activity, VcpuActivity::Running);
   EXPECT_EQ(rig->machine->activity().spans(0)[0].activity, VcpuActivity::Running);
-  delete rig;
 }
 
 }  // namespace

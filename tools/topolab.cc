@@ -127,10 +127,12 @@ struct TopologyFlags {
   std::string smp = "1";  // QEMU's defaults
   std::string cpu = "qemu64";
   std::string machine;    // QEMU -machine: only smp-cache changes CPUID
-  void parse_into(Topology& topology, CpuConfig& cpu_config, MachineOptions& machine_options) const {
-    topology = Topology::parse(smp);
-    cpu_config = parse_cpu(cpu);
-    machine_options = machine.empty() ? MachineOptions{} : parse_machine(machine);
+  MachineOptions machine_options() const { return machine.empty() ? MachineOptions{} : parse_machine(machine); }
+  CpuidModel model() const { return CpuidModel(Topology::parse(smp), parse_cpu(cpu), machine_options()); }
+  void parse_into(MachineConfig& config) const {
+    config.topology = Topology::parse(smp);
+    config.cpu = parse_cpu(cpu);
+    config.machine_options = machine_options();
   }
 };
 
@@ -277,11 +279,7 @@ struct CpuidOptions {
 
 int run_cpuid(const CpuidOptions& o) {
   if (!o.diff.empty()) return run_cpuid_diff(o.diff);
-  Topology topology = Topology::parse("1");
-  CpuConfig cpu;
-  MachineOptions machine;
-  o.flags.parse_into(topology, cpu, machine);
-  CpuidModel model(topology, cpu, machine);
+  const CpuidModel model = o.flags.model();
   if (o.format == "hwloc" && o.output.empty()) throw ConfigError("cpuid --format hwloc needs --output DIR");
   HtmlFile html(o.html);
   if (html.wanted()) html.write(cpuid_html_page(model, o.command));
@@ -593,7 +591,7 @@ int main(int argc, char** argv) {
     if (*cpuid_cmd) return run_cpuid(cpuid);
     if (*check_cmd) return run_check(check);
     if (*run_cmd) {
-      run.flags.parse_into(run.machine.topology, run.machine.cpu, run.machine.machine_options);
+      run.flags.parse_into(run.machine);
       run.machine.cost = CostModel::parse(run.cost_spec, CostModel::defaults());
       return run_machine(run);
     }
