@@ -25,8 +25,9 @@ inline constexpr size_t kWakeCauses = 6;
 std::string_view to_string(WakeCause cause);
 
 // The kinds of VM exit the cost model charges for (emu/cost_model.h).
-enum class ExitKind : uint8_t { Cpuid, Hlt, Io, Msr, Apic, Icr, Mwait, Monitor };
-inline constexpr size_t kExitKinds = 8;
+// PauseLoop: a pause-loop exit (PLE) and its yield, when spin skipping is on.
+enum class ExitKind : uint8_t { Cpuid, Hlt, Io, Msr, Apic, Icr, Mwait, Monitor, PauseLoop };
+inline constexpr size_t kExitKinds = 9;
 std::string_view to_string(ExitKind kind);
 
 // How an APIC register write leaves the guest on a KVM host with APICv:

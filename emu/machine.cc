@@ -66,6 +66,13 @@ IpiShorthand ipi_shorthand(ApicShorthand shorthand) {
   return IpiShorthand::None;
 }
 
+// The engines' PLE controls: the cost model's gap and window in instructions.
+std::optional<PauseLoopExiting> pause_loop_exiting(const MachineConfig& config) {
+  if (!config.spin_skip || config.cost.ple_window == 0) return std::nullopt;
+  return PauseLoopExiting{.gap_instructions = config.cost.instructions_for_cycles(config.cost.ple_gap),
+                          .window_instructions = config.cost.instructions_for_cycles(config.cost.ple_window)};
+}
+
 }  // namespace
 
 const char* to_string(RunResult::Outcome outcome) {
@@ -100,7 +107,8 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
       stats_(cpuid_.topology().cpus()),
       activity_(cpuid_.topology().cpus()),
       platform_{.cpuid = cpuid_, .msrs = msrs_, .cost = config_.cost, .ram = ram_, .ports = ports_,
-                .stats = stats_, .activity = activity_, .make_vcpu = make_vcpu_, .events = *this} {
+                .stats = stats_, .activity = activity_, .make_vcpu = make_vcpu_, .events = *this,
+                .pause_loop_exiting = pause_loop_exiting(config)} {
   check_run_limits(config);
   ports_.attach(Uart16550::kCom1Base, Uart16550::kPortCount, uart_);
   ports_.attach(DebugExit::kBase, DebugExit::kPortCount, debug_exit_);
@@ -350,7 +358,7 @@ std::optional<RunResult> Machine::run_slice(Cpu& cpu, uint64_t now, uint64_t lim
 }
 
 RunResult Machine::run() {
-  const uint64_t limit_ns = static_cast<uint64_t>(config_.time_limit_seconds * 1e9);
+  const uint64_t limit_ns = this->limit_ns();
   constexpr uint64_t kMaxIdleSlices = 1'000'000;
   uint64_t idle_slices = 0;
   while (true) {

@@ -64,6 +64,10 @@ struct MachineConfig {
   double time_limit_seconds = 5.0;
   uint64_t quantum = 100'000;  // instructions per scheduling slice
   CostModel cost = CostModel::defaults();
+  // Spin skipping (emu/pause_loop.h): a vCPU spinning at a fixed point is
+  // moved to the next time anything it can observe could change, without
+  // running its loop. Off: every instruction runs (and no pause-loop exits).
+  bool spin_skip = true;
 };
 
 struct RunResult {
@@ -128,6 +132,7 @@ class Machine final : private CpuEvents {
   // The loop (machine.cc).
   Cpu* pick_next(uint64_t limit_ns);
   void wake_due_timers(uint64_t horizon_ns);
+  uint64_t limit_ns() const { return static_cast<uint64_t>(config_.time_limit_seconds * 1e9); }
   // Runs `cpu` for one slice from its clock `now`; a result ends the run.
   // `reset_itself`: an INIT it sent itself reset it during the slice.
   std::optional<RunResult> run_slice(Cpu& cpu, uint64_t now, uint64_t limit_ns, bool& reset_itself);
@@ -153,6 +158,13 @@ class Machine final : private CpuEvents {
   std::optional<RunResult> handle_exit(Cpu& cpu, const VcpuExit& exit);
   std::optional<RunResult> emulate_monitor(Cpu& cpu, const VcpuExit& exit);
   std::optional<RunResult> emulate_mwait(Cpu& cpu, const VcpuExit& exit);
+  // A pause-loop exit: charges it and skips the spin (spin_horizon).
+  void skip_spin(Cpu& cpu, const VcpuExit& exit);
+  // The earliest time anything a vCPU spinning at a fixed point can observe
+  // could change: another vCPU runs (a running one's clock, a halted one's
+  // timer that wakes it), its own timer fires or an IPI reaches it, or the
+  // run's time limit. Its clock when an interrupt or NMI waits for it now.
+  uint64_t spin_horizon(const Cpu& spinner) const;
   // Raises #GP(0) for a bad MONITOR/MWAIT extension; a crash result when
   // the guest cannot take it.
   std::optional<RunResult> raise_gp_for(Cpu& cpu, const VcpuExit& exit, const char* instruction, uint32_t ecx);

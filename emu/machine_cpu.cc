@@ -41,6 +41,7 @@ MachineCpu::MachineCpu(const CpuPlatform& platform, unsigned index)
 
 void MachineCpu::create_engine() {
   vcpu_ = platform_.make_vcpu(index_, platform_.ram, *this, engine_cpu_for(platform_.cpuid.cpu()));
+  vcpu_->set_pause_loop_exiting(platform_.pause_loop_exiting);
   sync_apic_page();
 }
 
@@ -49,6 +50,14 @@ void MachineCpu::create_engine() {
 void MachineCpu::catch_up(uint64_t at_ns) {
   const uint64_t t = now();
   if (at_ns > t) idle_ns_ += at_ns - t;
+}
+
+void MachineCpu::skip_spin_to(uint64_t at_ns) {
+  const uint64_t t = now();
+  if (at_ns <= t) return;
+  skipped_ns_ += at_ns - t;
+  platform_.stats.vcpu(index_).skipped_ns += at_ns - t;
+  platform_.activity.record(index_, t, at_ns, VcpuActivity::Spinning);
 }
 
 void MachineCpu::charge_exit(ExitKind kind) {

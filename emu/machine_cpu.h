@@ -8,7 +8,7 @@
 //
 // Virtual time: what it executed (instructions x CPI), plus what it spent
 // in modelled exits, plus what it spent halted, waiting to resume or
-// waiting for SIPI. A vCPU that was not running catches up to the time of
+// waiting for SIPI, plus the spins the machine skipped. A vCPU that was not running catches up to the time of
 // whatever wakes it.
 #pragma once
 
@@ -64,6 +64,8 @@ struct CpuPlatform {
   ActivityLog& activity;
   const VcpuFactory& make_vcpu;
   CpuEvents& events;
+  // Spin skipping on: the engines' pause-loop exiting (nullopt: off).
+  std::optional<PauseLoopExiting> pause_loop_exiting;
 };
 
 class MachineCpu final : public VcpuHost, public MmioHandler {
@@ -85,9 +87,12 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   uint64_t instructions() const { return vcpu_ ? vcpu_->instructions() : 0; }
   uint64_t pauses() const { return vcpu_ ? vcpu_->pauses() : 0; }
   uint64_t run_ns() const { return platform_.cost.ns_for_instructions(instructions()); }
-  uint64_t now() const { return run_ns() + exit_ns_ + idle_ns_; }
+  uint64_t now() const { return run_ns() + exit_ns_ + idle_ns_ + skipped_ns_; }
   // Moves a vCPU that was not running forward to `at_ns` (it waited).
   void catch_up(uint64_t at_ns);
+  // Moves a spinning vCPU forward to `at_ns` without running its loop
+  // (a pause-loop exit at a fixed point, emu/pause_loop.h).
+  void skip_spin_to(uint64_t at_ns);
   // A modelled VM exit: its count, and its cost on this vCPU's clock. Exit
   // costs count against the slice like instructions: a slice whose exits
   // took it past its planned end stops at the next block boundary, so no
@@ -197,6 +202,7 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   State state_;
   uint64_t idle_ns_ = 0;       // halted, waiting to resume, or waiting for SIPI
   uint64_t exit_ns_ = 0;       // in modelled VM exits
+  uint64_t skipped_ns_ = 0;    // in spins skipped, not run
   uint64_t slice_end_ns_ = 0;  // where the running slice is planned to end
   uint64_t halted_since_ = 0;
   uint64_t accrued_until_ = 0;  // the halt is booked in the stats up to here

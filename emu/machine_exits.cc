@@ -1,5 +1,6 @@
 // What a vCPU stops for: HLT, MONITOR, MWAIT, and what it cannot deliver
 // or run (a triple fault, something topolab does not model).
+#include <algorithm>
 #include <limits>
 
 #include <fmt/format.h>
@@ -34,6 +35,9 @@ std::optional<RunResult> Machine::handle_exit(Cpu& cpu, const VcpuExit& exit) {
   switch (exit.reason) {
     case VcpuExit::Reason::QuantumEnd:
     case VcpuExit::Reason::StopRequested:
+      return std::nullopt;
+    case VcpuExit::Reason::PauseLoop:
+      skip_spin(cpu, exit);
       return std::nullopt;
     case VcpuExit::Reason::Halt:
       cpu.charge_exit(ExitKind::Hlt);
@@ -118,6 +122,34 @@ std::optional<RunResult> Machine::emulate_mwait(Cpu& cpu, const VcpuExit& exit) 
   cpu.park_in_mwait(extensions & kMwaitBreakOnInterrupt);
   settle_halt(cpu);
   return std::nullopt;
+}
+
+// While it is skipped its loop would see the same memory (no other vCPU runs
+// before the horizon), so for a loop at a fixed point this is exact. One
+// that reads the TSC is skipped by at most a quantum of time: it leaves
+// within a quantum of when it would have (emu/pause_loop.h).
+void Machine::skip_spin(Cpu& cpu, const VcpuExit& exit) {
+  cpu.charge_exit(ExitKind::PauseLoop);
+  ++stats_.vcpu(cpu.index()).ple_exits;
+  uint64_t until = spin_horizon(cpu);
+  if (exit.loop_reads_time) until = std::min(until, cpu.now() + config_.cost.ns_for_instructions(config_.quantum));
+  cpu.skip_spin_to(until);
+}
+
+uint64_t Machine::spin_horizon(const Cpu& spinner) const {
+  const Cpu::PendingInterrupts pending = spinner.pending_interrupts();
+  if (pending.takes_nmi() || pending.takes_interrupt()) return spinner.now();
+  uint64_t t = limit_ns();
+  if (auto timer = spinner.apic().next_timer_event()) t = std::min(t, *timer);
+  if (auto arrival = spinner.next_arrival()) t = std::min(t, *arrival);
+  if (auto unrouted = ipis_to_route_.next_time()) t = std::min(t, *unrouted);
+  for (const auto& cpu : cpus_) {
+    if (cpu.get() == &spinner) continue;
+    if (cpu->state() == Cpu::State::Running) t = std::min(t, cpu->now());
+    if (cpu->state() == Cpu::State::Halted && cpu->timer_can_wake())
+      if (auto timer = cpu->apic().next_timer_event()) t = std::min(t, *timer);
+  }
+  return t;
 }
 
 void Machine::check_monitored_lines(Cpu& writer, uint64_t slice_end_ns) {

@@ -55,6 +55,7 @@ class FakeVcpu final : public Vcpu {
   std::vector<uint8_t> injected;
   std::vector<uint64_t> injected_at;
   std::optional<uint8_t> sipi_vector;
+  std::optional<PauseLoopExiting> pause_loop_exiting;  // what the machine asked for
 
   // --- Vcpu ---
   void enter_multiboot(uint32_t, uint32_t, uint32_t) override {}
@@ -79,6 +80,7 @@ class FakeVcpu final : public Vcpu {
   void request_stop() override {}
   void retire_emulated_instruction() override { ++instructions_; }
   uint64_t pauses() const override { return 0; }
+  void set_pause_loop_exiting(std::optional<PauseLoopExiting> ple) override { pause_loop_exiting = ple; }
   uint64_t instructions() const override { return instructions_; }
   void set_trace(std::FILE*) override {}
   void flush_translations() override {}
@@ -167,7 +169,8 @@ Action measure(MeasurePort::Mark mark) {
 // A machine of fake vCPUs, each with its script. Costs default to none at
 // 1 GHz and CPI 1: one instruction is one nanosecond (and one TSC tick).
 struct Rig {
-  Rig(const std::string& smp, std::vector<std::vector<Action>> scripts, const std::string& cost = "") {
+  Rig(const std::string& smp, std::vector<std::vector<Action>> scripts, const std::string& cost = "",
+      bool spin_skip = true) {
     static unsigned rigs = 0;  // several rigs may live in one test at once
     image = std::filesystem::temp_directory_path() /
             ("topolab_machine_test_" + std::to_string(::getpid()) + "_" + std::to_string(rigs++) + ".elf");
@@ -178,6 +181,7 @@ struct Rig {
     config.cpu = parse_cpu("Skylake-Server");
     config.image = image.string();
     config.time_limit_seconds = 0.01;
+    config.spin_skip = spin_skip;
     config.cost = CostModel::parse("none,cpi=1,freq_mhz=1000" + (cost.empty() ? "" : "," + cost), CostModel::defaults());
     fakes.resize(Topology::parse(smp).cpus(), nullptr);
     machine = std::make_unique<Machine>(
@@ -400,6 +404,118 @@ TEST(Machine, TheActivityLogFollowsHaltsAndWakes) {
   EXPECT_EQ(spans[1], (ActivitySpan{1, 25'000, VcpuActivity::Halted}));
   EXPECT_EQ(spans[2].activity, VcpuActivity::Running);
   EXPECT_EQ(rig->machine->activity().spans(0)[0].activity, VcpuActivity::Running);
+}
+
+
+// --- Spin skipping (emu/pause_loop.h) ---------------------------------------------
+
+// The engine's pause-loop exit after `instructions` of spinning at a fixed point.
+Action spin(uint64_t instructions, bool reads_time = false) {
+  return [=](FakeVcpu& v, uint64_t) {
+    v.retire(instructions);
+    VcpuExit exit = exit_for(VcpuExit::Reason::PauseLoop);
+    exit.loop_reads_time = reads_time;
+    return exit;
+  };
+}
+Action note_tsc(uint64_t* at) {
+  return [=](FakeVcpu& v, uint64_t) {
+    *at = v.host().read_tsc();
+    v.retire(1);
+    return stop();
+  };
+}
+Action enable_apic() {
+  return [](FakeVcpu& v, uint64_t) {
+    v.write_apic(REG_SVR, SVR_APIC_ENABLED | 0xff);
+    return stop();
+  };
+}
+
+TEST(MachineSpinSkip, TheMachineAsksForPleOnlyWithSpinSkippingOn) {
+  Rig on("1", {{guest_exit(1)}});
+  ASSERT_TRUE(on.cpu(0).pause_loop_exiting);
+  // KVM's ple_gap and ple_window in cycles; at CPI 1 as many instructions.
+  EXPECT_EQ(on.cpu(0).pause_loop_exiting->gap_instructions, 128u);
+  EXPECT_EQ(on.cpu(0).pause_loop_exiting->window_instructions, 4096u);
+  Rig off("1", {{guest_exit(1)}}, "", false);
+  EXPECT_FALSE(off.cpu(0).pause_loop_exiting);
+  Rig no_window("1", {{guest_exit(1)}}, "ple_window=0");
+  EXPECT_FALSE(no_window.cpu(0).pause_loop_exiting);
+}
+
+// Released by another vCPU's store: nothing it stores can reach the
+// spinner before that vCPU runs, so the spinner's clock moves to its clock.
+TEST(MachineSpinSkip, ASpinSkipsToTheClockOfTheNextVcpuThatCanStore) {
+  uint64_t resumed_at = 0;
+  Rig rig("2", {{start_aps(), run_for(10'000), run_for(5'000), guest_exit(1)},
+                {enable_apic(), spin(100), note_tsc(&resumed_at)}});
+  ASSERT_EQ(rig.machine->run().outcome, RunResult::Outcome::GuestExit);
+  EXPECT_EQ(resumed_at, 10'000u) << "cpu 0's clock when cpu 1 spun";
+  EXPECT_EQ(rig.stats(1).ple_exits, 1u);
+  EXPECT_EQ(rig.stats(1).skipped_ns, 10'000u - 100);
+  EXPECT_EQ(rig.stats(1).exits[static_cast<size_t>(ExitKind::PauseLoop)], 1u);
+  EXPECT_EQ(rig.stats(1).host_busy_ns(), 10'001u) << "a skipped spin still burns its host CPU";
+}
+
+// Released by its timer: alone, it skips exactly to the expiry, and the
+// interrupt comes then, not a quantum late.
+TEST(MachineSpinSkip, ASpinSkipsToItsOwnTimer) {
+  Rig rig("1", {{[](FakeVcpu& v, uint64_t) {
+                   v.write_apic(REG_SVR, SVR_APIC_ENABLED | 0xff);
+                   v.write_apic(REG_TIMER_DIVIDE_CONFIG, 0xb);  // divide by 1: 1 GHz, one tick a ns
+                   v.write_apic(REG_LVT_TIMER, 0x30);          // one-shot, vector 0x30
+                   v.write_apic(REG_TIMER_INITIAL_COUNT, 50'000);
+                   v.retire(10);
+                   return stop();
+                 },
+                 spin(100), guest_exit(1)}});
+  ASSERT_EQ(rig.machine->run().outcome, RunResult::Outcome::GuestExit);
+  EXPECT_EQ(rig.cpu(0).injected, (std::vector<uint8_t>{0x30}));
+  EXPECT_EQ(rig.cpu(0).injected_at, (std::vector<uint64_t>{50'000}));
+  EXPECT_EQ(rig.stats(0).skipped_ns, 50'000u - 110);
+}
+
+// Released by an IPI: the skip ends at the IPI's arrival, which the
+// spinner takes at that time exactly.
+TEST(MachineSpinSkip, ASpinSkipsNoFurtherThanAnIpiOnItsWay) {
+  uint64_t sent_at = 0;
+  Rig rig("2",
+          {{start_aps(), run_for(30'000), send_fixed(1, 0x40, &sent_at), run_for(50'000), guest_exit(1)},
+           {enable_apic(), spin(100), spin(100), spin(100), run_for(10)}},
+          "ipi_running_ns=700");
+  ASSERT_EQ(rig.machine->run().outcome, RunResult::Outcome::GuestExit);
+  ASSERT_EQ(sent_at, 30'000u);
+  EXPECT_EQ(rig.cpu(1).injected_at, (std::vector<uint64_t>{30'700}));
+}
+
+// A loop that reads the TSC is skipped by at most one quantum of time; one
+// that does not, alone, skips to the end of the run's time.
+TEST(MachineSpinSkip, ASpinThatReadsTimeSkipsAtMostAQuantum) {
+  uint64_t resumed_at = 0;
+  Rig timed("1", {{spin(100, true), note_tsc(&resumed_at), guest_exit(1)}});
+  ASSERT_EQ(timed.machine->run().outcome, RunResult::Outcome::GuestExit);
+  EXPECT_EQ(resumed_at, 100u + 100'000) << "the default quantum, 100,000 instructions of 1 ns";
+
+  Rig untimed("1", {{spin(100), note_tsc(&resumed_at), guest_exit(1)}});
+  const RunResult r = untimed.machine->run();
+  EXPECT_EQ(r.outcome, RunResult::Outcome::BudgetExhausted) << "nothing could ever release it";
+  EXPECT_EQ(r.virtual_ns, 10'000'000u);
+}
+
+// With interrupts off a loop of pure instructions cannot turn them on (STI
+// and POPF are side effects), so an interrupt waiting in the APIC cannot
+// end the spin: alone, it skips to the end of the run's time.
+TEST(MachineSpinSkip, AnInterruptTheSpinCannotTakeDoesNotEndTheSkip) {
+  Rig rig("1", {{enable_apic(),
+                 [](FakeVcpu& v, uint64_t) {
+                   v.interrupts_enabled = false;
+                   v.send_ipi(0, 0x44000 | 0x50);  // a fixed self-IPI (shorthand self)
+                   return stop();
+                 },
+                 spin(100), guest_exit(1)}});
+  EXPECT_EQ(rig.machine->run().outcome, RunResult::Outcome::BudgetExhausted);
+  EXPECT_TRUE(rig.cpu(0).injected.empty());
 }
 
 }  // namespace

@@ -39,6 +39,8 @@ std::span<const ScalarCounter> scalar_counters() {
       {"pauses", &VcpuStats::pauses},
       {"monitor_arms", &VcpuStats::monitor_arms},
       {"mwait_entries", &VcpuStats::mwait_entries},
+      {"ple_exits", &VcpuStats::ple_exits},
+      {"skipped_ns", &VcpuStats::skipped_ns},
       {"open_bus_reads", &VcpuStats::open_bus_reads},
       {"open_bus_writes", &VcpuStats::open_bus_writes},
       {"exit_ns", &VcpuStats::exit_ns},

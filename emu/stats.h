@@ -34,6 +34,10 @@ struct VcpuStats {
   uint64_t monitor_arms = 0;
   uint64_t mwait_entries = 0;
   std::map<uint32_t, uint64_t> mwait_hints;  // MWAIT EAX -> times
+  // Spin skipping (emu/pause_loop.h): pause-loop exits, and the virtual
+  // time the vCPU spent in skipped spins instead of running them.
+  uint64_t ple_exits = 0;
+  uint64_t skipped_ns = 0;
 
   // Loads and stores at physical addresses with no RAM and no device (open
   // bus: all ones read, stores dropped).
@@ -42,7 +46,8 @@ struct VcpuStats {
 
   // The cost model's view (virtual ns). The host CPU is busy while the
   // vCPU runs guest code (run_ns), handles exits (exit_ns), halt-polls
-  // (host_poll_ns) and waits in a passed-through MWAIT (host_mwait_ns).
+  // (host_poll_ns), waits in a passed-through MWAIT (host_mwait_ns) and
+  // spins (skipped_ns too: a real host would have run those iterations).
   uint64_t run_ns = 0;
   std::array<uint64_t, kExitKinds> exits{};
   uint64_t exit_ns = 0;
@@ -54,7 +59,7 @@ struct VcpuStats {
   uint64_t total_sent() const;
   uint64_t total_received() const;
   uint64_t total_exits() const;
-  uint64_t host_busy_ns() const { return run_ns + exit_ns + host_poll_ns + host_mwait_ns; }
+  uint64_t host_busy_ns() const { return run_ns + exit_ns + host_poll_ns + host_mwait_ns + skipped_ns; }
   // Every counter minus the same counter of `earlier` (a measuring window).
   VcpuStats minus(const VcpuStats& earlier) const;
 };

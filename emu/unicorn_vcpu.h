@@ -39,6 +39,7 @@ class UnicornVcpu final : public Vcpu {
   void request_stop() override;
   void retire_emulated_instruction() override;
   uint64_t pauses() const override;
+  void set_pause_loop_exiting(std::optional<PauseLoopExiting> ple) override;
   uint64_t instructions() const override;
   void set_trace(std::FILE* out) override;
   void flush_translations() override;

@@ -13,6 +13,7 @@ const char* to_string(VcpuExit::Reason reason) {
     case VcpuExit::Reason::Mwait: return "mwait";
     case VcpuExit::Reason::TripleFault: return "triple fault";
     case VcpuExit::Reason::Unsupported: return "unsupported";
+    case VcpuExit::Reason::PauseLoop: return "pause loop";
   }
   return "unknown";
 }
@@ -83,6 +84,8 @@ UnicornVcpu::Engine::~Engine() {
 
 uint64_t UnicornVcpu::Engine::on_mmio_read(uc_engine*, uint64_t offset, unsigned size, void* user) {
   auto& w = *static_cast<MmioWindow*>(user);
+  // A device register may change with time, into any register: no spin.
+  w.engine->pause_loop.forget();
   return w.engine->guarded<uint64_t>([&] { return w.handler->read(offset, size); });
 }
 
@@ -203,6 +206,7 @@ void UnicornVcpu::request_stop() { engine_->stop_requested = true; }
 void UnicornVcpu::retire_emulated_instruction() { engine_->retire_emulated_instruction(); }
 
 uint64_t UnicornVcpu::pauses() const { return engine_->pauses_retired; }
+void UnicornVcpu::set_pause_loop_exiting(std::optional<PauseLoopExiting> ple) { engine_->pause_loop.configure(ple); }
 
 uint64_t UnicornVcpu::instructions() const { return engine_->retired + engine_->in_flight; }
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <utility>
 
+#include "emu/pause_loop.h"
 #include "model/cpuid_regs.h"
 #include "base/guest_ram.h"
 
@@ -61,6 +62,10 @@ struct VcpuExit {
                         // would shut down; `detail` names all three events
     Unsupported,        // the guest needs what topolab does not model (a task
                         // gate, a fetch from no RAM, ...); `detail` says what
+    PauseLoop,          // a pause-loop exit (set_pause_loop_exiting): rip is at
+                        // the PAUSE, not yet retired, and the loop is at a
+                        // fixed point (emu/pause_loop.h); `loop_reads_time`
+                        // says whether it read the TSC
   };
   Reason reason = Reason::QuantumEnd;
   uint64_t rip = 0;        // where the vCPU stands now
@@ -68,6 +73,7 @@ struct VcpuExit {
   struct {
     uint32_t eax = 0, ecx = 0, edx = 0;  // Monitor, Mwait: the instruction's operands
   } operands;
+  bool loop_reads_time = false;  // PauseLoop: the loop read the TSC
   std::string detail;      // one human-readable line, for diagnostics
 };
 
@@ -209,6 +215,11 @@ class Vcpu {
 
   // PAUSE instructions retired since construction (spin-loop iterations).
   virtual uint64_t pauses() const = 0;
+
+  // Pause-loop exiting (emu/pause_loop.h): with it, run() returns
+  // Reason::PauseLoop at a PAUSE once the guest has spun, at a fixed point,
+  // for the window. nullopt (the default): never; every PAUSE runs.
+  virtual void set_pause_loop_exiting(std::optional<PauseLoopExiting> ple) = 0;
 
   // Instructions retired since construction. During a VcpuHost callback it
   // counts the instructions retired before the one that made the call. A

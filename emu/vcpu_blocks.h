@@ -163,6 +163,45 @@ inline bool is_rep_string(std::span<const uint8_t> bytes, CodeSize size) {
   return (op >= 0x6C && op <= 0x6F) || (op >= 0xA4 && op <= 0xA7) || (op >= 0xAA && op <= 0xAF);
 }
 
+// Whether an instruction has no effect the rest of the machine could see:
+// it writes registers only (never memory, a port, an MSR or a control
+// register) and makes no exit. Pause-loop exiting (emu/pause_loop.h) may
+// skip a loop made of these alone. A short list, not Capstone's access
+// flags alone: those miss implicit stores (PUSH, CALL, string
+// instructions) and get some wrong (CMPXCHG's destination reads as a load
+// in Capstone 4). Everything not on the list counts as a side effect.
+inline bool without_side_effects(const cs_insn& insn) {
+  switch (insn.id) {
+    case X86_INS_MOV: case X86_INS_MOVZX: case X86_INS_MOVSX: case X86_INS_MOVSXD: case X86_INS_MOVABS:
+    case X86_INS_LEA: case X86_INS_CMP: case X86_INS_TEST: case X86_INS_ADD: case X86_INS_SUB: case X86_INS_ADC:
+    case X86_INS_SBB: case X86_INS_AND: case X86_INS_OR: case X86_INS_XOR: case X86_INS_NOT: case X86_INS_NEG:
+    case X86_INS_INC: case X86_INS_DEC: case X86_INS_SHL: case X86_INS_SAL: case X86_INS_SHR: case X86_INS_SAR:
+    case X86_INS_ROL: case X86_INS_ROR: case X86_INS_BT: case X86_INS_BSF: case X86_INS_BSR: case X86_INS_IMUL:
+    case X86_INS_CDQ: case X86_INS_CDQE: case X86_INS_CQO: case X86_INS_CWDE: case X86_INS_CBW: case X86_INS_CWD:
+    case X86_INS_NOP: case X86_INS_PAUSE: case X86_INS_LFENCE: case X86_INS_MFENCE: case X86_INS_SFENCE:
+    case X86_INS_RDTSC: case X86_INS_RDTSCP: case X86_INS_JMP:
+    case X86_INS_JAE: case X86_INS_JA: case X86_INS_JBE: case X86_INS_JB: case X86_INS_JE: case X86_INS_JGE:
+    case X86_INS_JG: case X86_INS_JLE: case X86_INS_JL: case X86_INS_JNE: case X86_INS_JNO: case X86_INS_JNP:
+    case X86_INS_JNS: case X86_INS_JO: case X86_INS_JP: case X86_INS_JS:
+    case X86_INS_CMOVA: case X86_INS_CMOVAE: case X86_INS_CMOVB: case X86_INS_CMOVBE: case X86_INS_CMOVE:
+    case X86_INS_CMOVG: case X86_INS_CMOVGE: case X86_INS_CMOVL: case X86_INS_CMOVLE: case X86_INS_CMOVNE:
+    case X86_INS_CMOVNO: case X86_INS_CMOVNP: case X86_INS_CMOVNS: case X86_INS_CMOVO: case X86_INS_CMOVP:
+    case X86_INS_CMOVS:
+    case X86_INS_SETAE: case X86_INS_SETA: case X86_INS_SETBE: case X86_INS_SETB: case X86_INS_SETE:
+    case X86_INS_SETGE: case X86_INS_SETG: case X86_INS_SETLE: case X86_INS_SETL: case X86_INS_SETNE:
+    case X86_INS_SETNO: case X86_INS_SETNP: case X86_INS_SETNS: case X86_INS_SETO: case X86_INS_SETP:
+    case X86_INS_SETS:
+      break;
+    default:
+      return false;
+  }
+  const cs_x86& x86 = insn.detail->x86;
+  if (x86.prefix[0] == X86_PREFIX_LOCK) return false;
+  for (uint8_t i = 0; i < x86.op_count; ++i)
+    if (x86.operands[i].type == X86_OP_MEM && (x86.operands[i].access & CS_AC_WRITE)) return false;
+  return true;
+}
+
 struct TrapSite {
   uint64_t address;
   TrapKind kind;
@@ -178,6 +217,9 @@ struct DecodedBlock {
   bool fully_decoded = true;  // false: Capstone stopped early; the rest counts as one
   bool ends_with_software_interrupt = false;
   bool ends_with_interrupt_shadow = false;  // last instruction: STI, MOV SS or POP SS
+  // Some instruction may have an effect outside the registers (a store,
+  // I/O, an exit; without_side_effects): a pause loop through it is no spin.
+  bool has_side_effects = false;
   uint64_t rep_string_tail = kNoAddress;  // address of a final REP string instruction
   std::vector<uint16_t> offsets;          // instruction starts, from `start`
   std::vector<uint16_t> host_calls;       // indices of IN/OUT/INS/OUTS/CPUID, in order
@@ -202,6 +244,8 @@ class Disassembler {
       Handle& h = handle(size);
       if (cs_open(CS_ARCH_X86, capstone_mode(size), &h.cs) != CS_ERR_OK)
         throw std::runtime_error("capstone: cannot open an x86 disassembler");
+      // Operands for without_side_effects; decoding happens once per block.
+      cs_option(h.cs, CS_OPT_DETAIL, CS_OPT_ON);
       h.insn = cs_malloc(h.cs);
     }
   }
@@ -231,6 +275,7 @@ class Disassembler {
         block.ends_with_software_interrupt = false;
         block.ends_with_interrupt_shadow = false;
         block.rep_string_tail = kNoAddress;
+        block.has_side_effects = true;
         break;
       }
       add_instruction(block, *h.insn, code.subspan(insn_address - address, h.insn->size));
@@ -267,6 +312,7 @@ class Disassembler {
     const auto index = static_cast<uint16_t>(block.offsets.size());
     block.offsets.push_back(static_cast<uint16_t>(insn.address - block.start));
     if (calls_host_mid_block(insn.id)) block.host_calls.push_back(index);
+    if (!without_side_effects(insn)) block.has_side_effects = true;
     if (auto kind = trap_kind(insn.id)) block.traps.push_back({insn.address, *kind, static_cast<uint8_t>(insn.size)});
     block.ends_with_software_interrupt = is_software_interrupt(insn.id);
     block.ends_with_interrupt_shadow = sets_interrupt_shadow(bytes, block.code_size);

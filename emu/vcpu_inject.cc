@@ -88,6 +88,7 @@ x86::CpuState UnicornVcpu::Engine::cpu_state() {
 // fault as the SDM combines faults raised on the way. `origin` says what
 // raised the event, for the line a failure prints.
 std::optional<VcpuExit> UnicornVcpu::Engine::deliver(const x86::Event& event, const std::string& origin) {
+  pause_loop.forget();  // the delivery stores its frame
   const x86::CpuState before = cpu_state();
   x86::PagedMemory paged = linear_memory();
   RecordingMemory memory(paged);

@@ -44,12 +44,14 @@ void UnicornVcpu::Engine::answer_cpuid() {
 // site is trapped as #UD (hook_trap_sites).
 int UnicornVcpu::Engine::on_rdtsc(uc_engine*, void* user) {
   auto& e = *static_cast<Engine*>(user);
+  e.pause_loop.note_time_read(SpinRegisters::kRdtscOutputs);
   e.guarded([&] { e.write_edx_eax(e.call_host_mid_block([&] { return e.host.read_tsc(); })); });
   return 1;
 }
 
 int UnicornVcpu::Engine::on_rdtscp(uc_engine*, void* user) {
   auto& e = *static_cast<Engine*>(user);
+  e.pause_loop.note_time_read(SpinRegisters::kRdtscpOutputs);
   e.guarded([&] {
     e.call_host_mid_block([&] {
       e.write_edx_eax(e.host.read_tsc());
@@ -76,10 +78,7 @@ void UnicornVcpu::Engine::on_port_out(uc_engine*, uint32_t port, int size, uint3
 void UnicornVcpu::Engine::on_trap_site(uc_engine*, uint64_t address, uint32_t, void* user) {
   auto& e = *static_cast<Engine*>(user);
   auto it = e.trap_hooks.find(address);
-  if (it != e.trap_hooks.end() && it->second.kind == TrapKind::Pause) {
-    ++e.pauses_retired;
-    return;
-  }
+  if (it != e.trap_hooks.end() && it->second.kind == TrapKind::Pause) return e.guarded([&] { e.at_pause(address); });
   if (it != e.trap_hooks.end() && it->second.kind == TrapKind::Iret) {
     e.nmi_blocked = false;  // this IRET runs on; NMIs are taken again after it
     // IRET ends its block: the stop comes right after it, where a held NMI
@@ -88,6 +87,40 @@ void UnicornVcpu::Engine::on_trap_site(uc_engine*, uint64_t address, uint32_t, v
     return;
   }
   e.guarded([&] { e.stop_at_trap_site(address); });
+}
+
+void UnicornVcpu::Engine::at_pause(uint64_t address) {
+  if (pause_loop.enabled()) {
+    const uint64_t before = retired + (current ? current->instructions_before(address) : 0);
+    switch (pause_loop.on_pause(address, before)) {
+      case PauseLoopDetector::Action::Run: break;
+      case PauseLoopDetector::Action::Snapshot: spin_snapshot = read_spin_registers(); break;
+      case PauseLoopDetector::Action::CheckAndExit:
+        if (read_spin_registers().same_as(spin_snapshot, pause_loop.time_outputs())) {
+          // Before the PAUSE, which the next run executes (and counts).
+          trap_address = address;
+          stop_cause = StopCause::PauseLoop;
+          uc_emu_stop(uc);
+          return;
+        }
+        pause_loop.not_a_fixed_point(before);
+        break;
+    }
+  }
+  ++pauses_retired;
+}
+
+SpinRegisters UnicornVcpu::Engine::read_spin_registers() const {
+  static constexpr std::array<int, SpinRegisters::kCount> kRegs = {
+      UC_X86_REG_RAX, UC_X86_REG_RCX, UC_X86_REG_RDX, UC_X86_REG_RBX, UC_X86_REG_RSP, UC_X86_REG_RBP,
+      UC_X86_REG_RSI, UC_X86_REG_RDI, UC_X86_REG_R8,  UC_X86_REG_R9,  UC_X86_REG_R10, UC_X86_REG_R11,
+      UC_X86_REG_R12, UC_X86_REG_R13, UC_X86_REG_R14, UC_X86_REG_R15, UC_X86_REG_EFLAGS};
+  SpinRegisters r;
+  std::array<void*, SpinRegisters::kCount> out;
+  for (size_t i = 0; i < out.size(); ++i) out[i] = &r.values[i];
+  check(uc_reg_read_batch(uc, const_cast<int*>(kRegs.data()), out.data(), static_cast<int>(kRegs.size())),
+        "uc_reg_read_batch (spin registers)");
+  return r;
 }
 
 // A stop from a code hook happens before the instruction runs. The bytes
@@ -169,6 +202,8 @@ VcpuExit UnicornVcpu::Engine::run(uint64_t budget) {
   constexpr uint64_t kNoLimit = std::numeric_limits<uint64_t>::max();
   budget_end = budget > kNoLimit - retired ? kNoLimit : retired + budget;
   first_block_of_run = true;
+  // The machine may have delivered an event or moved time between runs.
+  pause_loop.forget();
   stop_requested = false;
   for (;;) {
     if (std::optional<VcpuExit> exit = run_until_stop()) return *exit;
@@ -200,6 +235,15 @@ std::optional<VcpuExit> UnicornVcpu::Engine::run_until_stop() {
       set_rip_to_linear(stopped_block);
       return std::nullopt;
     case StopCause::TrapSite: return emulate_trap();
+    case StopCause::PauseLoop: {
+      // The code hook left RIP at the PAUSE's linear address.
+      settle_at(trap_address);
+      set_rip_to_linear(trap_address);
+      VcpuExit exit = exit_at(VcpuExit::Reason::PauseLoop, read_reg(UC_X86_REG_RIP));
+      exit.loop_reads_time = pause_loop.reads_time();
+      pause_loop.forget();
+      return exit;
+    }
     case StopCause::Exception: return deliver_engine_exception();
   }
   throw std::logic_error("unknown stop cause");
@@ -590,6 +634,7 @@ std::optional<UnicornVcpu::Engine::TrapFault> UnicornVcpu::Engine::execute_trap(
       const std::optional<uint64_t> aux = read_msr(x86::kMsrTscAux);
       if (!aux) return TrapFault{{.vector = x86::kInvalidOpcode, .error_code = std::nullopt},
                                  "rdtscp, but the host has no IA32_TSC_AUX"};
+      pause_loop.note_time_read(SpinRegisters::kRdtscpOutputs);
       write_edx_eax(host.read_tsc());
       write_reg(UC_X86_REG_RCX, static_cast<uint32_t>(*aux));
       return std::nullopt;

@@ -1782,6 +1782,103 @@ TEST_F(VcpuTest, PausesAreCounted) {
   EXPECT_EQ(cpu.instructions(), 1u + 10 * 3 + 1);
 }
 
+// Pause-loop exiting (emu/pause_loop.h): a gap of 8 and a window of 64
+// instructions, small enough for short snippets.
+constexpr PauseLoopExiting kTestPle{.gap_instructions = 8, .window_instructions = 64};
+
+TEST_F(VcpuTest, PauseLoopAtAFixedPointExitsAtThePause) {
+  ram.write<uint32_t>(0x5000, 1);  // the lock, held
+  boot32({
+      0xf3, 0x90,                          // 1000: pause
+      0x83, 0x3d, 0x00, 0x50, 0x00, 0x00, 0x00,  // 1002: cmp dword [0x5000], 0
+      0x75, 0xf5,                          // 1009: jne 0x1000
+      0xf4,                                // 100b: hlt
+  });
+  cpu.set_pause_loop_exiting(kTestPle);
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::PauseLoop);
+  EXPECT_EQ(exit.rip, 0x1000u) << "at the PAUSE, not yet retired";
+  EXPECT_FALSE(exit.loop_reads_time);
+  // The window (64) plus one more iteration to prove the fixed point.
+  EXPECT_GE(cpu.instructions(), 64u);
+  EXPECT_LE(cpu.instructions(), 64u + 2 * 3);
+  EXPECT_EQ(cpu.instructions(), 3 * cpu.pauses()) << "the PAUSE it stopped at is not counted yet";
+  // Released: it leaves the loop, and PLE off runs it to the end as before.
+  ram.write<uint32_t>(0x5000, 0);
+  run_expecting(VcpuExit::Reason::Halt);
+}
+
+TEST_F(VcpuTest, PauseLoopWithoutPleRunsEveryInstruction) {
+  ram.write<uint32_t>(0x5000, 1);
+  boot32({
+      0xf3, 0x90,                                // 1000: pause
+      0x83, 0x3d, 0x00, 0x50, 0x00, 0x00, 0x00,  // 1002: cmp dword [0x5000], 0
+      0x75, 0xf5,                                // 1009: jne 0x1000
+      0xf4,                                      // 100b: hlt
+  });
+  const VcpuExit exit = cpu.run(3000);
+  EXPECT_EQ(exit.reason, VcpuExit::Reason::QuantumEnd);
+  EXPECT_EQ(cpu.instructions(), 3000u);
+}
+
+TEST_F(VcpuTest, CountedPauseLoopIsNoFixedPoint) {
+  boot32({
+      0xb9, 0x00, 0x01, 0x00, 0x00,  // 1000: mov ecx, 256
+      0xf3, 0x90,                    // 1005: pause
+      0x49,                          // 1007: dec ecx
+      0x75, 0xfb,                    // 1008: jnz 0x1005
+      0xf4,                          // 100a: hlt
+  });
+  cpu.set_pause_loop_exiting(kTestPle);
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(cpu.pauses(), 256u) << "ECX changes every iteration: every one runs";
+}
+
+TEST_F(VcpuTest, PauseLoopThatStoresIsNoSpin) {
+  ram.write<uint32_t>(0x5000, 1);
+  boot32({
+      0xf3, 0x90,                                            // 1000: pause
+      0xc7, 0x05, 0x00, 0x51, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00,  // 1002: mov dword [0x5100], 7
+      0x83, 0x3d, 0x00, 0x50, 0x00, 0x00, 0x00,              // 100c: cmp dword [0x5000], 0
+      0x75, 0xeb,                                            // 1013: jne 0x1000
+      0xf4,                                                  // 1015: hlt
+  });
+  cpu.set_pause_loop_exiting(kTestPle);
+  const VcpuExit exit = cpu.run(3000);
+  EXPECT_EQ(exit.reason, VcpuExit::Reason::QuantumEnd) << "a store in the loop: no pause-loop exit";
+}
+
+TEST_F(VcpuTest, PauseLoopOnTheTscExitsAndSaysItReadsTime) {
+  boot32({
+      0xbb, 0xff, 0xff, 0xff, 0x7f,  // 1000: mov ebx, 0x7fffffff (a far deadline)
+      0xf3, 0x90,                    // 1005: pause
+      0x0f, 0x31,                    // 1007: rdtsc
+      0x39, 0xd8,                    // 1009: cmp eax, ebx
+      0x72, 0xf8,                    // 100b: jb 0x1005
+      0xf4,                          // 100d: hlt
+  });
+  for (uint64_t t = 0; t < 1000; ++t) host.tsc_values.push_back(t * 100);  // climbing
+  cpu.set_pause_loop_exiting(kTestPle);
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::PauseLoop);
+  EXPECT_EQ(exit.rip, 0x1005u);
+  EXPECT_TRUE(exit.loop_reads_time) << "EAX and EDX differ, by the TSC alone";
+}
+
+TEST_F(VcpuTest, PauseLoopOnTheTscWithACounterIsNoFixedPoint) {
+  boot32({
+      0xbb, 0xff, 0xff, 0xff, 0x7f,  // 1000: mov ebx, 0x7fffffff
+      0xf3, 0x90,                    // 1005: pause
+      0x46,                          // 1007: inc esi (a counter beside the TSC)
+      0x0f, 0x31,                    // 1008: rdtsc
+      0x39, 0xd8,                    // 100a: cmp eax, ebx
+      0x72, 0xf7,                    // 100c: jb 0x1005
+      0xf4,                          // 100e: hlt
+  });
+  for (uint64_t t = 0; t < 1000; ++t) host.tsc_values.push_back(t * 100);
+  cpu.set_pause_loop_exiting(kTestPle);
+  const VcpuExit exit = cpu.run(2000);
+  EXPECT_EQ(exit.reason, VcpuExit::Reason::QuantumEnd);
+}
+
 TEST_F(VcpuTest, MonitorInALoopStopsEveryTime) {
   boot32({
       0xbb, 0x03, 0x00, 0x00, 0x00,  // 1000: mov ebx, 3

@@ -15,12 +15,13 @@ namespace {
 constexpr uint64_t kMaxNs = 1'000'000'000;  // one second: anything above is a typo
 constexpr uint64_t kMaxCpiMilli = 100'000;  // CPI 100
 constexpr uint64_t kMaxFreqMhz = 100'000;
+constexpr uint64_t kMaxCycles = 1'000'000'000;
 // A CPU retiring more than this many instructions per ns (20 at 2 GHz and
 // CPI 0.1) is a typo; it would also make every ns of virtual time cost
 // the host a long run.
 constexpr uint64_t kMaxInstructionsPerNs = 10;
 
-enum class Unit { Ns, CpiMilli, Mhz, Flag };
+enum class Unit { Ns, CpiMilli, Mhz, Cycles, Flag };
 
 struct Parameter {
   const char* key;
@@ -48,6 +49,9 @@ const Parameter kParameters[] = {
     {"mwait_passthrough", Unit::Flag, nullptr, &CostModel::mwait_passthrough},
     {"mwait_wake_ns", Unit::Ns, &CostModel::mwait_wake_ns},
     {"ipiv", Unit::Flag, nullptr, &CostModel::ipiv},
+    {"ple_gap", Unit::Cycles, &CostModel::ple_gap},
+    {"ple_window", Unit::Cycles, &CostModel::ple_window},
+    {"ple_exit_ns", Unit::Ns, &CostModel::ple_exit_ns},
 };
 
 std::optional<uint64_t> parse_whole(std::string_view text) {
@@ -104,6 +108,13 @@ void set(CostModel& model, const Parameter& p, std::string_view value) {
       model.*p.number = *mhz;
       return;
     }
+    case Unit::Cycles: {
+      std::optional<uint64_t> cycles = parse_whole(value);
+      if (!cycles || *cycles > kMaxCycles)
+        throw bad(fmt::format("must be a whole number of cycles from 0 to {}", kMaxCycles));
+      model.*p.number = *cycles;
+      return;
+    }
     case Unit::Flag:
       if (value == "1" || value == "on") model.*p.flag = true;
       else if (value == "0" || value == "off") model.*p.flag = false;
@@ -121,7 +132,8 @@ CostModel CostModel::defaults() {
                    .cpuid_exit_ns = 700, .hlt_exit_ns = 800, .io_exit_ns = 2000, .msr_exit_ns = 800,
                    .icr_exit_ns = 1000, .icr_send_ns = 400, .mwait_exit_ns = 700, .monitor_exit_ns = 700,
                    .ipi_running_ns = 1500, .halt_wake_ns = 6000, .poll_wake_ns = 1000, .halt_poll_ns = 200'000,
-                   .mwait_passthrough = true, .mwait_wake_ns = 1000, .ipiv = false};
+                   .mwait_passthrough = true, .mwait_wake_ns = 1000, .ipiv = false,
+                   .ple_gap = 128, .ple_window = 4096, .ple_exit_ns = 1000};
 }
 
 CostModel CostModel::parse(std::string_view spec, const CostModel& base) {
@@ -133,7 +145,9 @@ CostModel CostModel::parse(std::string_view spec, const CostModel& base) {
     spec = comma == std::string_view::npos ? std::string_view{} : spec.substr(comma + 1);
     if (item.empty()) continue;
     if (item == "none") {  // the ideal machine: nothing costs time
-      model = CostModel{.cpi_milli = model.cpi_milli, .freq_mhz = model.freq_mhz};
+      // PLE's gap and window are what the CPU detects, not costs: they stay.
+      model = CostModel{.cpi_milli = model.cpi_milli, .freq_mhz = model.freq_mhz, .ple_gap = model.ple_gap,
+                        .ple_window = model.ple_window};
       continue;
     }
     size_t eq = item.find('=');
@@ -185,6 +199,7 @@ uint64_t CostModel::exit_ns(ExitKind kind) const {
     case ExitKind::Icr: return icr_exit_ns;
     case ExitKind::Mwait: return mwait_exit_ns;
     case ExitKind::Monitor: return monitor_exit_ns;
+    case ExitKind::PauseLoop: return ple_exit_ns;
   }
   return 0;
 }
@@ -192,6 +207,10 @@ uint64_t CostModel::exit_ns(ExitKind kind) const {
 // ns = instructions x CPI / f: instructions x cpi_milli / freq_mhz exactly.
 uint64_t CostModel::ns_for_instructions(uint64_t instructions) const {
   return static_cast<uint64_t>(static_cast<unsigned __int128>(instructions) * cpi_milli / freq_mhz);
+}
+
+uint64_t CostModel::instructions_for_cycles(uint64_t cycles) const {
+  return static_cast<uint64_t>(static_cast<unsigned __int128>(cycles) * 1000 / cpi_milli);
 }
 
 uint64_t CostModel::instructions_for_ns(uint64_t ns) const {

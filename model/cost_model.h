@@ -56,11 +56,18 @@ struct CostModel {
   uint64_t mwait_wake_ns = 0;
   // IPI virtualisation: ICR writes do not exit.
   bool ipiv = false;
+  // Pause-loop exiting (SDM Vol. 3C 25.1.3), in cycles of the modelled CPU:
+  // PAUSEs at most ple_gap apart form one loop, which exits once it has
+  // run ple_window (ple_window=0: no pause-loop exits). A pause-loop exit and
+  // its yield cost ple_exit_ns. Only with spin skipping on (emu/pause_loop.h).
+  uint64_t ple_gap = 0;
+  uint64_t ple_window = 0;
+  uint64_t ple_exit_ns = 0;
 
   // The published defaults (docs/cost_model.md).
   static CostModel defaults();
   // "key=value,key=value" over `base`; the item "none" zeroes every exit
-  // cost and latency (keeping cpi and freq_mhz). Throws ConfigError naming the key
+  // cost and latency (keeping cpi, freq_mhz, ple_gap and ple_window). Throws ConfigError naming the key
   // for an unknown key, a repeated key or a value out of range.
   static CostModel parse(std::string_view spec, const CostModel& base);
   // Every parameter as (key, value text), in a fixed order; parse() of
@@ -73,6 +80,8 @@ struct CostModel {
   // Virtual time of `instructions` at this CPI and clock, and back.
   uint64_t ns_for_instructions(uint64_t instructions) const;
   uint64_t instructions_for_ns(uint64_t ns) const;
+  // Instructions retired in `cycles` at this CPI (PLE's gap and window).
+  uint64_t instructions_for_cycles(uint64_t cycles) const;
   uint64_t tsc_hz() const { return freq_mhz * 1'000'000; }
   // The TSC counts at the CPU clock (an invariant TSC).
   uint64_t tsc_for_ns(uint64_t ns) const {

@@ -80,7 +80,7 @@ nlohmann::ordered_json vcpu_json(const VcpuStats& s) {
   v["received_by_vector"] = rv;
   put_counters(v, s, "received_while_halted", "ipis_to_nobody");
   v["wakes"] = wake;
-  put_counters(v, s, "pauses", "mwait_entries");
+  put_counters(v, s, "pauses", "skipped_ns");
   v["mwait_hints"] = hints;
   put_counters(v, s, "open_bus_reads", "open_bus_writes");
   v["exits"] = exits;
@@ -174,7 +174,8 @@ std::string format_run_json(const RunReportInput& in) {
                  {"memory_mib", in.config.ram_mib},
                  {"append", in.config.append},
                  {"quantum", in.config.quantum},
-                 {"time_limit_s", in.config.time_limit_seconds}};
+                 {"time_limit_s", in.config.time_limit_seconds},
+                 {"spin_skip", in.config.spin_skip}};
   j["outcome"] = to_string(in.result.outcome);
   if (in.result.guest_value) j["guest_exit_value"] = *in.result.guest_value;
   if (!in.result.diagnosis.empty()) j["diagnosis"] = in.result.diagnosis;

@@ -32,7 +32,7 @@ struct RecordedOption {
 };
 constexpr RecordedOption kRecordedOptions[] = {
     {"kernel", "--kernel"}, {"quantum", "--quantum"}, {"repeats", "--repeats"},
-    {"scale_percent", "--scale"}, {"cost", "--cost"},
+    {"scale_percent", "--scale"}, {"cost", "--cost"}, {"spin_skip", "--spin-skip"},
 };
 
 ordered_json options_json(const ExperimentOptions& o) {
@@ -42,6 +42,7 @@ ordered_json options_json(const ExperimentOptions& o) {
   j["quantum"] = o.quantum;
   j["repeats"] = o.repeats;
   j["scale_percent"] = o.scale_percent;
+  j["spin_skip"] = o.spin_skip;
   j["cost"] = o.cost.to_string();
   return j;
 }

@@ -126,6 +126,7 @@ MachineConfig base_config(const ExperimentOptions& o, const char* smp, std::stri
   c.quantum = o.quantum;
   c.time_limit_seconds = kCaseTimeLimitSeconds;
   c.cost = o.cost;
+  c.spin_skip = o.spin_skip;
   return c;
 }
 
@@ -314,7 +315,8 @@ std::string format_experiment_tables(const ExperimentOptions& options, const std
     const size_t end = cost.find(',', at);
     cost.replace(at, end - at, key + "(per configuration)");
   }
-  appendf(out, "cost model: {}; quanta around {} instructions\n", cost, options.quantum);
+  appendf(out, "cost model: {}; quanta around {} instructions; spin skipping {}\n", cost, options.quantum,
+          options.spin_skip ? "on" : "off");
   return fmt::to_string(out);
 }
 
@@ -370,6 +372,7 @@ std::string format_experiment_json(const ExperimentOptions& options, const std::
   j["quantum"] = options.quantum;
   j["repeats"] = options.repeats;
   j["scale_percent"] = options.scale_percent;
+  j["spin_skip"] = options.spin_skip;
   ordered_json cases = ordered_json::array(), all = ordered_json::array();
   for (const auto& r : combine_repeats(runs)) cases.push_back(case_json(r, true));
   for (const auto& r : runs) all.push_back(case_json(r, false));

@@ -70,6 +70,7 @@ struct ExperimentOptions {
   unsigned repeats = 5;
   unsigned jobs = 2;            // machines run side by side
   unsigned scale_percent = 100; // workload size (tests run them small)
+  bool spin_skip = true;        // MachineConfig::spin_skip
   CostModel cost = CostModel::defaults();
 };
 

@@ -443,6 +443,15 @@ int run_demo(const std::filesystem::path& self) {
   return run_experiment(experiment, self);
 }
 
+// --spin-skip on|off (emu/pause_loop.h; off runs every instruction).
+void add_spin_skip_option(CLI::App* app, bool& spin_skip) {
+  app->add_option("--spin-skip", spin_skip,
+                  "on: a vCPU spinning in a PAUSE loop at a fixed point skips to the next time anything it can "
+                  "observe could change; off: every instruction runs")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}))
+      ->default_str("on");
+}
+
 void add_topology_options(CLI::App* app, TopologyFlags& flags) {
   app->add_option("--smp", flags.smp,
                   "QEMU -smp: [cpus=]N[,maxcpus=,sockets=,dies=,clusters=1,modules=,cores=,threads=]; hybrid: "
@@ -498,6 +507,7 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& run) {
   run_cmd->add_option("--quantum", run.machine.quantum, "instructions per scheduling slice")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1'000'000'000}))
       ->capture_default_str();
+  add_spin_skip_option(run_cmd, run.machine.spin_skip);
   run_cmd->add_option("--exit-status", run.exit_status,
                       "plain: exit with the guest's debug-exit value; qemu: with (value << 1) | 1 as QEMU does")
       ->check(CLI::IsMember({"plain", "qemu"}))
@@ -538,6 +548,7 @@ CLI::App* add_experiment_command(CLI::App& app, ExperimentCli& experiment) {
   experiment_cmd->add_option("--quantum", experiment.options.quantum, "instructions per scheduling slice")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1'000'000}))
       ->capture_default_str();
+  add_spin_skip_option(experiment_cmd, experiment.options.spin_skip);
   experiment_cmd->add_option("--repeats", experiment.options.repeats,
                              "runs per case, at quanta around --quantum (the spread shows how robust a result is)")
       ->check(CLI::Range(1u, kMaxRepeats))
