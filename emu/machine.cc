@@ -339,6 +339,8 @@ std::optional<RunResult> Machine::run_slice(Cpu& cpu, uint64_t now, uint64_t lim
   cpu.begin_slice(now + config_.cost.ns_for_instructions(budget));
   VcpuExit exit = cpu.vcpu()->run(budget);
   running_ = nullptr;
+  cpu.leave_spin();
+  if (exit.reason != VcpuExit::Reason::PauseLoop || !exit.spin_recheck) ++store_epoch_;
   activity_.record(cpu.index(), now, cpu.now(),
                    cpu.pauses() != pauses_before ? VcpuActivity::Spinning : VcpuActivity::Running);
   // Stores of this slice wake MWAITs at the slice's end, before whatever

@@ -161,9 +161,10 @@ class Machine final : private CpuEvents {
   // A pause-loop exit: charges it and skips the spin (spin_horizon).
   void skip_spin(Cpu& cpu, const VcpuExit& exit);
   // The earliest time anything a vCPU spinning at a fixed point can observe
-  // could change: another vCPU runs (a running one's clock, a halted one's
-  // timer that wakes it), its own timer fires or an IPI reaches it, or the
-  // run's time limit. Its clock when an interrupt or NMI waits for it now.
+  // could change: another vCPU that may store runs (a running one's clock,
+  // unless it is itself quiescent in a spin; a halted one's timer that
+  // wakes it), its own timer fires or an IPI reaches it, or the run's time
+  // limit. Its clock when an interrupt or NMI waits for it now.
   uint64_t spin_horizon(const Cpu& spinner) const;
   // Raises #GP(0) for a bad MONITOR/MWAIT extension; a crash result when
   // the guest cannot take it.
@@ -197,6 +198,10 @@ class Machine final : private CpuEvents {
   CpuPlatform platform_;
   std::vector<std::unique_ptr<Cpu>> cpus_;
   std::optional<ApicBus> bus_;  // over cpus_, made once they exist
+  // Slices that may have stored to memory: every slice but a spinner's
+  // recheck of its parked loop (emu/pause_loop.h). A parked spinner that
+  // confirmed its loop at the current count is quiescent.
+  uint64_t store_epoch_ = 0;
   // ICR writes wait here until the sender's slice ends (see the top).
   EventQueue<IpiInFlight> ipis_to_route_;
   // A guest error found outside a vCPU exit (a reserved ICR delivery mode).

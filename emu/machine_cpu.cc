@@ -135,6 +135,7 @@ void MachineCpu::enter_wait_for_sipi() {
   if (state_ == State::Halted) record_halt_until(now());
   waiting_since_ = now();
   state_ = State::WaitForSipi;
+  leave_spin();
   leave_mwait();
   ever_monitored_ = false;
   if (vcpu_) vcpu_->reset_for_init();

@@ -93,6 +93,14 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   // Moves a spinning vCPU forward to `at_ns` without running its loop
   // (a pause-loop exit at a fixed point, emu/pause_loop.h).
   void skip_spin_to(uint64_t at_ns);
+  // Its last slice ended spinning at a fixed point, confirmed after every
+  // store any vCPU could have made up to `store_epoch` (Machine's count of
+  // slices that may have stored); `reads_time`: the loop reads the TSC.
+  void park_in_spin(uint64_t store_epoch, bool reads_time) { spin_ = SpinPark{store_epoch, reads_time}; }
+  void leave_spin() { spin_.reset(); }
+  // Parked in a spin that nothing since could have changed and that time
+  // cannot end: it will store nothing before another vCPU does.
+  bool quiescent(uint64_t store_epoch) const { return spin_ && spin_->epoch == store_epoch && !spin_->reads_time; }
   // A modelled VM exit: its count, and its cost on this vCPU's clock. Exit
   // costs count against the slice like instructions: a slice whose exits
   // took it past its planned end stops at the next block boundary, so no
@@ -203,6 +211,11 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   uint64_t idle_ns_ = 0;       // halted, waiting to resume, or waiting for SIPI
   uint64_t exit_ns_ = 0;       // in modelled VM exits
   uint64_t skipped_ns_ = 0;    // in spins skipped, not run
+  struct SpinPark {
+    uint64_t epoch;
+    bool reads_time;
+  };
+  std::optional<SpinPark> spin_;
   uint64_t slice_end_ns_ = 0;  // where the running slice is planned to end
   uint64_t halted_since_ = 0;
   uint64_t accrued_until_ = 0;  // the halt is booked in the stats up to here

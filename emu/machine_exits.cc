@@ -128,9 +128,14 @@ std::optional<RunResult> Machine::emulate_mwait(Cpu& cpu, const VcpuExit& exit) 
 // before the horizon), so for a loop at a fixed point this is exact. One
 // that reads the TSC is skipped by at most a quantum of time: it leaves
 // within a quantum of when it would have (emu/pause_loop.h).
+// A recheck (the spinner came back and found its loop unchanged) is no exit
+// of KVM's: the spinner never stopped spinning there, so it costs nothing.
 void Machine::skip_spin(Cpu& cpu, const VcpuExit& exit) {
-  cpu.charge_exit(ExitKind::PauseLoop);
-  ++stats_.vcpu(cpu.index()).ple_exits;
+  if (!exit.spin_recheck) {
+    cpu.charge_exit(ExitKind::PauseLoop);
+    ++stats_.vcpu(cpu.index()).ple_exits;
+  }
+  cpu.park_in_spin(store_epoch_, exit.loop_reads_time);
   uint64_t until = spin_horizon(cpu);
   if (exit.loop_reads_time) until = std::min(until, cpu.now() + config_.cost.ns_for_instructions(config_.quantum));
   cpu.skip_spin_to(until);
@@ -145,7 +150,7 @@ uint64_t Machine::spin_horizon(const Cpu& spinner) const {
   if (auto unrouted = ipis_to_route_.next_time()) t = std::min(t, *unrouted);
   for (const auto& cpu : cpus_) {
     if (cpu.get() == &spinner) continue;
-    if (cpu->state() == Cpu::State::Running) t = std::min(t, cpu->now());
+    if (cpu->state() == Cpu::State::Running && !cpu->quiescent(store_epoch_)) t = std::min(t, cpu->now());
     if (cpu->state() == Cpu::State::Halted && cpu->timer_can_wake())
       if (auto timer = cpu->apic().next_timer_event()) t = std::min(t, *timer);
   }

@@ -58,14 +58,26 @@ struct SpinRegisters {
   }
 };
 
+// The detector's states: idle; counting a window (a spin begins at its
+// first PAUSE); parked (the last run ended in a pause-loop exit here, and
+// the vCPU has only come back to check on its loop). Parked, one iteration
+// is enough: the registers at the next PAUSE equal the snapshot again, and
+// the loop, which is still clean, exits at once; that is a recheck. So a
+// spinner costs the host one window when it begins to spin and a few
+// instructions each time it comes back, however long it spins.
 class PauseLoopDetector {
  public:
   // What the engine must do at a PAUSE.
   enum class Action : uint8_t {
     Run,           // let it run
     Snapshot,      // the window is full: save the registers, let it run
-    CheckAndExit,  // compare the registers with the snapshot; equal: exit here
+    CheckAndExit,  // compare the registers with the snapshot: equal, exit
+                   // here (exited()); else not_a_fixed_point()
   };
+  // A parked loop may change registers (the lock word it reads changed
+  // under it) and settle again: this many times in a row it is resnapped,
+  // then it must fill a window again.
+  static constexpr unsigned kMaxParkedChanges = 4;
 
   void configure(std::optional<PauseLoopExiting> ple) {
     ple_ = ple;
@@ -73,21 +85,36 @@ class PauseLoopDetector {
   }
   bool enabled() const { return ple_.has_value(); }
 
-  // Something observable happened (a store, I/O, an exit, a new run): no
-  // spin goes on across it.
-  void forget() { active_ = false; }
+  // Something observable happened (a store, I/O, an exit, an injected
+  // event, INIT): no spin goes on across it.
+  void forget() {
+    state_ = State::Idle;
+    run_stayed_parked_ = false;
+  }
+  // A run begins: whether it only rechecks its parked loop is known at its
+  // pause-loop exit (recheck()).
+  void mark_run_start() { run_stayed_parked_ = state_ == State::Parked; }
   // The loop read the TSC, writing `outputs` (SpinRegisters bits).
   void note_time_read(uint32_t outputs) { time_outputs_ |= outputs; }
   bool reads_time() const { return time_outputs_ != 0; }
   // The registers the fixed-point check leaves out.
   uint32_t time_outputs() const { return time_outputs_; }
+  // At CheckAndExit: this run did nothing but come back to its parked loop
+  // (nothing it did can be seen outside the vCPU).
+  bool recheck() const { return run_stayed_parked_; }
 
   // A PAUSE at `site` with `instructions` retired before it.
   Action on_pause(uint64_t site, uint64_t instructions) {
     if (!ple_) return Action::Run;
-    if (!active_ || site != site_ || instructions - last_ > ple_->gap_instructions) {
+    if (state_ == State::Idle || site != site_ || instructions - last_ > ple_->gap_instructions) {
       restart(site, instructions);
       return Action::Run;
+    }
+    if (state_ == State::Parked) {
+      // The PAUSE the exit stopped at runs first: one iteration must pass.
+      if (instructions == exited_at_) return Action::Run;
+      last_ = instructions;
+      return Action::CheckAndExit;
     }
     last_ = instructions;
     if (instructions - start_ < ple_->window_instructions) return Action::Run;
@@ -97,12 +124,25 @@ class PauseLoopDetector {
     }
     return Action::CheckAndExit;
   }
-  // The registers differed: not a fixed point. A new window starts here.
-  void not_a_fixed_point(uint64_t instructions) { restart(site_, instructions); }
+  // The registers equal the snapshot: the run stops at this PAUSE.
+  void exited(uint64_t instructions) {
+    state_ = State::Parked;
+    exited_at_ = last_ = instructions;
+    parked_changes_ = 0;
+  }
+  // The registers differed. Returns whether the engine takes a new snapshot
+  // here (a parked loop that settles again); otherwise a new window starts.
+  bool not_a_fixed_point(uint64_t instructions) {
+    if (state_ == State::Parked && ++parked_changes_ <= kMaxParkedChanges) return true;
+    restart(site_, instructions);
+    return false;
+  }
 
  private:
+  enum class State : uint8_t { Idle, Window, Parked };
   void restart(uint64_t site, uint64_t instructions) {
-    active_ = true;
+    state_ = State::Window;
+    run_stayed_parked_ = false;
     site_ = site;
     start_ = last_ = instructions;
     snapshot_taken_ = false;
@@ -110,12 +150,15 @@ class PauseLoopDetector {
   }
 
   std::optional<PauseLoopExiting> ple_;
-  bool active_ = false;
+  State state_ = State::Idle;
   bool snapshot_taken_ = false;
+  bool run_stayed_parked_ = false;
+  unsigned parked_changes_ = 0;
   uint32_t time_outputs_ = 0;
   uint64_t site_ = 0;
-  uint64_t start_ = 0;  // instructions at the window's first PAUSE
-  uint64_t last_ = 0;   // at the last PAUSE
+  uint64_t start_ = 0;      // instructions at the window's first PAUSE
+  uint64_t last_ = 0;       // at the last PAUSE
+  uint64_t exited_at_ = 0;  // at the PAUSE of the last pause-loop exit
 };
 
 }  // namespace topolab

@@ -63,6 +63,45 @@ TEST(PauseLoopDetector, NotAFixedPointOpensANewWindowAndForgetsTimeReads) {
   EXPECT_EQ(d.on_pause(0x1000, 84), Action::Snapshot);
 }
 
+TEST(PauseLoopDetector, AParkedLoopIsRecheckedAfterOneIteration) {
+  PauseLoopDetector d;
+  d.configure(kPle);
+  d.mark_run_start();
+  pauses(d, 0, 40, 4);
+  ASSERT_EQ(d.on_pause(0x1000, 44), Action::CheckAndExit);
+  EXPECT_FALSE(d.recheck()) << "the first exit of a spin is a pause-loop exit";
+  d.exited(44);
+  // The next run begins at the same PAUSE, which runs; one iteration later
+  // the check comes, and the run was only a recheck.
+  d.mark_run_start();
+  EXPECT_EQ(d.on_pause(0x1000, 44), Action::Run);
+  EXPECT_EQ(d.on_pause(0x1000, 48), Action::CheckAndExit);
+  EXPECT_TRUE(d.recheck());
+  d.exited(48);
+  // An injected event between runs: the spin is over.
+  d.forget();
+  d.mark_run_start();
+  EXPECT_EQ(d.on_pause(0x1000, 48), Action::Run);
+  EXPECT_EQ(d.on_pause(0x1000, 52), Action::Run) << "a new window";
+  EXPECT_FALSE(d.recheck());
+}
+
+TEST(PauseLoopDetector, AParkedLoopWhoseRegistersChangeIsResnappedAFewTimes) {
+  PauseLoopDetector d;
+  d.configure(kPle);
+  pauses(d, 0, 40, 4);
+  ASSERT_EQ(d.on_pause(0x1000, 44), Action::CheckAndExit);
+  d.exited(44);
+  uint64_t n = 48;
+  for (unsigned i = 0; i < PauseLoopDetector::kMaxParkedChanges; ++i, n += 4) {
+    ASSERT_EQ(d.on_pause(0x1000, n), Action::CheckAndExit);
+    EXPECT_TRUE(d.not_a_fixed_point(n)) << "take a new snapshot, " << i;
+  }
+  ASSERT_EQ(d.on_pause(0x1000, n), Action::CheckAndExit);
+  EXPECT_FALSE(d.not_a_fixed_point(n)) << "then a whole window again";
+  EXPECT_EQ(d.on_pause(0x1000, n + 4), Action::Run);
+}
+
 TEST(SpinRegisters, TimeOutputsAreLeftOutOfTheCompare) {
   SpinRegisters a, b;
   b.values[SpinRegisters::kRax] = 5;

@@ -74,6 +74,9 @@ struct VcpuExit {
     uint32_t eax = 0, ecx = 0, edx = 0;  // Monitor, Mwait: the instruction's operands
   } operands;
   bool loop_reads_time = false;  // PauseLoop: the loop read the TSC
+  // PauseLoop: the run did nothing but come back to the loop of the last
+  // pause-loop exit and find it unchanged (nothing it did is visible outside).
+  bool spin_recheck = false;
   std::string detail;      // one human-readable line, for diagnostics
 };
 

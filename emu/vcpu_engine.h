@@ -520,6 +520,10 @@ struct UnicornVcpu::Engine {
   uint64_t pauses_retired = 0;  // counted by the PAUSE sites' hooks
   PauseLoopDetector pause_loop;
   SpinRegisters spin_snapshot;  // at the PAUSE that filled the window
+  struct {
+    bool reads_time = false;
+    bool recheck = false;
+  } spin_exit;  // the pause-loop exit the hook stopped for
   uint64_t in_flight = 0;  // during a mid-block host call: its index in the block
   uint64_t budget_end = 0;
   const DecodedBlock* current = nullptr;

@@ -320,6 +320,7 @@ uint64_t UnicornVcpu::Engine::code_base() {
 }
 
 void UnicornVcpu::Engine::reset_for_init() {
+  pause_loop.forget();
   nmi_blocked = false;  // INIT clears NMI blocking (SDM table 9-1)
   // The context brings real mode with it; the writes below set values whose
   // hidden effects that context already has.

@@ -96,15 +96,20 @@ void UnicornVcpu::Engine::at_pause(uint64_t address) {
       case PauseLoopDetector::Action::Run: break;
       case PauseLoopDetector::Action::Snapshot: spin_snapshot = read_spin_registers(); break;
       case PauseLoopDetector::Action::CheckAndExit:
-        if (read_spin_registers().same_as(spin_snapshot, pause_loop.time_outputs())) {
+      {
+        const SpinRegisters now = read_spin_registers();
+        if (now.same_as(spin_snapshot, pause_loop.time_outputs())) {
           // Before the PAUSE, which the next run executes (and counts).
+          spin_exit = {.reads_time = pause_loop.reads_time(), .recheck = pause_loop.recheck()};
+          pause_loop.exited(before);
           trap_address = address;
           stop_cause = StopCause::PauseLoop;
           uc_emu_stop(uc);
           return;
         }
-        pause_loop.not_a_fixed_point(before);
+        if (pause_loop.not_a_fixed_point(before)) spin_snapshot = now;
         break;
+      }
     }
   }
   ++pauses_retired;
@@ -202,8 +207,9 @@ VcpuExit UnicornVcpu::Engine::run(uint64_t budget) {
   constexpr uint64_t kNoLimit = std::numeric_limits<uint64_t>::max();
   budget_end = budget > kNoLimit - retired ? kNoLimit : retired + budget;
   first_block_of_run = true;
-  // The machine may have delivered an event or moved time between runs.
-  pause_loop.forget();
+  // A spin goes on across runs: what the machine does between them that the
+  // loop could see (an injection, INIT) forgets it.
+  pause_loop.mark_run_start();
   stop_requested = false;
   for (;;) {
     if (std::optional<VcpuExit> exit = run_until_stop()) return *exit;
@@ -240,8 +246,8 @@ std::optional<VcpuExit> UnicornVcpu::Engine::run_until_stop() {
       settle_at(trap_address);
       set_rip_to_linear(trap_address);
       VcpuExit exit = exit_at(VcpuExit::Reason::PauseLoop, read_reg(UC_X86_REG_RIP));
-      exit.loop_reads_time = pause_loop.reads_time();
-      pause_loop.forget();
+      exit.loop_reads_time = spin_exit.reads_time;
+      exit.spin_recheck = spin_exit.recheck;
       return exit;
     }
     case StopCause::Exception: return deliver_engine_exception();

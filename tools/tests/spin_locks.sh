@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Spin-wait guests under topolab (testcases/spin_print.c, tsc_delay.c).
 # Usage:
-#   spin_locks.sh lock TOPOLAB IMAGES SMP CPU LOCK LINES [IMAGE]
+#   spin_locks.sh lock TOPOLAB IMAGES SMP CPU LOCK LINES [IMAGE [TOPOLAB ARGS...]]
 #     spin_print lock=LOCK lines=LINES: exit 0, the summary line
 #     "spin_print: lock=LOCK cpus=N lines=LINES total=T ok" with T = N * LINES
 #     (tas, ticket) and, for tas and ticket, "cpu C line I" for every C < N
@@ -9,8 +9,12 @@
 #   spin_locks.sh determinism TOPOLAB IMAGES SMP CPU APPEND [IMAGE]
 #     the same run twice: byte-identical output (serial and topolab's
 #     closing line) and the same exit status, which must be 0.
-#   spin_locks.sh tsc TOPOLAB IMAGES US [IMAGE]
-#     tsc_delay us=US on one CPU: exit 0 and "elapsed=E" with E >= ticks.
+#   spin_locks.sh tsc TOPOLAB IMAGES US MAX_LATE [IMAGE [TOPOLAB ARGS...]]
+#     tsc_delay us=US on one CPU: exit 0 and "elapsed=E" with
+#     ticks <= E <= ticks + MAX_LATE (spin skipping: one quantum of ticks).
+#   spin_locks.sh skips TOPOLAB IMAGES SMP CPU APPEND
+#     with --spin-skip on the JSON report counts pause-loop exits and
+#     skipped time; with off, none, and every instruction ran (more of them).
 # IMAGE defaults to spin_print.elf / tsc_delay.elf.
 set -euo pipefail
 mode=$1 topolab=$2 images=$3
@@ -28,7 +32,8 @@ run() {  # run OUT IMAGE ARGS...: topolab's output to OUT, its status on stdout
 case $mode in
 lock)
   smp=$1 cpu=$2 lock=$3 lines=$4 image=${5:-spin_print.elf}
-  status=$(run "$tmp/out" "$image" -smp "$smp" -cpu "$cpu" -append "lock=$lock lines=$lines")
+  shift $(( $# < 5 ? $# : 5 ))
+  status=$(run "$tmp/out" "$image" -smp "$smp" -cpu "$cpu" -append "lock=$lock lines=$lines" "$@")
   summary=$(grep -a '^spin_print:' "$tmp/out" || true)
   echo "topolab exit $status: ${summary:-no summary line}"
   grep -a '^FAIL:' "$tmp/out" || true
@@ -68,8 +73,9 @@ determinism)
   echo "ok: two runs identical ($(wc -l <"$tmp/out1") lines; $(grep -a "^topolab: guest exit" "$tmp/out1" || true))"
   ;;
 tsc)
-  us=$1 image=${2:-tsc_delay.elf}
-  status=$(run "$tmp/out" "$image" -smp 1 -append "us=$us")
+  us=$1 max_late=$2 image=${3:-tsc_delay.elf}
+  shift $(( $# < 3 ? $# : 3 ))
+  status=$(run "$tmp/out" "$image" -smp 1 -append "us=$us" "$@")
   line=$(grep -a '^tsc_delay: us=' "$tmp/out" || true)
   echo "topolab exit $status: ${line:-no result line}"
   [ "$status" -eq 0 ] || { tail -5 "$tmp/out"; exit 1; }
@@ -77,10 +83,38 @@ tsc)
   elapsed=$(sed -n 's/.* elapsed=\([0-9]*\)$/\1/p' <<<"$line")
   [ -n "$ticks" ] && [ -n "$elapsed" ] || { echo "FAIL: no ticks=/elapsed="; exit 1; }
   [ "$elapsed" -ge "$ticks" ] || { echo "FAIL: left after $elapsed of $ticks ticks"; exit 1; }
-  echo "ok: late by $((elapsed - ticks)) ticks"
+  [ "$elapsed" -le $((ticks + max_late)) ] ||
+    { echo "FAIL: left $((elapsed - ticks)) ticks late, more than $max_late"; exit 1; }
+  echo "ok: late by $((elapsed - ticks)) ticks (at most $max_late)"
+  ;;
+skips)
+  smp=$1 cpu=$2 append=$3
+  for s in on off; do
+    status=$(run "$tmp/out.$s" spin_print.elf -smp "$smp" -cpu "$cpu" -append "$append" --spin-skip "$s" \
+             --report json --report-file "$tmp/report.$s.json")
+    [ "$status" -eq 0 ] || { echo "FAIL: --spin-skip $s: exit $status"; tail -5 "$tmp/out.$s"; exit 1; }
+  done
+  read -r exits skipped insns_on < <(python3 - "$tmp/report.on.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+v = r["vcpus"]
+print(sum(c["ple_exits"] for c in v), sum(c["skipped_ns"] for c in v), r["instructions"])
+PY
+)
+  read -r exits_off skipped_off insns_off < <(python3 - "$tmp/report.off.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+v = r["vcpus"]
+print(sum(c["ple_exits"] for c in v), sum(c["skipped_ns"] for c in v), r["instructions"])
+PY
+)
+  echo "on: $exits pause-loop exits, $skipped ns skipped, $insns_on instructions; off: $exits_off, $skipped_off, $insns_off"
+  [ "$exits" -gt 0 ] && [ "$skipped" -gt 0 ] || { echo "FAIL: spin skipping on skipped nothing"; exit 1; }
+  [ "$exits_off" -eq 0 ] && [ "$skipped_off" -eq 0 ] || { echo "FAIL: spin skipping off skipped"; exit 1; }
+  [ "$insns_off" -gt "$insns_on" ] || { echo "FAIL: off ran no more instructions than on"; exit 1; }
   ;;
 *)
-  echo "usage: $0 lock|determinism|tsc TOPOLAB IMAGES ..." >&2
+  echo "usage: $0 lock|determinism|tsc|skips TOPOLAB IMAGES ..." >&2
   exit 2
   ;;
 esac
