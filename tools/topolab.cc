@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <sys/prctl.h>
 
 #include "model/cpuid.h"
 #include "report/cpuid_report.h"
@@ -575,6 +576,12 @@ int print_models() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // QEMU asks for transparent huge pages for each engine's translation
+  // buffer, so the first translated block of every vCPU makes the kernel
+  // zero 2 MiB: 1,024 vCPUs spent 4 of their 10 s booting there. Small
+  // pages cost those engines 2 MiB less each and the others nothing
+  // measurable (docs/benchmarks.md).
+  prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
   CLI::App app{"topolab: a deterministic x86 machine for studying what topology a guest sees\n"
                "and what that does to its IPI and HLT traffic. With no command it runs the demo."};
   app.require_subcommand(0, 1);
