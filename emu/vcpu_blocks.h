@@ -202,6 +202,92 @@ inline bool without_side_effects(const cs_insn& insn) {
   return true;
 }
 
+// A block that is a whole counted loop on itself: PAUSEs and NOPs, then a
+// decrement of one register and a branch back to the block's start while
+// it has not run out:
+//   dec r; jnz start        (or sub r, 1 / add r, -1; jnz): r turns (0: 2^w)
+//   sub r, 1; jae start                                   : r + 1 turns
+// Nothing else changes from turn to turn, so the block hook may run all
+// turns but the last by subtracting them from the counter and adding their
+// instructions (exact: the last turn, run for real, leaves the flags and
+// the counter as the whole loop would). The guest library's delay loops
+// and the sched guest's burn loop have this shape.
+struct CountedLoop {
+  x86_reg counter = X86_REG_INVALID;  // the 64-bit register holding it
+  uint8_t width = 4;                  // bytes of it the loop counts in: 4 or 8
+  bool runs_counter_plus_one = false;  // sub r, 1; jae
+  uint8_t pauses = 0;                  // PAUSEs per turn
+  // Turns the loop still runs when it is entered with `value` in the counter.
+  uint64_t turns(uint64_t value) const {
+    const uint64_t mask = width == 8 ? ~uint64_t{0} : 0xFFFF'FFFF;
+    value &= mask;
+    // Never more than the loop runs (fewer only means fewer turns skipped
+    // at once): 2^64 turns do not fit, and a dec from 0 runs 2^w.
+    if (runs_counter_plus_one) return value == ~uint64_t{0} ? value : value + 1;
+    return value == 0 ? mask : value;
+  }
+};
+
+// The 64-bit register a 32- or 64-bit general register is part of, and
+// the width named; X86_REG_INVALID for anything else.
+inline std::pair<x86_reg, uint8_t> general_register(x86_reg reg) {
+  static constexpr std::array<std::array<x86_reg, 2>, 16> kNames = {{
+      {X86_REG_EAX, X86_REG_RAX}, {X86_REG_ECX, X86_REG_RCX}, {X86_REG_EDX, X86_REG_RDX},
+      {X86_REG_EBX, X86_REG_RBX}, {X86_REG_ESP, X86_REG_RSP}, {X86_REG_EBP, X86_REG_RBP},
+      {X86_REG_ESI, X86_REG_RSI}, {X86_REG_EDI, X86_REG_RDI}, {X86_REG_R8D, X86_REG_R8},
+      {X86_REG_R9D, X86_REG_R9},  {X86_REG_R10D, X86_REG_R10}, {X86_REG_R11D, X86_REG_R11},
+      {X86_REG_R12D, X86_REG_R12}, {X86_REG_R13D, X86_REG_R13}, {X86_REG_R14D, X86_REG_R14},
+      {X86_REG_R15D, X86_REG_R15}}};
+  for (const auto& [r32, r64] : kNames) {
+    if (reg == r32) return {r64, 4};
+    if (reg == r64) return {r64, 8};
+  }
+  return {X86_REG_INVALID, 0};
+}
+
+// What decide_counted_loop needs of one instruction.
+struct LoopStep {
+  unsigned id = X86_INS_INVALID;
+  x86_reg reg = X86_REG_INVALID;  // operand 0, a register
+  std::optional<int64_t> imm;     // operand 1 (or 0 for a branch), an immediate
+  bool lock = false;
+  static LoopStep of(const cs_insn& insn) {
+    LoopStep s;
+    s.id = insn.id;
+    const cs_x86& x86 = insn.detail->x86;
+    s.lock = x86.prefix[0] == X86_PREFIX_LOCK;
+    if (x86.op_count >= 1 && x86.operands[0].type == X86_OP_REG) s.reg = x86.operands[0].reg;
+    if (x86.op_count == 1 && x86.operands[0].type == X86_OP_IMM) s.imm = x86.operands[0].imm;
+    if (x86.op_count == 2 && x86.operands[1].type == X86_OP_IMM) s.imm = x86.operands[1].imm;
+    return s;
+  }
+};
+
+inline std::optional<CountedLoop> decide_counted_loop(std::span<const LoopStep> steps, uint64_t start) {
+  if (steps.size() < 2) return std::nullopt;
+  CountedLoop loop;
+  for (const LoopStep& s : steps.first(steps.size() - 2)) {
+    if (s.id == X86_INS_PAUSE) ++loop.pauses;
+    else if (s.id != X86_INS_NOP) return std::nullopt;
+  }
+  const LoopStep& step = steps[steps.size() - 2];
+  const LoopStep& branch = steps.back();
+  if (step.lock || !branch.imm || static_cast<uint64_t>(*branch.imm) != start) return std::nullopt;
+  const auto [counter, width] = general_register(step.reg);
+  if (counter == X86_REG_INVALID || counter == X86_REG_RSP) return std::nullopt;
+  loop.counter = counter;
+  loop.width = width;
+  const bool dec = step.id == X86_INS_DEC && !step.imm;
+  const bool sub1 = step.id == X86_INS_SUB && step.imm == 1;
+  const bool add_minus1 = step.id == X86_INS_ADD && step.imm == -1;
+  if (branch.id == X86_INS_JNE && (dec || sub1 || add_minus1)) return loop;
+  if (branch.id == X86_INS_JAE && sub1) {
+    loop.runs_counter_plus_one = true;
+    return loop;
+  }
+  return std::nullopt;
+}
+
 struct TrapSite {
   uint64_t address;
   TrapKind kind;
@@ -213,6 +299,12 @@ struct DecodedBlock {
   uint64_t start = 0;
   uint32_t size = 0;
   uint32_t count = 0;  // instructions retired when the block runs to its end
+  // The block that ran after this one last time: the block hook tries it
+  // first, which spares it the cache's three dependent loads on the common
+  // path (a loop, a call and its return); beside start and size, on the
+  // cache line the hook reads anyway. Valid while the cache lives:
+  // BlockCache never frees a block before clear().
+  mutable const DecodedBlock* next = nullptr;
   CodeSize code_size = CodeSize::Bits32;
   bool fully_decoded = true;  // false: Capstone stopped early; the rest counts as one
   bool ends_with_software_interrupt = false;
@@ -220,6 +312,7 @@ struct DecodedBlock {
   // Some instruction may have an effect outside the registers (a store,
   // I/O, an exit; without_side_effects): a pause loop through it is no spin.
   bool has_side_effects = false;
+  std::optional<CountedLoop> counted_loop;
   uint64_t rep_string_tail = kNoAddress;  // address of a final REP string instruction
   std::vector<uint16_t> offsets;          // instruction starts, from `start`
   std::vector<uint16_t> host_calls;       // indices of IN/OUT/INS/OUTS/CPUID, in order
@@ -233,6 +326,7 @@ struct DecodedBlock {
     return static_cast<uint32_t>(std::lower_bound(offsets.begin(), offsets.end(), offset) - offsets.begin());
   }
   uint64_t address_of(uint32_t index) const { return start + offsets.at(index); }
+  bool rep_string_tail_set() const { return rep_string_tail != kNoAddress; }
   uint64_t end() const { return start + size; }
 };
 
@@ -267,6 +361,7 @@ class Disassembler {
     const uint8_t* bytes = code.data();
     size_t left = code.size();
     uint64_t at = address;
+    std::vector<LoopStep> steps;
     while (left > 0) {
       const uint64_t insn_address = at;
       if (!cs_disasm_iter(h.cs, &bytes, &left, &at, h.insn)) {
@@ -279,8 +374,11 @@ class Disassembler {
         break;
       }
       add_instruction(block, *h.insn, code.subspan(insn_address - address, h.insn->size));
+      if (steps.size() < kMaxLoopSteps) steps.push_back(LoopStep::of(*h.insn));
     }
     block.count = static_cast<uint32_t>(block.offsets.size());
+    if (block.fully_decoded && steps.size() == block.count && !block.rep_string_tail_set())
+      block.counted_loop = decide_counted_loop(steps, address);
     return block;
   }
 
@@ -319,6 +417,7 @@ class Disassembler {
     block.rep_string_tail = is_rep_string(bytes, block.code_size) ? insn.address : kNoAddress;
   }
 
+  static constexpr size_t kMaxLoopSteps = 8;  // a counted loop is short
   std::array<Handle, kCodeSizes.size()> handles_;
 };
 
@@ -339,11 +438,14 @@ class BlockCache {
   }
 
   // Replaces any block cached at the same start (the code there changed).
+  // The old one stays allocated until clear(), so that no block's `next`
+  // ever points at freed memory.
   const DecodedBlock& insert(DecodedBlock block) {
     const uint64_t number = block.start / kPageSize;
     std::unique_ptr<Page>& page = number < pages_.size() ? pages_[number] : far_pages_[number];
     if (!page) page = std::make_unique<Page>();
     auto& slot = page->slots[block.start % kPageSize];
+    if (slot) replaced_.push_back(std::move(slot));
     slot = std::make_unique<DecodedBlock>(std::move(block));
     return *slot;
   }
@@ -351,6 +453,7 @@ class BlockCache {
   void clear() {
     for (auto& page : pages_) page.reset();
     far_pages_.clear();
+    replaced_.clear();
   }
 
   // Linear addresses of the pages where some block starts.
@@ -375,6 +478,7 @@ class BlockCache {
   }
   std::vector<std::unique_ptr<Page>> pages_;  // linear addresses below the size of RAM
   std::unordered_map<uint64_t, std::unique_ptr<Page>> far_pages_;
+  std::vector<std::unique_ptr<DecodedBlock>> replaced_;
 };
 
 }  // namespace vcpu_internal

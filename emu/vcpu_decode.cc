@@ -15,7 +15,10 @@ void UnicornVcpu::Engine::on_block(uc_engine*, uint64_t address, uint32_t size, 
   // The previous block ran to its end; without one (the first block of this
   // uc_emu_start) the shadow is what the last stop left.
   e.entering_shadowed = e.current ? e.current->ends_with_interrupt_shadow : e.shadow;
-  const DecodedBlock* block = e.blocks.find(address, size);
+  const DecodedBlock* guess = e.current ? e.current->next : nullptr;
+  const DecodedBlock* block =
+      guess && guess->start == address && guess->size == size ? guess : e.blocks.find(address, size);
+  if (e.current && block) e.current->next = block;
   if (block && !e.must_stop_before(*block)) [[likely]]
     return e.begin_block(*block);
   const bool shadowed = e.entering_shadowed;
@@ -33,6 +36,26 @@ void UnicornVcpu::Engine::enter_block_slowly(uint64_t address, uint32_t size, co
     if (stop_requested) return stop_at_block(StopCause::StopRequested, address, shadowed);
     if (must_stop_before(*block)) return stop_at_block(StopCause::QuantumEnd, address, shadowed);
     begin_block(*block);
+  });
+}
+
+// The trace shows every turn, and a held interrupt must be able to stop the
+// run at any turn's block boundary (watch_interrupt_window): then no skip.
+// A 32-bit counter is written back zero-extended, as the turns' DEC/SUB
+// would have left it.
+void UnicornVcpu::Engine::skip_counted_turns(const DecodedBlock& block) {
+  if (trace_out || watch_interrupt_window) return;
+  guarded([&] {
+    const CountedLoop& loop = *block.counted_loop;
+    const uint64_t value = read_capstone_reg(loop.counter);
+    const uint64_t room = budget_end > retired ? (budget_end - retired) / block.count : 0;
+    const uint64_t turns = std::min(loop.turns(value), std::max<uint64_t>(room, 1));
+    if (turns < 2) return;
+    const uint64_t skipped = turns - 1;
+    const uint64_t mask = loop.width == 8 ? ~uint64_t{0} : 0xFFFF'FFFF;
+    write_capstone_reg(loop.counter, (value - skipped) & mask);
+    retired += skipped * block.count;
+    pauses_retired += skipped * loop.pauses;
   });
 }
 
@@ -142,6 +165,7 @@ void UnicornVcpu::Engine::set_trace(std::FILE* out) {
 void UnicornVcpu::Engine::flush_translations() {
   invalidate_translated_code();
   remove_trap_hooks();
+  forget_current_block();
   blocks.clear();
 }
 

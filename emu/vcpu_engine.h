@@ -374,7 +374,15 @@ struct UnicornVcpu::Engine {
     pending = block.count;
     host_call_cursor = 0;
     rep_restart_address = block.rep_string_tail;
+    if (block.counted_loop) [[unlikely]]
+      skip_counted_turns(block);
   }
+  // A counted loop (vcpu_blocks.h CountedLoop) about to run: runs all the
+  // turns this run's budget holds but the last by arithmetic, exactly as
+  // many as would run and no more, so the run stops where it would have
+  // (a turn that would overrun the budget does not start, except the
+  // first block of a run, which is this turn if any).
+  [[gnu::noinline]] void skip_counted_turns(const DecodedBlock& block);
   // Out of line, so that the fast path keeps its locals in registers.
   [[gnu::noinline]] void enter_block_slowly(uint64_t address, uint32_t size, const DecodedBlock* block,
                                             bool shadowed);
@@ -430,6 +438,7 @@ struct UnicornVcpu::Engine {
   uint64_t read_reg(int reg) const;
   // A 64-bit general register named the way Capstone names it (0 for others).
   uint64_t read_capstone_reg(x86_reg reg) const;
+  void write_capstone_reg(x86_reg reg, uint64_t value);
   void write_reg(int reg, uint64_t value);
   uint64_t read_cpu_msr(uint32_t msr) const;
   void write_cpu_msr(uint32_t msr, uint64_t value);

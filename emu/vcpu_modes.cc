@@ -12,17 +12,28 @@ uint64_t UnicornVcpu::Engine::read_reg(int reg) const {
   return value;
 }
 
-uint64_t UnicornVcpu::Engine::read_capstone_reg(x86_reg reg) const {
-  static constexpr std::pair<x86_reg, int> kRegisters[] = {
+namespace {
+
+constexpr std::pair<x86_reg, int> kCapstoneToUnicorn[] = {
       {X86_REG_RAX, UC_X86_REG_RAX}, {X86_REG_RBX, UC_X86_REG_RBX}, {X86_REG_RCX, UC_X86_REG_RCX},
       {X86_REG_RDX, UC_X86_REG_RDX}, {X86_REG_RSI, UC_X86_REG_RSI}, {X86_REG_RDI, UC_X86_REG_RDI},
       {X86_REG_RBP, UC_X86_REG_RBP}, {X86_REG_RSP, UC_X86_REG_RSP}, {X86_REG_R8, UC_X86_REG_R8},
       {X86_REG_R9, UC_X86_REG_R9},   {X86_REG_R10, UC_X86_REG_R10}, {X86_REG_R11, UC_X86_REG_R11},
       {X86_REG_R12, UC_X86_REG_R12}, {X86_REG_R13, UC_X86_REG_R13}, {X86_REG_R14, UC_X86_REG_R14},
       {X86_REG_R15, UC_X86_REG_R15}, {X86_REG_RIP, UC_X86_REG_RIP}};
-  for (const auto& [capstone, unicorn] : kRegisters)
+
+}  // namespace
+
+uint64_t UnicornVcpu::Engine::read_capstone_reg(x86_reg reg) const {
+  for (const auto& [capstone, unicorn] : kCapstoneToUnicorn)
     if (capstone == reg) return read_reg(unicorn);
   return 0;
+}
+
+void UnicornVcpu::Engine::write_capstone_reg(x86_reg reg, uint64_t value) {
+  for (const auto& [capstone, unicorn] : kCapstoneToUnicorn)
+    if (capstone == reg) return write_reg(unicorn, value);
+  throw std::logic_error("write_capstone_reg: not a general register");
 }
 
 void UnicornVcpu::Engine::write_reg(int reg, uint64_t value) { check(uc_reg_write(uc, reg, &value), "uc_reg_write"); }

@@ -1879,6 +1879,68 @@ TEST_F(VcpuTest, PauseLoopOnTheTscWithACounterIsNoFixedPoint) {
   EXPECT_EQ(exit.reason, VcpuExit::Reason::QuantumEnd);
 }
 
+// Counted loops (vcpu_blocks.h CountedLoop) run their turns by arithmetic:
+// the counts, the registers and the stops are those of every turn run.
+TEST_F(VcpuTest, CountedLoopRunsAllItsTurnsExactly) {
+  boot32({
+      0xb9, 0x40, 0x42, 0x0f, 0x00,  // 1000: mov ecx, 1000000
+      0x49,                          // 1005: dec ecx
+      0x75, 0xfd,                    // 1006: jnz 0x1005
+      0xf4,                          // 1008: hlt
+  });
+  run_expecting(VcpuExit::Reason::Halt, 10'000'000);
+  EXPECT_EQ(cpu.instructions(), 1u + 2 * 1'000'000 + 1);
+  EXPECT_EQ(cpu.state().rcx, 0u);
+}
+
+// The same loop under the trace, which runs every turn, is the reference.
+struct CountedLoopRun {
+  uint64_t instructions, rcx, rip, pauses;
+  bool operator==(const CountedLoopRun&) const = default;
+};
+
+CountedLoopRun run_counted_loop(bool traced, uint64_t budget) {
+  GuestRam ram{kRamBytes};
+  FakeHost host;
+  UnicornVcpu cpu{0, ram, host};
+  host.cpu = &cpu;
+  const Bytes code = {
+      0xb9, 0x40, 0x42, 0x0f, 0x00,  // 1000: mov ecx, 1000000
+      0xf3, 0x90,                    // 1005: pause
+      0x83, 0xe9, 0x01,              // 1007: sub ecx, 1
+      0x73, 0xf9,                    // 100a: jae 0x1005 (ecx + 1 turns)
+      0xf4,                          // 100c: hlt
+  };
+  std::copy(code.begin(), code.end(), ram.bytes(kEntry, code.size()).begin());
+  cpu.enter_multiboot(kEntry, kMultibootMagic, kMultibootInfo);
+  MemoryStream trace;
+  if (traced) cpu.set_trace(trace.file());
+  EXPECT_EQ(cpu.run(budget).reason, VcpuExit::Reason::QuantumEnd);
+  const VcpuState s = cpu.state();
+  return {cpu.instructions(), s.rcx, s.rip, cpu.pauses()};
+}
+
+TEST(VcpuCountedLoop, StopsWhereTheBudgetEndsAsEveryTurnWould) {
+  for (uint64_t budget : {1u, 2u, 5u, 1000u, 1001u, 1002u, 30'000u}) {
+    const CountedLoopRun skipped = run_counted_loop(false, budget), every = run_counted_loop(true, budget);
+    EXPECT_EQ(skipped, every) << "budget " << budget << ": " << skipped.instructions << " vs " << every.instructions;
+  }
+}
+
+TEST_F(VcpuTest, CountedLoopWithSubAndJaeRunsCounterPlusOneTurns) {
+  boot32({
+      0xb9, 0x40, 0x42, 0x0f, 0x00,  // 1000: mov ecx, 1000000
+      0xf3, 0x90,                    // 1005: pause
+      0x83, 0xe9, 0x01,              // 1007: sub ecx, 1
+      0x73, 0xf9,                    // 100a: jae 0x1005
+      0xf4,                          // 100c: hlt
+  });
+  run_expecting(VcpuExit::Reason::Halt, 10'000'000);
+  EXPECT_EQ(cpu.instructions(), 1u + 3 * 1'000'001 + 1);
+  EXPECT_EQ(cpu.state().rcx & 0xFFFF'FFFF, 0xFFFF'FFFFu) << "the last SUB borrowed";
+  EXPECT_EQ(cpu.pauses(), 1'000'001u);
+}
+
 TEST_F(VcpuTest, MonitorInALoopStopsEveryTime) {
   boot32({
       0xbb, 0x03, 0x00, 0x00, 0x00,  // 1000: mov ebx, 3
