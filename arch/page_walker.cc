@@ -318,6 +318,34 @@ WalkResult walk(PhysicalMemory& mem, const PagingState& s, uint64_t linear, Acce
   return r;
 }
 
+const PagedMemory::Remembered* PagedMemory::remembered(uint64_t linear, Access kind, Accessor who) const {
+  const uint64_t page = linear & ~kPageOffset4K;
+  for (size_t i = 0; i < remembered_count_; ++i) {
+    const Remembered& r = remembered_[i];
+    if (r.linear_page == page && r.kind == kind && r.who.cpl == who.cpl &&
+        r.who.implicit_supervisor == who.implicit_supervisor && r.who.stack == who.stack)
+      return &r;
+  }
+  return nullptr;
+}
+
+void PagedMemory::remember(uint64_t linear, Access kind, Accessor who, const Translation& walk) {
+  Remembered& slot = remembered_count_ < kRemembered ? remembered_[remembered_count_++]
+                                                     : remembered_[next_victim_++ % kRemembered];
+  slot = {linear & ~kPageOffset4K, kind, who, walk.physical & ~kPageOffset4K, walk};
+}
+
+void PagedMemory::note_write(uint64_t physical, size_t len) {
+  for (size_t i = 0; i < remembered_count_; ++i) {
+    const Translation& t = remembered_[i].walk;
+    for (unsigned u = 0; u < t.update_count; ++u)
+      if (t.updates[u].address < physical + len && physical < t.updates[u].address + t.entry_bytes) {
+        remembered_count_ = 0;
+        return;
+      }
+  }
+}
+
 std::optional<Fault> PagedMemory::access(uint64_t linear, size_t len, Access kind, Accessor who, uint8_t* out,
                                          const uint8_t* in) {
   if (len == 0) return std::nullopt;
@@ -325,35 +353,64 @@ std::optional<Fault> PagedMemory::access(uint64_t linear, size_t len, Access kin
   const uint64_t wrap = is_long_mode(mode) ? ~uint64_t{0} : kLinear32Mask;
 
   // The access split at 4-KByte boundaries: every page size is a multiple of
-  // 4 KBytes, so each piece lies in one page whatever the mapping.
+  // 4 KBytes, so each piece lies in one page whatever the mapping. Accesses
+  // of up to a page (every one the CPU makes) have at most two pieces; a
+  // longer one (the host reading a table) goes piece by piece the same way.
   struct Piece {
     uint64_t linear;
     size_t offset, len;
-    Translation translation;
+    uint64_t physical;
   };
-  std::vector<Piece> pieces;
-  for (size_t offset = 0; offset < len;) {
-    uint64_t at = (linear + offset) & wrap;
-    size_t n = static_cast<size_t>(std::min<uint64_t>(len - offset, kPage4K - (at & kPageOffset4K)));
-    pieces.push_back({at, offset, n, {}});
-    offset += n;
+  std::array<Piece, 2> few;
+  std::vector<Piece> many;
+  std::span<Piece> pieces;
+  {
+    size_t count = 0;
+    for (size_t offset = 0; offset < len; ++count) {
+      const uint64_t at = (linear + offset) & wrap;
+      offset += static_cast<size_t>(std::min<uint64_t>(len - offset, kPage4K - (at & kPageOffset4K)));
+    }
+    if (count > few.size()) many.resize(count);
+    pieces = count > few.size() ? std::span<Piece>(many) : std::span<Piece>(few).first(count);
+    size_t i = 0;
+    for (size_t offset = 0; offset < len; ++i) {
+      const uint64_t at = (linear + offset) & wrap;
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(len - offset, kPage4K - (at & kPageOffset4K)));
+      pieces[i] = {at, offset, n, 0};
+      offset += n;
+    }
   }
   // Canonicality is checked for the whole access before paging looks at any
   // of it (SDM Vol. 3A 3.3.7.1).
   for (const Piece& p : pieces)
     if (auto fault = noncanonical_fault(mode, p.linear, who)) return fault;
-  for (Piece& p : pieces) {
-    WalkResult r = translate(mem_, state_, p.linear, kind, who);
-    if (r.fault) return r.fault;
-    p.translation = r.translation;
+  // Every piece is translated before any A/D bit is set or byte moves, so
+  // a fault on the second page changes nothing.
+  std::array<std::optional<Translation>, 2> walked_few;
+  std::vector<std::optional<Translation>> walked_many(pieces.size() > 2 ? pieces.size() : 0);
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    Piece& p = pieces[i];
+    if (const Remembered* r = remembered(p.linear, kind, who)) {
+      p.physical = r->physical_page | (p.linear & kPageOffset4K);
+      continue;
+    }
+    WalkResult w = translate(mem_, state_, p.linear, kind, who);
+    if (w.fault) return w.fault;
+    p.physical = w.translation.physical;
+    (pieces.size() > 2 ? walked_many[i] : walked_few[i]) = w.translation;
   }
-
-  for (const Piece& p : pieces) set_accessed_dirty(mem_, p.translation);
+  for (size_t i = 0; i < pieces.size(); ++i)
+    if (const std::optional<Translation>& t = pieces.size() > 2 ? walked_many[i] : walked_few[i]) {
+      set_accessed_dirty(mem_, *t);
+      remember(pieces[i].linear, kind, who, *t);
+    }
   for (const Piece& p : pieces) {
-    if (in)
-      mem_.write(p.translation.physical, in + p.offset, p.len);
-    else
-      mem_.read(p.translation.physical, out + p.offset, p.len);
+    if (in) {
+      mem_.write(p.physical, in + p.offset, p.len);
+      note_write(p.physical, p.len);
+    } else {
+      mem_.read(p.physical, out + p.offset, p.len);
+    }
   }
   return std::nullopt;
 }

@@ -53,6 +53,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <variant>
 
 #include "arch/x86_arch.h"
 
@@ -177,10 +178,19 @@ WalkResult walk(PhysicalMemory& mem, const PagingState& state, uint64_t linear, 
 // when all succeed are A/D bits set and bytes moved. The fault is that of the
 // first failing page in access order (a non-canonical address anywhere in
 // the access wins over any #PF, as the canonical check comes before paging).
+// Translations are remembered for the object's life (one event delivery,
+// one instruction the host emulates), per 4 KiB page, access kind and
+// accessor: the walk and its A/D bits are done once per page, as a TLB
+// does. A write through this object that lands on a paging-structure entry
+// a remembered walk used forgets them all, so the result is what walking
+// every time gives.
 class PagedMemory final : public LinearMemory {
  public:
   PagedMemory(PhysicalMemory& mem, const PagingState& state) : mem_(mem), state_(state) {}
-  void set_state(const PagingState& state) { state_ = state; }
+  void set_state(const PagingState& state) {
+    state_ = state;
+    remembered_count_ = 0;
+  }
   const PagingState& state() const { return state_; }
 
   std::optional<Fault> read(uint64_t linear, void* out, size_t len, Accessor who) override;
@@ -192,9 +202,26 @@ class PagedMemory final : public LinearMemory {
   // Moves bytes into `out` (read, fetch) or from `in` (write).
   std::optional<Fault> access(uint64_t linear, size_t len, Access kind, Accessor who, uint8_t* out,
                               const uint8_t* in);
+  struct Remembered {
+    uint64_t linear_page;
+    Access kind;
+    Accessor who;
+    uint64_t physical_page;
+    Translation walk;  // its entries, for note_write
+  };
+  static constexpr size_t kRemembered = 4;
+  // A remembered walk of this page for this kind and accessor, if any.
+  const Remembered* remembered(uint64_t linear, Access kind, Accessor who) const;
+  void remember(uint64_t linear, Access kind, Accessor who, const Translation& walk);
+  // Writes to [physical, +len) drop every remembered walk that used an entry there.
+  void note_write(uint64_t physical, size_t len);
+
 
   PhysicalMemory& mem_;
   PagingState state_;
+  std::array<Remembered, kRemembered> remembered_{};
+  size_t remembered_count_ = 0;
+  size_t next_victim_ = 0;
 };
 
 }  // namespace topolab::x86

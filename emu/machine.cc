@@ -229,6 +229,13 @@ uint64_t Machine::total_instructions() const {
 
 // --- Routing ------------------------------------------------------------------------
 
+bool Machine::ipi_sent(const IpiInFlight& ipi) {
+  ipis_to_route_.push(ipi.sent_ns, ipi);
+  if (ipi.message.delivery_mode != ApicDeliveryMode::Fixed) return true;
+  const std::vector<unsigned> targets = bus_->destinations(ipi.message);
+  return std::find(targets.begin(), targets.end(), ipi.sender) != targets.end();
+}
+
 void Machine::route_sent_ipis() {
   for (const IpiInFlight& ipi : ipis_to_route_.take_all()) route(ipi);
 }

@@ -123,7 +123,7 @@ class Machine final : private CpuEvents {
   using Cpu = MachineCpu;
 
   // CpuEvents
-  void ipi_sent(const IpiInFlight& ipi) override { ipis_to_route_.push(ipi.sent_ns, ipi); }
+  bool ipi_sent(const IpiInFlight& ipi) override;
   void apic_written(const ApicWrite& write) override { bus_->note_write(write); }
   void guest_error(std::string diagnosis) override {
     if (!guest_error_) guest_error_ = std::move(diagnosis);

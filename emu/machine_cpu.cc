@@ -316,8 +316,8 @@ void MachineCpu::write(uint64_t offset, unsigned size, uint64_t value) {
 void MachineCpu::after_apic_write(const ApicWrite& write, uint64_t written_ns) {
   platform_.events.apic_written(write);
   if (write.message) {
-    platform_.events.ipi_sent({index_, *write.message, ipi_send_ns(platform_.cost, written_ns)});
-    vcpu_->request_stop();
+    if (platform_.events.ipi_sent({index_, *write.message, ipi_send_ns(platform_.cost, written_ns)}))
+      vcpu_->request_stop();
   }
   if (write.interrupt_pending || write.timer_changed) vcpu_->request_stop();
 }

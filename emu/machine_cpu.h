@@ -43,8 +43,11 @@ class CpuEvents {
  public:
   virtual ~CpuEvents() = default;
   // An ICR or SELF IPI write's message, leaving at `sent_ns`: routed once
-  // the sender's slice ends.
-  virtual void ipi_sent(const IpiInFlight& ipi) = 0;
+  // the sender's slice ends. Returns whether the slice must end now: the
+  // sender itself is among the targets, or the message is not a plain
+  // fixed interrupt (INIT, SIPI, NMI...). A fixed IPI to others lets the
+  // sender run on; each target takes it at its arrival time.
+  virtual bool ipi_sent(const IpiInFlight& ipi) = 0;
   // What a register write did that the APIC bus must know (a new ID).
   virtual void apic_written(const ApicWrite& write) = 0;
   // A guest error found outside an exit; the run stops with the first.

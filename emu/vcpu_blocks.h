@@ -308,6 +308,7 @@ struct DecodedBlock {
   CodeSize code_size = CodeSize::Bits32;
   bool fully_decoded = true;  // false: Capstone stopped early; the rest counts as one
   bool ends_with_software_interrupt = false;
+  bool ends_with_hlt = false;
   bool ends_with_interrupt_shadow = false;  // last instruction: STI, MOV SS or POP SS
   // Some instruction may have an effect outside the registers (a store,
   // I/O, an exit; without_side_effects): a pause loop through it is no spin.
@@ -368,6 +369,7 @@ class Disassembler {
         block.fully_decoded = false;
         block.offsets.push_back(static_cast<uint16_t>(insn_address - address));
         block.ends_with_software_interrupt = false;
+        block.ends_with_hlt = false;
         block.ends_with_interrupt_shadow = false;
         block.rep_string_tail = kNoAddress;
         block.has_side_effects = true;
@@ -413,6 +415,7 @@ class Disassembler {
     if (!without_side_effects(insn)) block.has_side_effects = true;
     if (auto kind = trap_kind(insn.id)) block.traps.push_back({insn.address, *kind, static_cast<uint8_t>(insn.size)});
     block.ends_with_software_interrupt = is_software_interrupt(insn.id);
+    block.ends_with_hlt = insn.id == X86_INS_HLT;
     block.ends_with_interrupt_shadow = sets_interrupt_shadow(bytes, block.code_size);
     block.rep_string_tail = is_rep_string(bytes, block.code_size) ? insn.address : kNoAddress;
   }

@@ -475,6 +475,7 @@ struct UnicornVcpu::Engine {
 
   // --- interrupt and exception delivery ---
   x86::CpuState cpu_state();
+  x86::CpuState cpu_state(x86::PagedMemory& memory);
   std::optional<VcpuExit> deliver(const x86::Event& event, const std::string& origin);
   std::optional<std::string> load_delivered(const x86::CpuState& before, const x86::Delivered& d);
   Injection inject(const x86::Event& event);

@@ -51,19 +51,28 @@ class RecordingMemory final : public x86::LinearMemory {
 // the entry since), or, for the Multiboot state, whose GDTR is empty, the
 // flat segments the loader set up.
 x86::CpuState UnicornVcpu::Engine::cpu_state() {
+  x86::PagedMemory memory = linear_memory();
+  return cpu_state(memory);
+}
+
+// One batch read of the registers (each uc_reg_read is a call into the
+// engine), and the descriptors through `memory`, which the caller goes on
+// using for the delivery.
+x86::CpuState UnicornVcpu::Engine::cpu_state(x86::PagedMemory& memory) {
   x86::CpuState s;
-  const uint64_t cr0 = read_reg(UC_X86_REG_CR0);
-  const bool long_mode = read_cpu_msr(x86::kMsrEfer) & x86::kEferLma;
-  s.rip = read_reg(UC_X86_REG_RIP);
-  s.rsp = read_reg(UC_X86_REG_RSP);
-  s.rflags = read_reg(UC_X86_REG_RFLAGS);
-  const uc_x86_mmr gdtr = read_mmr(UC_X86_REG_GDTR), idtr = read_mmr(UC_X86_REG_IDTR);
+  uint64_t cr0 = 0, cs_selector = 0, ss_selector = 0;
+  uc_x86_mmr gdtr{}, idtr{}, ldtr{}, tr{};
+  int regs[] = {UC_X86_REG_CR0, UC_X86_REG_RIP, UC_X86_REG_RSP, UC_X86_REG_RFLAGS, UC_X86_REG_CS, UC_X86_REG_SS,
+                UC_X86_REG_GDTR, UC_X86_REG_IDTR, UC_X86_REG_LDTR, UC_X86_REG_TR};
+  void* values[] = {&cr0, &s.rip, &s.rsp, &s.rflags, &cs_selector, &ss_selector, &gdtr, &idtr, &ldtr, &tr};
+  check(uc_reg_read_batch(uc, regs, values, static_cast<int>(std::size(regs))), "uc_reg_read_batch (CPU state)");
+  const bool long_mode = memory.state().efer & x86::kEferLma;
   s.gdtr = {gdtr.base, gdtr.limit};
   s.idtr = {idtr.base, idtr.limit};
-  s.ldtr = segment_from_cache(read_mmr(UC_X86_REG_LDTR));
-  s.tr = segment_from_cache(read_mmr(UC_X86_REG_TR));
-  const auto cs = static_cast<uint16_t>(read_reg(UC_X86_REG_CS));
-  const auto ss = static_cast<uint16_t>(read_reg(UC_X86_REG_SS));
+  s.ldtr = segment_from_cache(ldtr);
+  s.tr = segment_from_cache(tr);
+  const auto cs = static_cast<uint16_t>(cs_selector);
+  const auto ss = static_cast<uint16_t>(ss_selector);
   if (!(cr0 & x86::kCr0Pe)) {
     s.mode = x86::CpuMode::kReal;
     s.cs = {cs, x86::flat_data(0)};
@@ -73,7 +82,6 @@ x86::CpuState UnicornVcpu::Engine::cpu_state() {
     return s;
   }
   s.cpl = cs & x86::kSelectorRplMask;
-  x86::PagedMemory memory = linear_memory();
   auto descriptor = [&](uint16_t selector, x86::SegmentDescriptor fallback) {
     x86::DescriptorLookup d = x86::read_descriptor(memory, s.gdtr, s.ldtr, selector);
     return d.status == x86::LookupStatus::kOk && d.desc.p ? d.desc : fallback;
@@ -89,8 +97,8 @@ x86::CpuState UnicornVcpu::Engine::cpu_state() {
 // raised the event, for the line a failure prints.
 std::optional<VcpuExit> UnicornVcpu::Engine::deliver(const x86::Event& event, const std::string& origin) {
   pause_loop.forget();  // the delivery stores its frame
-  const x86::CpuState before = cpu_state();
   x86::PagedMemory paged = linear_memory();
+  const x86::CpuState before = cpu_state(paged);
   RecordingMemory memory(paged);
   if (event.vector == x86::kPageFault && event.kind == x86::EventKind::kHardwareException)
     memory.page_fault_address = event.cr2;
@@ -137,8 +145,7 @@ std::optional<std::string> UnicornVcpu::Engine::load_delivered(const x86::CpuSta
 // The machine's injections (SDM Vol. 3A 6.12 and 20.1.4), as the CPU takes
 // them at an instruction boundary.
 Injection UnicornVcpu::Engine::inject(const x86::Event& event) {
-  const std::string what = x86::describe(event);
-  if (waits_for_sipi) return {false, what + ": the vCPU waits for SIPI"};
+  if (waits_for_sipi) return {false, x86::describe(event) + ": the vCPU waits for SIPI"};
   if (std::optional<VcpuExit> failed = deliver(event, "the machine")) return {false, failed->detail};
   return {true, {}};
 }

@@ -148,11 +148,15 @@ x86::PagingState UnicornVcpu::Engine::paging_state() {
   // every protection key allowed (docs/deviations.md); the engine's own
   // accesses check PKRU themselves.
   const uint64_t pkru = 0;
-  return {.cr0 = read_reg(UC_X86_REG_CR0),
-          .cr3 = read_reg(UC_X86_REG_CR3),
-          .cr4 = read_reg(UC_X86_REG_CR4),
+  uint64_t cr0 = 0, cr3 = 0, cr4 = 0, rflags = 0;
+  int regs[] = {UC_X86_REG_CR0, UC_X86_REG_CR3, UC_X86_REG_CR4, UC_X86_REG_RFLAGS};
+  void* values[] = {&cr0, &cr3, &cr4, &rflags};
+  check(uc_reg_read_batch(uc, regs, values, 4), "uc_reg_read_batch (paging state)");
+  return {.cr0 = cr0,
+          .cr3 = cr3,
+          .cr4 = cr4,
           .efer = read_cpu_msr(x86::kMsrEfer),
-          .rflags = read_reg(UC_X86_REG_RFLAGS),
+          .rflags = rflags,
           .pkru = static_cast<uint32_t>(pkru),
           .maxphyaddr = maxphyaddr};
 }

@@ -270,6 +270,13 @@ VcpuExit UnicornVcpu::Engine::exit_before_block(VcpuExit::Reason reason) {
 std::optional<VcpuExit> UnicornVcpu::Engine::exit_for_halt() {
   const uint64_t rip = read_reg(UC_X86_REG_RIP);
   const uint64_t linear = code_base() + rip;
+  // The common case, without reading guest memory: the block that ran
+  // ended with its HLT and RIP is right after it. (Nothing else stops the
+  // engine with UC_ERR_OK at the end of such a block but a single step.)
+  if (current && current->ends_with_hlt && current->end() == linear && !(read_reg(UC_X86_REG_RFLAGS) & x86::kFlagTf)) {
+    settle_at(linear);
+    return exit_at(VcpuExit::Reason::Halt, rip);
+  }
   const std::optional<uint8_t> before = linear ? peek_byte(linear - 1) : std::nullopt;
   const std::optional<uint8_t> at = peek_byte(linear);
   settle_at(linear);
