@@ -117,6 +117,8 @@ std::string format_run_table(const RunReportInput& in) {
       total.ipis_received[m] += s.ipis_received[m];
     }
     for (size_t w = 0; w < kWakeCauses; ++w) total.wakes[w] += s.wakes[w];
+    total.ple_exits += s.ple_exits;
+    total.skipped_ns += s.skipped_ns;
     // vCPUs the guest never started get one line together below.
     if (s.instructions == 0 && s.total_received() == 0) {
       never_ran.push_back(i);
@@ -149,6 +151,9 @@ std::string format_run_table(const RunReportInput& in) {
       appendf(out, " {}->{} x{}", routes[r].first.first, routes[r].first.second, routes[r].second);
     appendf(out, "\n");
   }
+  if (total.ple_exits)
+    appendf(out, "spin skipping: {} pause-loop exits, {:.1f} us of spinning skipped, not run (docs/spin_skipping.md)\n",
+            total.ple_exits, total.skipped_ns / 1e3);
   if (in.window) {
     const MeasureWindow& w = *in.window;
     const uint64_t ns = w.end_ns - w.begin_ns;
