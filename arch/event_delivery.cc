@@ -2,7 +2,9 @@
 
 #include <array>
 #include <cstring>
+#include <initializer_list>
 #include <optional>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -71,16 +73,38 @@ struct Stack {
   Accessor who;
 };
 
+// What a delivery pushes, in push order: at most SS, (E/R)SP, (E/R)FLAGS,
+// CS, (E/R)IP and an error code. A fixed array, not a vector: deliveries are
+// on the path of every interrupt.
+class FrameValues {
+ public:
+  static constexpr size_t kMax = 6;
+  FrameValues(std::initializer_list<uint64_t> values) {
+    for (uint64_t v : values) push_back(v);
+  }
+  void push_back(uint64_t v) {
+    if (count_ == values_.size()) throw std::logic_error("an interrupt frame of more than 6 values");
+    values_[count_++] = v;
+  }
+  size_t size() const { return count_; }
+  uint64_t operator[](size_t i) const { return values_[i]; }
+  const uint64_t* data() const { return values_.data(); }
+
+ private:
+  std::array<uint64_t, kMax> values_{};
+  size_t count_ = 0;
+};
+
 // Pushes `values` (in push order) as `slot`-byte items. Every slot is
 // checked against the segment limit first (the SDM's "room for N bytes" test
 // gives `limit_fault`); then the slots are written in push order, highest
 // address first as hardware does, so a #PF names the address hardware would.
 // If a write faults, the slots already written get their old bytes back:
 // the delivery either happens whole or leaves memory as it found it.
-std::optional<Fault> push_frame(LinearMemory& mem, const Stack& st, const std::vector<uint64_t>& values,
-                                unsigned slot, const Fault& limit_fault, uint32_t ext, Delivered& out) {
+std::optional<Fault> push_frame(LinearMemory& mem, const Stack& st, const FrameValues& values, unsigned slot,
+                                const Fault& limit_fault, uint32_t ext, Delivered& out) {
   const size_t n = values.size();
-  std::vector<uint64_t> linear(n);
+  std::array<uint64_t, FrameValues::kMax> linear{};
   for (size_t i = 0; i < n; ++i) {
     const uint64_t offset = (st.sp - (i + 1) * slot) & st.sp_mask;
     if (st.limits && !within_limit(*st.limits, offset, slot)) return limit_fault;
@@ -90,9 +114,10 @@ std::optional<Fault> push_frame(LinearMemory& mem, const Stack& st, const std::v
     uint64_t linear;
     std::array<uint8_t, 8> bytes;
   };
-  std::vector<Saved> saved;
+  std::array<Saved, FrameValues::kMax> saved{};
+  size_t saved_count = 0;
   auto roll_back = [&] {
-    for (auto it = saved.rbegin(); it != saved.rend(); ++it) mem.write(it->linear, it->bytes.data(), slot, st.who);
+    for (size_t i = saved_count; i-- > 0;) mem.write(saved[i].linear, saved[i].bytes.data(), slot, st.who);
   };
   for (size_t i = 0; i < n; ++i) {
     Saved s{.linear = linear[i], .bytes = {}};
@@ -100,16 +125,17 @@ std::optional<Fault> push_frame(LinearMemory& mem, const Stack& st, const std::v
     // write-only pages), so a failed read goes on to the write, whose fault
     // (with its W/R bit) is the one to report.
     const bool have_old = !mem.read(linear[i], s.bytes.data(), slot, st.who).has_value();
-    if (auto f = mem.write(linear[i], &values[i], slot, st.who)) {
+    if (auto f = mem.write(linear[i], values.data() + i, slot, st.who)) {
       roll_back();
       return memory_fault(*f, ext);
     }
-    if (have_old) saved.push_back(s);
+    if (have_old) saved[saved_count++] = s;
   }
   out.frame.clear();
+  out.frame.reserve(n * slot);
   for (size_t i = n; i-- > 0;) {
     uint8_t bytes[8];
-    std::memcpy(bytes, &values[i], sizeof bytes);  // little-endian host, as the guest
+    std::memcpy(bytes, values.data() + i, sizeof bytes);  // little-endian host, as the guest
     out.frame.insert(out.frame.end(), bytes, bytes + slot);
   }
   out.frame_linear = linear[n - 1];
@@ -137,7 +163,7 @@ DeliveryResult deliver_real(const CpuState& cpu, const Event& e, LinearMemory& m
                  .linear_mask = kMask32,
                  .limits = &cpu.ss.desc,
                  .who = Accessor{.cpl = 0, .implicit_supervisor = false, .stack = true}};
-  const std::vector<uint64_t> frame = {cpu.rflags & kMask16, cpu.cs.selector, return_address(cpu, e, kMask16)};
+  const FrameValues frame = {cpu.rflags & kMask16, cpu.cs.selector, return_address(cpu, e, kMask16)};
   if (auto f = push_frame(mem, st, frame, 2, ss_fault(0), 0, out)) return *f;
   out.mode = CpuMode::kReal;
   out.cpl = 0;
@@ -228,8 +254,7 @@ DeliveryResult push_ia32e_frame(const CpuState& cpu, const Event& e, LinearMemor
                                         .desc = SegmentDescriptor{.dpl = static_cast<uint8_t>(h.new_cpl)}}
                               : cpu.ss;
   const uint64_t ip_mask = cpu.mode == CpuMode::kLong64 ? kMask64 : kMask32;
-  std::vector<uint64_t> frame = {cpu.ss.selector, cpu.rsp, cpu.rflags, cpu.cs.selector,
-                                 return_address(cpu, e, ip_mask)};
+  FrameValues frame = {cpu.ss.selector, cpu.rsp, cpu.rflags, cpu.cs.selector, return_address(cpu, e, ip_mask)};
   if (h.push_error) frame.push_back(e.error_code);
   const Stack st{.base = 0, .sp = new_rsp & ~uint64_t{0xf}, .sp_mask = kMask64, .linear_mask = kMask64,
                  .limits = nullptr, .who = h.who};
@@ -249,7 +274,7 @@ DeliveryResult push_legacy_frame(const CpuState& cpu, const Event& e, LinearMemo
            .linear_mask = kMask32,
            .limits = &cpu.ss.desc,
            .who = h.who};
-  std::vector<uint64_t> frame;
+  FrameValues frame = {};
   Fault limit_fault = ss_fault(ext);
   out.ss = cpu.ss;
   if (h.privilege_change) {
@@ -276,7 +301,8 @@ DeliveryResult push_legacy_frame(const CpuState& cpu, const Event& e, LinearMemo
     limit_fault = ss_fault(selector_error(ss_sel, ext));
     frame = {cpu.ss.selector, cpu.rsp & kMask32};
   }
-  frame.insert(frame.end(), {cpu.rflags & kMask32, cpu.cs.selector, return_address(cpu, e, kMask32)});
+  for (uint64_t v : {cpu.rflags & kMask32, uint64_t{cpu.cs.selector}, return_address(cpu, e, kMask32)})
+    frame.push_back(v);
   if (h.push_error) frame.push_back(e.error_code);
   // SDM INT n: the room on the stack is checked before the entry point.
   for (size_t i = 0; i < frame.size(); ++i) {
