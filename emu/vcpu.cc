@@ -25,6 +25,11 @@ UnicornVcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, Engin
   engine_state_offsets();
   check(uc_open(UC_ARCH_X86, UC_MODE_64, &uc), "uc_open");
   try {
+    // Before the engine initialises itself (its first map): QEMU's default
+    // translation buffer is 1 GiB of address space per engine, 1 TiB for
+    // 1,024 vCPUs, which a host with strict overcommit refuses. The guests'
+    // translated code is far smaller; a full buffer is flushed and refilled.
+    check(uc_ctl_set_tcg_buffer_size(uc, kTranslationBufferBytes), "uc_ctl_set_tcg_buffer_size");
     // Before any memory is mapped, as uc_ctl_set_cpu_model requires. The
     // feature words survive the context copies below (a unit test shows it).
     const int model = engine_cpu == EngineCpu::SkylakeServer ? UC_CPU_X86_SKYLAKE_SERVER

@@ -116,6 +116,7 @@ inline constexpr uint8_t kIcebpOpcode = 0xF1;  // INT1
 inline constexpr uint64_t kDr6SingleStep = 1u << 14;         // DR6.BS (SDM Vol. 3B 18.2.3)
 inline constexpr uint64_t kDr7BreakpointEnables = 0xFF;      // L0-3, G0-3
 inline constexpr uint64_t kIdleInstructionLength = 3;  // MONITOR, MWAIT
+inline constexpr uint32_t kTranslationBufferBytes = 128u << 20;  // per engine (Engine::Engine)
 // EFLAGS bit 1 is reserved and always 1 (SDM Vol. 1 3.4.3); IF = 0.
 inline constexpr uint64_t kRflagsInterruptsOff = 0x2;
 // EFLAGS bits (SDM Vol. 1 3.4.3).
