@@ -164,8 +164,10 @@ class Machine final : private CpuEvents {
   // could change: another vCPU that may store runs (a running one's clock,
   // unless it is itself quiescent in a spin; a halted one's timer that
   // wakes it), its own timer fires or an IPI reaches it, or the run's time
-  // limit. Its clock when an interrupt or NMI waits for it now.
-  uint64_t spin_horizon(const Cpu& spinner) const;
+  // limit. Its clock when an interrupt or NMI waits for it now. A spinner
+  // that reads the TSC (`reads_time`) is not held back by others parked on
+  // the TSC: its own skip is bounded by a quantum.
+  uint64_t spin_horizon(const Cpu& spinner, bool reads_time) const;
   // Raises #GP(0) for a bad MONITOR/MWAIT extension; a crash result when
   // the guest cannot take it.
   std::optional<RunResult> raise_gp_for(Cpu& cpu, const VcpuExit& exit, const char* instruction, uint32_t ecx);

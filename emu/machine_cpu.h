@@ -104,6 +104,9 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   // Parked in a spin that nothing since could have changed and that time
   // cannot end: it will store nothing before another vCPU does.
   bool quiescent(uint64_t store_epoch) const { return spin_ && spin_->epoch == store_epoch && !spin_->reads_time; }
+  // Parked the same way in a loop that reads the TSC: it stores nothing
+  // before it leaves the loop, which it does by itself, at a time it reads.
+  bool parked_on_time(uint64_t store_epoch) const { return spin_ && spin_->epoch == store_epoch && spin_->reads_time; }
   // A modelled VM exit: its count, and its cost on this vCPU's clock. Exit
   // costs count against the slice like instructions: a slice whose exits
   // took it past its planned end stops at the next block boundary, so no

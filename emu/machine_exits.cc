@@ -136,12 +136,12 @@ void Machine::skip_spin(Cpu& cpu, const VcpuExit& exit) {
     ++stats_.vcpu(cpu.index()).ple_exits;
   }
   cpu.park_in_spin(store_epoch_, exit.loop_reads_time);
-  uint64_t until = spin_horizon(cpu);
+  uint64_t until = spin_horizon(cpu, exit.loop_reads_time);
   if (exit.loop_reads_time) until = std::min(until, cpu.now() + config_.cost.ns_for_instructions(config_.quantum));
   cpu.skip_spin_to(until);
 }
 
-uint64_t Machine::spin_horizon(const Cpu& spinner) const {
+uint64_t Machine::spin_horizon(const Cpu& spinner, bool reads_time) const {
   const Cpu::PendingInterrupts pending = spinner.pending_interrupts();
   if (pending.takes_nmi() || pending.takes_interrupt()) return spinner.now();
   uint64_t t = limit_ns();
@@ -150,7 +150,14 @@ uint64_t Machine::spin_horizon(const Cpu& spinner) const {
   if (auto unrouted = ipis_to_route_.next_time()) t = std::min(t, *unrouted);
   for (const auto& cpu : cpus_) {
     if (cpu.get() == &spinner) continue;
-    if (cpu->state() == Cpu::State::Running && !cpu->quiescent(store_epoch_)) t = std::min(t, cpu->now());
+    // A spinner on the TSC skips a quantum at most: another one parked on
+    // the TSC, which can leave its loop only at a time it reads, does not
+    // hold it back (it would see that one's store at most a quantum late,
+    // the bound its own skip already has). Otherwise they would advance in
+    // lockstep, each no further than the slowest.
+    if (cpu->state() == Cpu::State::Running && !cpu->quiescent(store_epoch_) &&
+        !(reads_time && cpu->parked_on_time(store_epoch_)))
+      t = std::min(t, cpu->now());
     if (cpu->state() == Cpu::State::Halted && cpu->timer_can_wake())
       if (auto timer = cpu->apic().next_timer_event()) t = std::min(t, *timer);
   }
