@@ -229,11 +229,12 @@ uint64_t Machine::total_instructions() const {
 
 // --- Routing ------------------------------------------------------------------------
 
+// Whether a fixed IPI reaches its sender is the sender's own APIC's
+// matches(), which the bus asks of every target when it routes: no list of
+// destinations is built twice per ICR write.
 bool Machine::ipi_sent(const IpiInFlight& ipi) {
   ipis_to_route_.push(ipi.sent_ns, ipi);
-  if (ipi.message.delivery_mode != ApicDeliveryMode::Fixed) return true;
-  const std::vector<unsigned> targets = bus_->destinations(ipi.message);
-  return std::find(targets.begin(), targets.end(), ipi.sender) != targets.end();
+  return ipi.message.delivery_mode != ApicDeliveryMode::Fixed || cpus_[ipi.sender]->apic().matches(ipi.message);
 }
 
 void Machine::route_sent_ipis() {

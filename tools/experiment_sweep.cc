@@ -36,13 +36,7 @@ constexpr RecordedOption kRecordedOptions[] = {
 };
 
 ordered_json options_json(const ExperimentOptions& o) {
-  ordered_json j;
-  j["experiment"] = o.name;
-  j["kernel"] = o.kernel;
-  j["quantum"] = o.quantum;
-  j["repeats"] = o.repeats;
-  j["scale_percent"] = o.scale_percent;
-  j["spin_skip"] = o.spin_skip;
+  ordered_json j = recorded_options_json(o);
   j["cost"] = o.cost.to_string();
   return j;
 }

@@ -363,16 +363,22 @@ nlohmann::ordered_json case_json(const CaseMeasurement& r, bool combined) {
 
 // "cases": each case over its runs (sums, and the spread); "runs": every
 // run as measured.
+nlohmann::ordered_json recorded_options_json(const ExperimentOptions& o) {
+  nlohmann::ordered_json j;
+  j["experiment"] = o.name;
+  j["kernel"] = o.kernel;
+  j["quantum"] = o.quantum;
+  j["repeats"] = o.repeats;
+  j["scale_percent"] = o.scale_percent;
+  j["spin_skip"] = o.spin_skip;
+  return j;
+}
+
 std::string format_experiment_json(const ExperimentOptions& options, const std::vector<CaseMeasurement>& runs) {
   using nlohmann::ordered_json;
   ordered_json j;
   j["schema"] = "topolab.experiment/1";
-  j["experiment"] = options.name;
-  j["kernel"] = options.kernel;
-  j["quantum"] = options.quantum;
-  j["repeats"] = options.repeats;
-  j["scale_percent"] = options.scale_percent;
-  j["spin_skip"] = options.spin_skip;
+  j.update(recorded_options_json(options));
   ordered_json cases = ordered_json::array(), all = ordered_json::array();
   for (const auto& r : combine_repeats(runs)) cases.push_back(case_json(r, true));
   for (const auto& r : runs) all.push_back(case_json(r, false));

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "emu/machine.h"
 
 namespace topolab {
@@ -73,6 +75,11 @@ struct ExperimentOptions {
   bool spin_skip = true;        // MachineConfig::spin_skip
   CostModel cost = CostModel::defaults();
 };
+
+// The options that change an experiment's results, as its JSON and its
+// case files record them, in that order: experiment, kernel, quantum,
+// repeats, scale_percent, spin_skip.
+nlohmann::ordered_json recorded_options_json(const ExperimentOptions& o);
 
 // One experiment: its machines, its tables and its charts.
 struct Experiment {
