@@ -625,7 +625,7 @@ int run_qemu(const std::vector<std::string>& args) {
   switch (q.action) {
     case QemuCommand::Action::Run: break;
     case QemuCommand::Action::Version: fmt::print("{}", qemu_version_text(engine_version())); return 0;
-    case QemuCommand::Action::Help: fmt::print("{}", qemu_help_text()); return 0;
+    case QemuCommand::Action::Help: fmt::print("{}", qemu_help_text(engine_version())); return 0;
     case QemuCommand::Action::ListDevices: fmt::print("{}", qemu_device_list_text()); return 0;
     case QemuCommand::Action::ListCpus: return print_models();
     case QemuCommand::Action::ListMachines: fmt::print("{}", qemu_machine_list_text()); return 0;
