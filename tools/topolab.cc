@@ -631,6 +631,9 @@ int run_qemu(const std::vector<std::string>& args) {
     case QemuCommand::Action::ListMachines: fmt::print("{}", qemu_machine_list_text()); return 0;
     case QemuCommand::Action::ListAccelerators: fmt::print("{}", qemu_accelerator_list_text()); return 0;
   }
+  // Line by line, as QEMU's stdio: a suite's timeout that kills the run
+  // must not take the guest's last lines with it.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   RunOptions run;
   run.qemu = true;
   run.no_reboot = q.no_reboot;
