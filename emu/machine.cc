@@ -326,9 +326,10 @@ uint64_t Machine::slice_budget(Cpu& cpu, uint64_t now, uint64_t limit_ns) const 
   if (auto timer = cpu.apic().next_timer_event()) until = std::min(until, *timer);
   if (auto arrival = cpu.next_arrival()) until = std::min(until, *arrival);
   uint64_t budget = std::max<uint64_t>(1, config_.cost.instructions_for_ns(until > now ? until - now : 0));
-  // An interrupt waiting out an STI shadow goes in after one instruction.
+  // An interrupt or NMI waiting out an STI shadow goes in after one instruction.
   const Cpu::PendingInterrupts pending = cpu.pending_interrupts();
   if (pending.vector && !pending.window_open && (cpu.vcpu()->state().rflags & x86::kFlagIf)) budget = 1;
+  if (pending.nmi_after_shadow()) budget = 1;
   return std::min(budget, config_.quantum);
 }
 

@@ -82,6 +82,7 @@ MachineCpu::PendingInterrupts MachineCpu::pending_interrupts() const {
           .window_open = vcpu_->interrupt_window_open(),
           .nmi = nmi_pending_,
           .nmi_blocked = vcpu_->nmi_blocked(),
+          .shadowed = vcpu_->in_interrupt_shadow(),
           .mwait_breaks = state_ == State::Halted && in_mwait_ && mwait_breaks_on_interrupt_};
 }
 

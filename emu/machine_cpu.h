@@ -128,12 +128,15 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
     bool window_open = false;       // RFLAGS.IF = 1 and no STI / MOV SS shadow
     bool nmi = false;               // an NMI waits
     bool nmi_blocked = false;       // the previous NMI's handler has not IRETed
+    bool shadowed = false;          // in an STI / MOV SS shadow, which holds NMIs too
     bool mwait_breaks = false;      // in MWAIT with ECX[0]: interrupts break it even with IF = 0
 
-    bool takes_nmi() const { return nmi && !nmi_blocked; }
+    bool takes_nmi() const { return nmi && !nmi_blocked && !shadowed; }
+    // An NMI waits out the shadow only: one more instruction lets it in.
+    bool nmi_after_shadow() const { return nmi && !nmi_blocked && shadowed; }
     bool takes_interrupt() const { return vector && window_open; }
     // Something waits for the vCPU to open its window or IRET its NMI.
-    bool waits_for_window() const { return (vector && !window_open) || (nmi && nmi_blocked); }
+    bool waits_for_window() const { return (vector && !window_open) || (nmi && (nmi_blocked || shadowed)); }
     // An interrupt, once there, would end a halt: it would be taken now,
     // or MWAIT breaks for it.
     bool interrupts_end_halt() const { return window_open || mwait_breaks; }
