@@ -208,7 +208,7 @@ std::optional<std::string> Machine::deliver_pending(Cpu& cpu) {
   const Cpu::PendingInterrupts pending = cpu.pending_interrupts();
   // An NMI waits while the previous one's handler has not yet IRETed.
   if (pending.takes_nmi()) {
-    cpu.set_nmi_pending(false);
+    cpu.take_nmi();
     if (Injection injection = vcpu.inject_nmi(); !injection)
       return fmt::format("an NMI has no usable handler: {}", injection.detail);
     return std::nullopt;
@@ -283,7 +283,7 @@ void Machine::deliver(Cpu& target, const IpiInFlight& ipi) {
       if (target.can_wake()) target.wake(wake_event, WakeCause::Interrupt);
       break;
     case ApicAccept::Nmi:
-      target.set_nmi_pending(true);
+      target.accept_nmi();
       if (target.can_wake()) target.wake(wake_event, WakeCause::Nmi);
       break;
     case ApicAccept::Init:

@@ -80,7 +80,7 @@ void MachineCpu::charge_exit(ExitKind kind) {
 MachineCpu::PendingInterrupts MachineCpu::pending_interrupts() const {
   return {.vector = apic_.pending_vector(),
           .window_open = vcpu_->interrupt_window_open(),
-          .nmi = nmi_pending_,
+          .nmi = nmi_pending_ > 0,
           .nmi_blocked = vcpu_->nmi_blocked(),
           .shadowed = vcpu_->in_interrupt_shadow(),
           .mwait_breaks = state_ == State::Halted && in_mwait_ && mwait_breaks_on_interrupt_};
@@ -146,7 +146,7 @@ void MachineCpu::enter_wait_for_sipi() {
   leave_mwait();
   ever_monitored_ = false;
   if (vcpu_) vcpu_->reset_for_init();
-  nmi_pending_ = false;
+  nmi_pending_ = 0;
 }
 
 void MachineCpu::start_at_sipi(uint8_t vector, uint64_t at_ns) {

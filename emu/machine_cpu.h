@@ -12,6 +12,7 @@
 // whatever wakes it.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -143,8 +144,19 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
     bool interrupt_ends_halt() const { return vector && interrupts_end_halt(); }
   };
   PendingInterrupts pending_interrupts() const;
-  bool nmi_pending() const { return nmi_pending_; }
-  void set_nmi_pending(bool pending) { nmi_pending_ = pending; }
+  bool nmi_pending() const { return nmi_pending_ > 0; }
+  // An NMI accepted by the APIC. As KVM (process_nmi), one may be in service
+  // and one latched: while none is in service two can wait, so the first
+  // is taken and the second stays latched behind it; while one is in
+  // service, one. More merge into those.
+  void accept_nmi() {
+    const unsigned limit = vcpu_ && vcpu_->nmi_blocked() ? 1 : 2;
+    nmi_pending_ = std::min(nmi_pending_ + 1, limit);
+  }
+  // The vCPU took one of the waiting NMIs.
+  void take_nmi() {
+    if (nmi_pending_ > 0) --nmi_pending_;
+  }
   // A halted vCPU resumes for an NMI, or an interrupt that ends its halt.
   bool can_wake() const;
   // Its APIC timer could end a halt: unmasked, and an interrupt ends it.
@@ -238,7 +250,7 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   bool ever_monitored_ = false;
   uint64_t monitor_line_ = 0;
   std::array<uint8_t, kMonitorLine> monitor_snapshot_{};
-  bool nmi_pending_ = false;
+  unsigned nmi_pending_ = 0;  // NMIs waiting: at most 2 (accept_nmi)
   int64_t tsc_offset_ = 0;
   uint64_t tsc_aux_ = 0;
   std::optional<uint64_t> mapped_apic_page_;
