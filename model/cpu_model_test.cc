@@ -249,6 +249,19 @@ TEST(Properties, IdentityOverrides) {
   EXPECT_NE(error_of("qemu64,l3-cache=maybe").find("on or off"), std::string::npos);
 }
 
+TEST(Properties, FeaturesRaiseTheLevelsAsQemusAutomaticLevels) {
+  // Opteron_G1 has level 5 and xlevel 0x80000008: a leaf 7 feature and SVM
+  // need more, and QEMU raises them unless level=/xlevel= says otherwise.
+  CpuidModel m = make("Opteron_G1,+smep,+svm");
+  EXPECT_EQ(m.max_basic_leaf(), 7u);
+  EXPECT_EQ(m.max_extended_leaf(), 0x8000000Au);
+  EXPECT_TRUE(m.query(0, 7, 0).ebx & (1u << 7));
+  EXPECT_EQ(m.query(0, 0x8000000A, 0).eax, 1u);
+  CpuidModel kept = make("Opteron_G1,+smep,level=5");
+  EXPECT_EQ(kept.max_basic_leaf(), 5u);
+  EXPECT_EQ(make("Opteron_G1").max_basic_leaf(), 5u);
+}
+
 TEST(Enforce, RefusesEveryFeatureOfTheDefinitionThatIsMissing) {
   // QEMU 7.2's TCG refuses Haswell,enforce (pcid, x2apic, ...): so does topolab,
   // with each feature's reason.

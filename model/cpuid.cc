@@ -158,6 +158,22 @@ CpuidModel::CpuidModel(Topology topology, CpuConfig cpu, MachineOptions machine)
   // kept, as in QEMU; the guest then falls back to leaf 0xB.
   if (reports_leaf_1f() && !cpu_.level_explicit) level_ = std::max<uint32_t>(level_, 0x1F);
   if (has_topoext_ && !cpu_.xlevel_explicit) xlevel_ = std::max<uint32_t>(xlevel_, 0x8000001E);
+  // QEMU's x86_cpu_adjust_feat_level: a feature word that is not empty
+  // raises the level to its leaf (e.g. +smep on Opteron_G1, level 5), and
+  // SVM raises xlevel to 0x8000000A.
+  struct FeatureLeaf {
+    FeatureWord word;
+    uint32_t leaf;
+  };
+  for (auto [word, leaf] : {FeatureLeaf{FeatureWord::Leaf6Eax, 0x6}, FeatureLeaf{FeatureWord::Leaf7Ebx, 0x7},
+                            FeatureLeaf{FeatureWord::Leaf7Ecx, 0x7}, FeatureLeaf{FeatureWord::Leaf7Edx, 0x7},
+                            FeatureLeaf{FeatureWord::Ext1Edx, 0x80000001}, FeatureLeaf{FeatureWord::Ext1Ecx, 0x80000001},
+                            FeatureLeaf{FeatureWord::Ext7Edx, 0x80000007}, FeatureLeaf{FeatureWord::Ext8Ebx, 0x80000008}}) {
+    if (!feature(word)) continue;
+    if (leaf < 0x80000000 && !cpu_.level_explicit) level_ = std::max(level_, leaf);
+    if (leaf >= 0x80000000 && !cpu_.xlevel_explicit) xlevel_ = std::max(xlevel_, leaf);
+  }
+  if ((feature(FeatureWord::Ext1Ecx) & kExt1EcxSvm) && !cpu_.xlevel_explicit) xlevel_ = std::max<uint32_t>(xlevel_, 0x8000000A);
   if (topology_.has_core_type(CoreType::Core)) core_enumeration_ = build_enumeration(CoreType::Core);
   if (topology_.has_core_type(CoreType::Atom)) atom_enumeration_ = build_enumeration(CoreType::Atom);
 }
