@@ -146,6 +146,13 @@ TEST(Models, AdvertiseOnlyWhatTheirEngineOrTheMachineCarriesOut) {
   }
 }
 
+TEST(Models, EveryFeatureIsBackedOrHasARefusal) {
+  for (const FeatureFlag& f : feature_flags()) {
+    EXPECT_TRUE(f.backed || (f.refusal && *f.refusal)) << f.name;
+    EXPECT_EQ(find_feature_flag(f.name), &f) << f.name;  // no name twice
+  }
+}
+
 TEST(Models, EveryDroppedFeatureHasAReason) {
   for (const CpuModelDef& def : cpu_models())
     for (const DroppedFeature& d : dropped_features(def)) EXPECT_FALSE(d.reason.empty()) << def.name << " " << d.name;
