@@ -23,8 +23,11 @@ constexpr uint32_t kLeaf1EcxHypervisor = 1u << 31;
 
 // The engine's own model whose instruction set matches the CPUID model best.
 EngineCpu engine_cpu_for(const CpuConfig& cpu) {
-  if (cpu.model.name == "Skylake-Server") return EngineCpu::SkylakeServer;
-  if (cpu.model.name == "EPYC") return EngineCpu::Epyc;
+  switch (cpu.model.engine) {
+    case EngineCpuModel::SkylakeServer: return EngineCpu::SkylakeServer;
+    case EngineCpuModel::Epyc: return EngineCpu::Epyc;
+    case EngineCpuModel::Qemu64: break;
+  }
   return EngineCpu::Qemu64;
 }
 

@@ -589,7 +589,13 @@ void apply_property(CpuConfig& cfg, FlagRequests& requests, std::string_view pro
     if (!f) throw ConfigError(fmt::format("-cpu: unknown feature '{}' for {} (`topolab models` lists them)", name, m.name));
     if (on) {
       std::string why = refusal_on(*f, m);
-      if (!why.empty()) throw ConfigError(fmt::format("-cpu {}: cannot give {}: {}", m.name, f->name, why));
+      if (!why.empty()) {
+        // Dropped, never advertised; refused once all properties are read
+        // if enforce is among them.
+        cfg.dropped_requests.push_back(fmt::format("cannot give {}: {}", f->name, why));
+        requests[f->name] = false;
+        return;
+      }
     }
     uint32_t& word = m.features[f->word];
     word = on ? (word | (1u << f->bit)) : (word & ~(1u << f->bit));
@@ -731,7 +737,7 @@ CpuConfig parse_cpu(std::string_view arg) {
     for (const auto& m : models) known += fmt::format("{}{}", known.empty() ? "" : ", ", m.name);
     throw ConfigError(fmt::format("-cpu: unknown CPU model '{}' (known: {})", name, known));
   }
-  CpuConfig cfg{.model = *it, .pmu = it->pmu, .arg = std::string(arg)};
+  CpuConfig cfg{.model = *it, .pmu = it->pmu, .dropped_requests = {}, .arg = std::string(arg)};
   FlagRequests requests;
   while (comma != std::string_view::npos) {
     rest.remove_prefix(comma + 1);
@@ -740,6 +746,8 @@ CpuConfig parse_cpu(std::string_view arg) {
     if (prop.empty()) throw ConfigError(fmt::format("-cpu: empty property in '{}'", arg));
     apply_property(cfg, requests, prop);
   }
+  if (cfg.enforce && !cfg.dropped_requests.empty())
+    throw ConfigError(fmt::format("-cpu {},enforce: {}", it->name, cfg.dropped_requests.front()));
   if (cfg.enforce) {
     // QEMU's enforce: every feature of the definition the user did not
     // switch off must be there.

@@ -158,6 +158,11 @@ struct CpuConfig {
   // QEMU's enforce: refuse the model if any feature of its definition is
   // not advertised.
   bool enforce = false;
+  // Features asked for that the engine cannot execute, without enforce: not
+  // advertised, each with its reason, as QEMU's TCG warns "TCG doesn't
+  // support requested feature" and drops it. The command prints them as
+  // warnings (kvm-unit-tests lets stderr lines that say "warning" pass).
+  std::vector<std::string> dropped_requests;
   std::string arg;       // the -cpu text this came from, for reports
 
   Vendor vendor() const { return model.vendor; }

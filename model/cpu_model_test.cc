@@ -191,6 +191,17 @@ TEST(Features, TheKvmUnitTestsCommandLinesParse) {
   EXPECT_EQ(m.query(0, 1, 0).ecx & ((1u << 21) | (1u << 24)), (1u << 21) | (1u << 24));
 }
 
+// Without enforce, as QEMU's TCG: not advertised, and said why.
+TEST(Features, WhatTheEngineCannotExecuteIsDroppedWithTheReason) {
+  const CpuConfig cfg = parse_cpu("qemu64,+umip,+x2apic");
+  ASSERT_EQ(cfg.dropped_requests.size(), 1u);
+  EXPECT_NE(cfg.dropped_requests[0].find("cannot give umip: the engine cannot execute UMIP"), std::string::npos);
+  EXPECT_FALSE(cfg.has("umip"));
+  EXPECT_TRUE(cfg.has("x2apic"));
+  EXPECT_TRUE(parse_cpu("qemu64,+x2apic").dropped_requests.empty());
+}
+
+// With enforce, refused.
 TEST(Features, WhatTheEngineCannotExecuteIsRefusedWithTheReason) {
   for (auto [cpu, fragment] : std::vector<std::pair<const char*, const char*>>{
            {"max,+pcid,+invpcid", "cannot give pcid: the engine has no PCID"},
@@ -205,7 +216,8 @@ TEST(Features, WhatTheEngineCannotExecuteIsRefusedWithTheReason) {
            {"kvm64,+popcnt", "kvm64 runs on the engine's qemu64 CPU model, which does not execute it"},
            {"EPYC,+pku", "EPYC runs on the engine's EPYC CPU model"},
            {"max,+svm", "max runs on the engine's Skylake-Server CPU model"}}) {
-    EXPECT_NE(error_of(cpu).find(fragment), std::string::npos) << cpu << ": " << error_of(cpu);
+    const std::string enforced = std::string(cpu) + ",enforce";
+    EXPECT_NE(error_of(enforced.c_str()).find(fragment), std::string::npos) << enforced << ": " << error_of(enforced.c_str());
   }
 }
 

@@ -351,7 +351,7 @@ TEST(CpuArg, RejectsWhatItDoesNotKnow) {
            {"qemu64,level=zz", "expects a number"},
            {"qemu64,xlevel=5", "0x80000000"},
            {"qemu64,,+x2apic", "empty property"},
-           {"qemu64,+vmx", "cannot execute VMX"},
+           {"qemu64,+vmx,enforce", "cannot execute VMX"},
            {"host", "requires KVM or HVF"}}) {
     try {
       parse_cpu(arg);
