@@ -88,13 +88,7 @@ MsrCpuid MsrCpuid::read(const CpuidQuery& q) {
   c.mce = cpuid_has(q, 1, 0, 'd', 7);
   c.mtrr = cpuid_has(q, 1, 0, 'd', 12);
   c.mca = cpuid_has(q, 1, 0, 'd', 14);
-  c.syscall = cpuid_has(q, 0x80000001, 0, 'd', 11);
-  c.nx = cpuid_has(q, 0x80000001, 0, 'd', 20);
-  c.ffxsr = cpuid_has(q, 0x80000001, 0, 'd', 25);
-  c.lm = cpuid_has(q, 0x80000001, 0, 'd', 29);
   c.svm = cpuid_has(q, 0x80000001, 0, 'c', 2);
-  c.tce = cpuid_has(q, 0x80000001, 0, 'c', 17);
-  c.la57 = cpuid_has(q, 7, 0, 'c', 16);
   c.spec_ibrs = cpuid_has(q, 7, 0, 'd', 26) || cpuid_has(q, 0x80000008, 0, 'b', 14);
   c.spec_stibp = cpuid_has(q, 7, 0, 'd', 27) || cpuid_has(q, 0x80000008, 0, 'b', 15);
   c.spec_ssbd = cpuid_has(q, 7, 0, 'd', 31) || cpuid_has(q, 0x80000008, 0, 'b', 24);
@@ -131,53 +125,7 @@ MsrCpuid MsrCpuid::read(const CpuidQuery& q) {
   return c;
 }
 
-bool is_canonical(uint64_t value, unsigned bits_wide) {
-  if (bits_wide >= 64) return true;
-  const unsigned shift = 64 - bits_wide;
-  return static_cast<uint64_t>(static_cast<int64_t>(value << shift) >> shift) == value;
-}
-
 bool is_mtrr_memory_type(uint64_t type) { return type < 8 && ((0x73u >> type) & 1); }
-
-bool is_pat_value(uint64_t pat) {
-  for (unsigned i = 0; i < 8; ++i) {
-    const uint64_t type = (pat >> (8 * i)) & 0xff;
-    if (type > 7 || type == 2 || type == 3) return false;
-  }
-  return true;
-}
-
-std::optional<uint64_t> check_cpu_state_msr_write(const CpuidQuery& cpuid, uint32_t msr, uint64_t value,
-                                                  const CpuStateForMsr& state) {
-  switch (msr) {
-    case kMsrEfer: {
-      // SDM Vol. 4 table 2-2 (IA32_EFER), Vol. 3A 2.2.1; APM Vol. 2 3.1.7.
-      uint64_t allowed = kEferSce | kEferLme | kEferLma | kEferNxe;
-      if (cpuid(0x80000000, 0).eax >= 0x80000001) {
-        const MsrCpuid c = MsrCpuid::read(cpuid);
-        allowed = (c.syscall ? kEferSce : 0) | (c.lm ? kEferLme | kEferLma : 0) | (c.nx ? kEferNxe : 0) |
-                  (c.svm ? kEferSvme : 0) | (c.ffxsr ? kEferFfxsr : 0) | (c.tce ? kEferTce : 0);
-      }
-      if (value & ~allowed) return std::nullopt;
-      if ((state.cr0 & kCr0Pg) && ((value ^ state.efer) & kEferLme)) return std::nullopt;
-      return (value & ~kEferLma) | (state.efer & kEferLma);
-    }
-    case kMsrLstar: case kMsrCstar: case kMsrFsBase: case kMsrGsBase: case kMsrKernelGsBase:
-    case kMsrSysenterEsp: case kMsrSysenterEip: {
-      const unsigned width = cpuid_has(cpuid, 7, 0, 'c', 16) ? 57 : 48;
-      if (!is_canonical(value, width)) return std::nullopt;
-      return value;
-    }
-    case kMsrFmask:
-      if (value >> 32) return std::nullopt;  // IA32_FMASK[63:32] reserved
-      return value;
-    case kMsrPat:
-      if (!is_pat_value(value)) return std::nullopt;
-      return value;
-    default:
-      return value;  // STAR, SYSENTER_CS: every bit is written
-  }
-}
 
 MsrFile::MsrFile(const CpuidQuery& cpuid, MsrFileOptions options)
     : cpu_(MsrCpuid::read(cpuid)), announced_(cpuid), options_(options) {

@@ -13,7 +13,7 @@
 // Elsewhere: IA32_APIC_BASE, IA32_TSC_DEADLINE and the x2APIC range are the
 // local APIC's (devices/local_apic.h); EFER, STAR, LSTAR, CSTAR, FMASK,
 // FS/GS/KERNEL_GS_BASE, SYSENTER_* and PAT are state the engine keeps, and
-// check_cpu_state_msr_write() below is the rule for writing them.
+// model/cpu_state_msrs.h has the rule for writing them.
 //
 // Not modelled (docs/msrs.md has the whole table):
 // - counters do not count: PMCs, fixed counters and AMD's PERF_CTRs keep what
@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "model/cpu_state_msrs.h"
 #include "model/msr_features.h"
 
 namespace topolab {
@@ -39,8 +40,7 @@ struct MsrCpuid {
   bool amd = false;               // CPUID.0 vendor AuthenticAMD or HygonGenuine
   unsigned base_family = 0;       // CPUID.01H:EAX[11:8]
   bool sse3 = false, monitor = false, pae = false, mce = false, mca = false, mtrr = false;
-  bool syscall = false, nx = false, lm = false, ffxsr = false, svm = false, tce = false;
-  bool la57 = false;              // CPUID.(07H,0):ECX[16]: 57-bit linear addresses
+  bool svm = false;               // CPUID.80000001H:ECX[2]
   bool spec_ibrs = false, spec_stibp = false, spec_ssbd = false, spec_psfd = false, ibpb = false;
   unsigned maxphyaddr = 36;       // CPUID.80000008H:EAX[7:0]; 36 without that leaf (PAE)
   // CPUID leaf 0AH (SDM Vol. 3B "Architectural Performance Monitoring").
@@ -55,38 +55,12 @@ struct MsrCpuid {
   } pmu;
 
   static MsrCpuid read(const CpuidQuery& cpuid);
-  // The width WRMSR checks canonical addresses against: 57 with LA57
-  // support (whatever CR4.LA57 is), else 48.
-  unsigned linear_address_bits() const { return la57 ? 57 : 48; }
 };
 
-// Whether `value` is canonical for `bits`-wide linear addresses: bits
-// 63:bits-1 all equal.
-bool is_canonical(uint64_t value, unsigned bits);
-
-// PAT and the MTRRs: memory types 0 (UC), 1 (WC), 4 (WT), 5 (WP), 6 (WB);
-// PAT also has 7 (UC-). 2, 3 and above 7 are reserved (SDM Vol. 3A tables
-// "Memory Types That Can Be Encoded in MTRRs" and "Memory Types That Can
-// Be Encoded With PAT").
+// The MTRRs' memory types: 0 (UC), 1 (WC), 4 (WT), 5 (WP), 6 (WB); 2, 3 and
+// above 6 are reserved (SDM Vol. 3A, "Memory Types That Can Be Encoded in
+// MTRRs").
 bool is_mtrr_memory_type(uint64_t type);
-bool is_pat_value(uint64_t pat);
-
-// The state check_cpu_state_msr_write() looks at.
-struct CpuStateForMsr {
-  uint64_t efer = 0;
-  uint64_t cr0 = 0;
-};
-
-// A WRMSR of an MSR the engine keeps: the value to give the engine, or
-// nullopt for #GP(0). EFER: reserved bits (those CPUID does not announce)
-// #GP, LME cannot change while CR0.PG = 1, LMA is read-only (the write
-// keeps it, as KVM does). LSTAR, CSTAR, FS/GS/KERNEL_GS_BASE, SYSENTER_ESP
-// and SYSENTER_EIP must be canonical (SDM Vol. 2B WRMSR), FMASK[63:32] is
-// reserved, PAT's eight types must be valid. A CPUID that reports no
-// extended leaves at all (a host that cannot describe it) lets EFER take
-// SCE, LME and NXE, which is what a 64-bit engine runs.
-std::optional<uint64_t> check_cpu_state_msr_write(const CpuidQuery& cpuid, uint32_t msr, uint64_t value,
-                                                  const CpuStateForMsr& state);
 
 // Values CPUID does not carry.
 struct MsrFileOptions {

@@ -101,7 +101,7 @@ TEST(MsrCpuid, ReadsTheModels) {
   const MsrCpuid q = MsrCpuid::read(model_query(qemu64));
   EXPECT_TRUE(q.amd);
   EXPECT_EQ(q.base_family, 15u);
-  EXPECT_TRUE(q.mce && q.mca && q.mtrr && q.pae && q.sse3 && q.lm && q.nx && q.syscall && q.svm);
+  EXPECT_TRUE(q.mce && q.mca && q.mtrr && q.pae && q.sse3 && q.svm);
   EXPECT_FALSE(q.monitor);
   EXPECT_EQ(q.pmu.version, 0u);
   EXPECT_EQ(q.maxphyaddr, 40u);
@@ -457,7 +457,7 @@ TEST(MsrFile, SpeculationControlsOnlyWhenAdvertised) {
   EXPECT_TRUE(amd_cpu.write(kMsrPredCmd, 1, 0));
 }
 
-// --- The MSRs the engine keeps --------------------------------------------------------
+// --- The MSRs the engine keeps (model/cpu_state_msrs.h) --------------------------------
 
 std::optional<uint64_t> engine_write(const char* cpu, uint32_t msr, uint64_t value, CpuStateForMsr s = {}) {
   CpuidModel model(Topology::parse("1"), parse_cpu(cpu));
