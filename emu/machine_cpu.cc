@@ -40,7 +40,8 @@ MachineCpu::MachineCpu(const CpuPlatform& platform, unsigned index)
                             .bsp = index == 0,
                             .x2apic_supported = platform.cpuid.cpu().has("x2apic"),
                             .tsc_hz = platform.cost.tsc_hz()}),
-      state_(index == 0 ? State::Running : State::WaitForSipi) {
+      state_(index == 0 ? State::Running : State::WaitForSipi),
+      msr_file_([&platform, index](uint32_t leaf, uint32_t subleaf) { return platform.cpuid.query(index, leaf, subleaf); }) {
   // With APIC IDs past 254, firmware hands over every APIC in x2APIC mode
   // (xAPIC cannot address them), as a BIOS does and Linux expects.
   if (platform.cpuid.topology().needs_x2apic())
@@ -262,14 +263,9 @@ std::optional<uint64_t> MachineCpu::read_msr(uint32_t msr) {
   return read_machine_msr(msr);
 }
 
+// The TSC before any guest write: virtual time at the TSC's frequency.
 std::optional<uint64_t> MachineCpu::read_machine_msr(uint32_t msr) {
-  switch (msr) {
-    case x86::kMsrTsc: return read_tsc();
-    case x86::kMsrMiscEnable:
-      return x86::kMiscEnableFastStrings | (platform_.cpuid.cpu().has("monitor") ? x86::kMiscEnableMonitor : 0);
-    case x86::kMsrTscAux: return tsc_aux_;
-    default: return std::nullopt;
-  }
+  return msr_file_.read(msr, platform_.cost.tsc_for_ns(now()));
 }
 
 bool MachineCpu::write_msr(uint32_t msr, uint64_t value) {
@@ -291,20 +287,10 @@ bool MachineCpu::write_msr(uint32_t msr, uint64_t value) {
 }
 
 bool MachineCpu::write_machine_msr(uint32_t msr, uint64_t value) {
-  switch (msr) {
-    case x86::kMsrTsc:
-      tsc_offset_ = static_cast<int64_t>(value - platform_.cost.tsc_for_ns(now()));
-      return true;
-    case x86::kMsrMiscEnable: return true;
-    case x86::kMsrTscAux:
-      if (value >> 32) return false;  // IA32_TSC_AUX[63:32] are reserved
-      tsc_aux_ = value;
-      return true;
-    default: return false;
-  }
+  return msr_file_.write(msr, value, platform_.cost.tsc_for_ns(now()));
 }
 
-uint64_t MachineCpu::read_tsc() { return platform_.cost.tsc_for_ns(now()) + static_cast<uint64_t>(tsc_offset_); }
+uint64_t MachineCpu::read_tsc() { return msr_file_.tsc(platform_.cost.tsc_for_ns(now())); }
 
 std::optional<int64_t> MachineCpu::hypercall(const KvmHypercall& call) {
   if (!(platform_.cpuid.query(index_, 1, 0).ecx & kLeaf1EcxHypervisor)) return std::nullopt;

@@ -29,6 +29,7 @@
 #include "model/cost_model.h"
 #include "model/cpuid.h"
 #include "model/msr_features.h"
+#include "model/msr_file.h"
 
 namespace topolab {
 
@@ -59,7 +60,8 @@ class CpuEvents {
 struct CpuPlatform {
   const CpuidModel& cpuid;
   // Which MSRs CPUID announces; the others #GP (issue 14 F5). The vCPU
-  // keeps EFER, PAT, SYSENTER and the SYSCALL MSRs itself, without asking.
+  // keeps EFER, PAT, SYSENTER and the SYSCALL MSRs itself, without asking;
+  // each MachineCpu keeps the rest in its MsrFile.
   const MsrAvailability& msrs;
   const CostModel& cost;
   GuestRam& ram;
@@ -251,8 +253,9 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   uint64_t monitor_line_ = 0;
   std::array<uint8_t, kMonitorLine> monitor_snapshot_{};
   unsigned nmi_pending_ = 0;  // NMIs waiting: at most 2 (accept_nmi)
-  int64_t tsc_offset_ = 0;
-  uint64_t tsc_aux_ = 0;
+  // The MSRs the machine keeps for this vCPU (TSC, MISC_ENABLE, MTRRs, PMU,
+  // machine check...), from its own CPUID.
+  MsrFile msr_file_;
   std::optional<uint64_t> mapped_apic_page_;
   EventQueue<IpiInFlight> inbox_;  // by arrival time
 };
