@@ -304,6 +304,12 @@ std::optional<ApicMessage> LocalApic::write_mmio_register(uint32_t offset, unsig
   return write_register(*reg, offset, value, now);
 }
 
+ApicWrite LocalApic::write_cr8(uint64_t value, uint64_t now) {
+  return observe_write(ApicWriteKind::Virtualized, [&] {
+    return ApicWrite{.message = write_register(*lookup(REG_TPR), REG_TPR, static_cast<uint32_t>(value & 0xf) << 4, now)};
+  });
+}
+
 // --- MSRs -------------------------------------------------------------------
 
 bool LocalApic::is_apic_msr(uint32_t msr) {

@@ -246,6 +246,13 @@ class LocalApic {
   uint32_t mmio_read(uint32_t offset, unsigned size, uint64_t now);
   ApicWrite mmio_write(uint32_t offset, unsigned size, uint32_t value, uint64_t now);
 
+  // --- CR8 (SDM Vol. 3A 11.8.6.5): TPR[7:4], in xAPIC and x2APIC mode ---
+  // alike; MOV to CR8 clears TPR[3:0]. The caller checks CPL 0 and that
+  // bits 63:4 of a write are clear (else #GP).
+  uint64_t read_cr8() const { return (slot(apic::REG_TPR) >> 4) & 0xf; }
+  uint32_t tpr() const { return slot(apic::REG_TPR); }
+  ApicWrite write_cr8(uint64_t value, uint64_t now);
+
   // --- MSRs: IA32_APIC_BASE, IA32_TSC_DEADLINE, x2APIC 0x800-0x8FF -----
   static bool is_apic_msr(uint32_t msr);
   // nullopt: the caller raises #GP(0).

@@ -292,6 +292,17 @@ bool MachineCpu::write_machine_msr(uint32_t msr, uint64_t value) {
 
 uint64_t MachineCpu::read_tsc() { return msr_file_.tsc(platform_.cost.tsc_for_ns(now())); }
 
+uint64_t MachineCpu::read_cr8() { return apic_.read_cr8(); }
+
+// A TPR write, which APICv virtualizes (no exit); a lower TPR may let an
+// interrupt in.
+void MachineCpu::write_cr8(uint64_t value) {
+  // The same TPR again changes nothing (a guest may write it in a loop).
+  if (apic_.tpr() == (value << 4)) return;
+  const uint64_t at = now();
+  after_apic_write(apic_.write_cr8(value, at), at);
+}
+
 std::optional<int64_t> MachineCpu::hypercall(const KvmHypercall& call) {
   if (!(platform_.cpuid.query(index_, 1, 0).ecx & kLeaf1EcxHypervisor)) return std::nullopt;
   charge_exit(ExitKind::Hypercall);

@@ -51,6 +51,10 @@ class VcpuHost {
   // KVM-like host, or nullopt where there is none, and the instruction is
   // #UD as on bare metal.
   virtual std::optional<int64_t> hypercall(const KvmHypercall& call) { return std::nullopt; }
+  // CR8, the local APIC's TPR[7:4] (SDM Vol. 3A 11.8.6.5): the engine has no
+  // APIC of its own. write_cr8 gets a value the vCPU checked (0..15).
+  virtual uint64_t read_cr8() { return 0; }
+  virtual void write_cr8(uint64_t value) {}
 };
 
 struct VcpuExit {

@@ -47,7 +47,7 @@ inline cs_mode capstone_mode(CodeSize size) {
 // blocking (SDM 6.7.1), and PAUSEs are counted.
 // SYSCALL and SYSENTER are stopped at and emulated too: Unicorn runs them
 // as no-ops that only call a hook (emu/fast_syscall has their rules).
-enum class TrapKind : uint8_t { Rdmsr, Wrmsr, Rdtscp, Monitor, Mwait, Syscall, Sysenter, Iret, Pause };
+enum class TrapKind : uint8_t { Rdmsr, Wrmsr, Rdtscp, Monitor, Mwait, Syscall, Sysenter, Iret, Pause, MovToCr8, MovFromCr8 };
 
 inline bool is_watched(TrapKind kind) { return kind == TrapKind::Iret || kind == TrapKind::Pause; }
 
@@ -80,9 +80,11 @@ inline std::span<const uint8_t> trap_opcode(TrapKind kind) {
     case TrapKind::Syscall: return kSyscall;
     case TrapKind::Sysenter: return kSysenter;
     case TrapKind::Iret: case TrapKind::Pause: break;  // watched, never stopped at
+    case TrapKind::MovToCr8: case TrapKind::MovFromCr8: break;  // see cr8_access
   }
   throw std::logic_error("no emulated opcode for this trap kind");
 }
+
 
 // Instructions whose Unicorn hook calls VcpuHost in the middle of a block.
 inline bool calls_host_mid_block(unsigned capstone_id) {
@@ -136,6 +138,30 @@ inline bool sets_interrupt_shadow(std::span<const uint8_t> bytes, CodeSize size)
   if (op == 0xFB) return true;                           // sti
   if (op == 0x17 && size != CodeSize::Bits64) return true;  // pop ss
   return op == 0x8E && i + 1 < bytes.size() && ((bytes[i + 1] >> 3) & 7) == 2;  // mov ss, r/m16
+}
+
+// MOV to or from CR8 in 64-bit code (SDM Vol. 2B "MOV—Move to/from Control
+// Registers"): REX.R, 0F 22 /r (to) or 0F 20 /r (from), ModR/M.reg = 0.
+// The engine has no local APIC for CR8 to reach (its TPR), so the vCPU
+// traps both and the machine's APIC answers. `gpr` is the general register
+// ModR/M.rm and REX.B name (0 RAX ... 15 R15).
+struct Cr8Access {
+  TrapKind kind;
+  unsigned gpr;
+};
+inline std::optional<Cr8Access> cr8_access(std::span<const uint8_t> bytes, CodeSize size) {
+  if (size != CodeSize::Bits64) return std::nullopt;
+  size_t i = 0;
+  uint8_t rex = 0;
+  while (i < bytes.size() && is_prefix(bytes[i], size)) {
+    if ((bytes[i] & 0xF0) == 0x40) rex = bytes[i];
+    ++i;
+  }
+  if (i + 3 > bytes.size() || bytes[i] != 0x0F || (bytes[i + 1] != 0x22 && bytes[i + 1] != 0x20)) return std::nullopt;
+  const uint8_t modrm = bytes[i + 2];
+  if (!(rex & 0x04) || ((modrm >> 3) & 7) != 0) return std::nullopt;  // CR8 is REX.R with reg 0
+  return Cr8Access{bytes[i + 1] == 0x22 ? TrapKind::MovToCr8 : TrapKind::MovFromCr8,
+                   (modrm & 7u) | ((rex & 0x01u) << 3)};
 }
 
 inline bool is_software_interrupt(unsigned capstone_id) {
@@ -292,6 +318,7 @@ struct TrapSite {
   uint64_t address;
   TrapKind kind;
   uint8_t length;
+  uint8_t gpr = 0;  // MOV CR8: the general register (Cr8Access::gpr)
 };
 
 // One translated block as Capstone sees it.
@@ -316,7 +343,7 @@ struct DecodedBlock {
   std::optional<CountedLoop> counted_loop;
   uint64_t rep_string_tail = kNoAddress;  // address of a final REP string instruction
   std::vector<uint16_t> offsets;          // instruction starts, from `start`
-  std::vector<uint16_t> host_calls;       // indices of IN/OUT/INS/OUTS/CPUID, in order
+  std::vector<uint16_t> host_calls;       // indices of IN/OUT/INS/OUTS/CPUID/MOV CR8, in order
   std::vector<TrapSite> traps;
 
   // Instructions of this block retired when execution stands at `rip`. A
@@ -411,9 +438,15 @@ class Disassembler {
   static void add_instruction(DecodedBlock& block, const cs_insn& insn, std::span<const uint8_t> bytes) {
     const auto index = static_cast<uint16_t>(block.offsets.size());
     block.offsets.push_back(static_cast<uint16_t>(insn.address - block.start));
-    if (calls_host_mid_block(insn.id)) block.host_calls.push_back(index);
+    const std::optional<Cr8Access> cr8 = trap_kind(insn.id) ? std::nullopt : cr8_access(bytes, block.code_size);
+    // The CR8 hook calls the host in the middle of the block too (at_cr8).
+    if (calls_host_mid_block(insn.id) || cr8) block.host_calls.push_back(index);
     if (!without_side_effects(insn)) block.has_side_effects = true;
     if (auto kind = trap_kind(insn.id)) block.traps.push_back({insn.address, *kind, static_cast<uint8_t>(insn.size)});
+    else if (cr8) {
+      block.traps.push_back({insn.address, cr8->kind, static_cast<uint8_t>(insn.size), static_cast<uint8_t>(cr8->gpr)});
+      if (cr8->kind == TrapKind::MovToCr8) block.has_side_effects = true;  // the TPR
+    }
     block.ends_with_software_interrupt = is_software_interrupt(insn.id);
     block.ends_with_hlt = insn.id == X86_INS_HLT;
     block.ends_with_interrupt_shadow = sets_interrupt_shadow(bytes, block.code_size);

@@ -140,7 +140,7 @@ bool UnicornVcpu::Engine::hook_trap_sites(const DecodedBlock& block) {
     check(uc_hook_add(uc, &hook, UC_HOOK_CODE, reinterpret_cast<void*>(on_trap_site), this, site.address,
                       site.address),
           "trap site hook");
-    trap_hooks.emplace(site.address, HookedTrap{site.kind, site.length, hook});
+    trap_hooks.emplace(site.address, HookedTrap{site.kind, site.length, hook, site.gpr});
     added = true;
   }
   if (added) remove_cache(block.start, block.end());

@@ -521,8 +521,10 @@ struct UnicornVcpu::Engine {
     TrapKind kind;
     uint8_t length;
     uc_hook hook;
+    uint8_t gpr = 0;  // MOV CR8 (TrapSite::gpr)
   };
   std::unordered_map<uint64_t, HookedTrap> trap_hooks;  // by instruction address
+  void at_cr8(const HookedTrap& trap, uint64_t address);
   uc_hook trace_hook = 0;
   std::FILE* trace_out = nullptr;
 

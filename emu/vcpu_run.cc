@@ -4,6 +4,16 @@
 
 namespace topolab {
 
+namespace {
+
+// The general registers by their ModR/M number (with REX.B).
+constexpr std::array<int, 16> kCr8Gprs = {UC_X86_REG_RAX, UC_X86_REG_RCX, UC_X86_REG_RDX, UC_X86_REG_RBX,
+                                          UC_X86_REG_RSP, UC_X86_REG_RBP, UC_X86_REG_RSI, UC_X86_REG_RDI,
+                                          UC_X86_REG_R8,  UC_X86_REG_R9,  UC_X86_REG_R10, UC_X86_REG_R11,
+                                          UC_X86_REG_R12, UC_X86_REG_R13, UC_X86_REG_R14, UC_X86_REG_R15};
+
+}  // namespace
+
 // ---------------------------------------------------------------------------
 // Callbacks in the middle of a block.
 
@@ -86,7 +96,33 @@ void UnicornVcpu::Engine::on_trap_site(uc_engine*, uint64_t address, uint32_t, v
     if (e.watch_interrupt_window) e.stop_requested = true;
     return;
   }
+  if (it != e.trap_hooks.end() && (it->second.kind == TrapKind::MovToCr8 || it->second.kind == TrapKind::MovFromCr8))
+    return e.guarded([&] { e.at_cr8(it->second, address); });
   e.guarded([&] { e.stop_at_trap_site(address); });
+}
+
+// MOV CR8 as the engine runs it: a write of the engine's own (v_tpr, which
+// nothing reads) and a read of 0, its missing APIC's TPR. Stopping at every
+// one would cost a guest that loops on CR8 (kvm-unit-tests' vmexit
+// mov_to_cr8 runs 10^8) minutes, so the hook does the cheap part itself: it
+// hands a write to the APIC and lets the instruction run, and lets a read
+// run when TPR[7:4] is 0, which is what the engine reads anyway. A read of
+// another TPR, and a write with reserved bits set, stop to be emulated
+// (execute_trap). At CPL > 0 the engine raises the #GP itself.
+void UnicornVcpu::Engine::at_cr8(const HookedTrap& trap, uint64_t address) {
+  call_host_mid_block([&] {
+    if (current_cpl() != 0) return;
+    if (trap.kind == TrapKind::MovFromCr8) {
+      if (host.read_cr8() != 0) stop_at_trap_site(address);
+      return;
+    }
+    const uint64_t value = read_reg(kCr8Gprs[trap.gpr]);
+    if (value >> 4) {
+      stop_at_trap_site(address);
+      return;
+    }
+    host.write_cr8(value);
+  });
 }
 
 void UnicornVcpu::Engine::at_pause(uint64_t address) {
@@ -132,11 +168,17 @@ SpinRegisters UnicornVcpu::Engine::read_spin_registers() const {
 // are checked because the guest may have rewritten the code since.
 void UnicornVcpu::Engine::stop_at_trap_site(uint64_t address) {
   const HookedTrap& trap = trap_hooks.at(address);
-  const auto opcode = trap_opcode(trap.kind);
   std::array<uint8_t, 16> buffer;
   const std::span<uint8_t> bytes = std::span(buffer).first(trap.length);
-  if (!peek_linear_into(address, bytes) || !std::equal(opcode.begin(), opcode.end(), bytes.end() - opcode.size()))
+  if (!peek_linear_into(address, bytes)) return;
+  // The instruction is still the one decoded (code may have changed since).
+  if (trap.kind == TrapKind::MovToCr8 || trap.kind == TrapKind::MovFromCr8) {
+    const std::optional<Cr8Access> cr8 = cr8_access(bytes, CodeSize::Bits64);
+    if (!cr8 || cr8->kind != trap.kind) return;
+  } else if (const auto opcode = trap_opcode(trap.kind);
+             !std::equal(opcode.begin(), opcode.end(), bytes.end() - opcode.size())) {
     return;
+  }
   trap_address = address;
   stop_cause = StopCause::TrapSite;
   uc_emu_stop(uc);
@@ -683,6 +725,29 @@ std::optional<UnicornVcpu::Engine::TrapFault> UnicornVcpu::Engine::execute_trap(
     case TrapKind::Iret:
     case TrapKind::Pause:
       break;  // never stopped at: on_trap_site lets it run
+    case TrapKind::MovToCr8:
+    case TrapKind::MovFromCr8: {
+      // CR access is CPL 0 only; MOV to CR8 with bits 63:4 set is #GP(0).
+      std::array<uint8_t, 16> buffer;
+      const HookedTrap& trap = trap_hooks.at(trap_address);
+      const std::span<uint8_t> bytes = std::span(buffer).first(trap.length);
+      const std::optional<Cr8Access> cr8 =
+          peek_linear_into(trap_address, bytes) ? cr8_access(bytes, CodeSize::Bits64) : std::nullopt;
+      if (!cr8) throw std::logic_error("a CR8 trap site that is no MOV CR8");
+      if (current_cpl() != 0)
+        return TrapFault{{.vector = x86::kGeneralProtection, .error_code = 0}, "mov cr8 at CPL > 0"};
+      const int gpr = kCr8Gprs[cr8->gpr];
+      if (kind == TrapKind::MovFromCr8) {
+        write_reg(gpr, host.read_cr8());
+        return std::nullopt;
+      }
+      const uint64_t value = read_reg(gpr);
+      if (value >> 4)
+        return TrapFault{{.vector = x86::kGeneralProtection, .error_code = 0},
+                         fmt::format("mov cr8 of {:#x}: bits 63:4 are reserved", value)};
+      host.write_cr8(value);
+      return std::nullopt;
+    }
   }
   throw std::logic_error("unknown trap kind");
 }
