@@ -27,8 +27,10 @@
 #include "devices/apic_bus.h"
 #include "devices/debug_exit.h"
 #include "devices/fw_cfg.h"
+#include "devices/io_apic.h"
 #include "devices/local_apic.h"
 #include "devices/measure_port.h"
+#include "devices/pc_testdev.h"
 #include "devices/pic_stub.h"
 #include "devices/port_bus.h"
 #include "devices/uart16550.h"
@@ -68,6 +70,8 @@ struct MachineConfig {
   // moved to the next time anything it can observe could change, without
   // running its loop. Off: every instruction runs (and no pause-loop exits).
   bool spin_skip = true;
+  // -device pc-testdev: QEMU's ISA test device (devices/pc_testdev.h).
+  bool pc_testdev = false;
 };
 
 struct RunResult {
@@ -125,9 +129,31 @@ class Machine final : private CpuEvents {
   // CpuEvents
   bool ipi_sent(const IpiInFlight& ipi) override;
   void apic_written(const ApicWrite& write) override { bus_->note_write(write); }
+  void eoi_broadcast(uint8_t vector) override { send_device_interrupts(ioapic_.eoi(vector)); }
   void guest_error(std::string diagnosis) override {
     if (!guest_error_) guest_error_ = std::move(diagnosis);
   }
+
+  // The platform devices (machine.cc).
+  // A device's MMIO window in every engine, handled by the machine.
+  class DeviceWindow final : public MmioHandler {
+   public:
+    DeviceWindow(std::function<uint64_t(uint64_t, unsigned)> read, std::function<void(uint64_t, unsigned, uint64_t)> write)
+        : read_(std::move(read)), write_(std::move(write)) {}
+    uint64_t read(uint64_t offset, unsigned size) override { return read_(offset, size); }
+    void write(uint64_t offset, unsigned size, uint64_t value) override { write_(offset, size, value); }
+
+   private:
+    std::function<uint64_t(uint64_t, unsigned)> read_;
+    std::function<void(uint64_t, unsigned, uint64_t)> write_;
+  };
+  void attach_platform_devices();
+  // Interrupt messages a device sent during the running vCPU's slice: they
+  // leave at its clock and are routed, like its IPIs, when the slice ends
+  // (which they end).
+  void send_device_interrupts(const IoApicMessages& messages);
+  // The vCPU whose access is being handled (device callbacks run inside one).
+  Cpu* accessing_cpu() const { return running_; }
 
   // The loop (machine.cc).
   Cpu* pick_next(uint64_t limit_ns);
@@ -195,6 +221,10 @@ class Machine final : private CpuEvents {
   FwCfg fw_cfg_;
   PicStub pic_master_, pic_slave_;
   MeasurePort measure_port_;
+  IoApic ioapic_;
+  DeviceWindow ioapic_window_;
+  std::optional<PcTestdev> pc_testdev_;
+  std::optional<DeviceWindow> pc_testdev_iomem_;
   Stats stats_;
   ActivityLog activity_;
   CpuPlatform platform_;
