@@ -14,6 +14,9 @@ namespace {
 // CPUID.07H:ECX[3] PKU and [4] OSPKE, which mirrors CR4.PKE (SDM Vol. 2).
 constexpr uint32_t kLeaf7EcxPku = 1u << 3;
 constexpr uint32_t kLeaf7EcxOspke = 1u << 4;
+// CPUID.01H:EDX[9] APIC: clear while IA32_APIC_BASE.EN = 0 (SDM Vol. 3A
+// 11.4.3, "the CPUID feature flag for the APIC is also set to 0").
+constexpr uint32_t kLeaf1EdxApic = 1u << 9;
 
 // The engine's own model whose instruction set matches the CPUID model best.
 EngineCpu engine_cpu_for(const CpuConfig& cpu) {
@@ -233,6 +236,7 @@ CpuidRegs MachineCpu::cpuid(uint32_t leaf, uint32_t subleaf) {
   // OSPKE mirrors CR4.PKE: the one leaf bit that follows guest state, now
   // that no model offers XSAVE (OSXSAVE).
   if (leaf == 7 && subleaf == 0 && (r.ecx & kLeaf7EcxPku) && (vcpu_->state().cr4 & x86::kCr4Pke)) r.ecx |= kLeaf7EcxOspke;
+  if (leaf == 1 && !(apic_.apic_base_msr() & apic::APIC_BASE_EN)) r.edx &= ~kLeaf1EdxApic;
   return r;
 }
 
