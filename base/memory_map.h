@@ -21,6 +21,12 @@ inline constexpr uint64_t kLocalApicBase = 0xfee00000;
 inline constexpr uint64_t kIoApicBase = 0xfec00000;
 // pc-testdev's 64 KiB of scratch MMIO ("iomem"), as QEMU maps it.
 inline constexpr uint64_t kPcTestdevIomemBase = 0xff000000;
+// Where SeaBIOS puts pci-testdev's BARs on QEMU's pc (the first 32-bit MMIO
+// allocation below the I/O APIC, the first I/O allocation at 0xC000), and
+// its slot (the first free one after the PIIX3 at 00:01 with -nodefaults).
+inline constexpr uint64_t kPciTestdevMemBar = 0xfebff000;
+inline constexpr uint16_t kPciTestdevIoBar = 0xc000;
+inline constexpr unsigned kPciTestdevSlot = 2;
 // The I/O APIC's ID (also its MADT entry's), as QEMU's ACPI_BUILD_IOAPIC_ID.
 inline constexpr uint8_t kIoApicId = 0;
 

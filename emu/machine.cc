@@ -81,6 +81,7 @@ const char* to_string(RunResult::Outcome outcome) {
     case RunResult::Outcome::BudgetExhausted: return "budget-exhausted";
     case RunResult::Outcome::Hung: return "hung";
     case RunResult::Outcome::Crashed: return "crashed";
+    case RunResult::Outcome::Shutdown: return "shutdown";
   }
   return "?";
 }
@@ -113,6 +114,11 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
             if (Cpu* cpu = accessing_cpu()) cpu->charge_exit(ExitKind::Io);
             send_device_interrupts(ioapic_.mmio_write(static_cast<uint32_t>(offset), size, static_cast<uint32_t>(value)));
           }),
+      pci_host_([this] { request_shutdown("the guest reset the machine through the reset control register (0xCF9)"); }),
+      host_bridge_(i440fx_host_bridge()),
+      i8042_([this] { request_shutdown("the guest reset the machine through the keyboard controller (0x64 <- 0xFE)"); }),
+      acpi_pm_([this] { return device_now_ns(); },
+               [this] { request_shutdown("the guest powered the machine off (ACPI S5 through PM1a_CNT)"); }),
       stats_(cpuid_.topology().cpus()),
       activity_(cpuid_.topology().cpus()),
       platform_{.cpuid = cpuid_, .msrs = msrs_, .cost = config_.cost, .ram = ram_, .ports = ports_,
@@ -158,6 +164,26 @@ void Machine::set_trace(std::FILE* out) {
 
 void Machine::attach_platform_devices() {
   platform_.mmio_windows.push_back({IoApic::kBase, IoApic::kMmioSize, &ioapic_window_});
+  ports_.attach(I8042::kDataPort, 1, i8042_);
+  ports_.attach(I8042::kCommandPort, 1, i8042_.command_port());
+  ports_.attach(AcpiPm::kBase, AcpiPm::kPortCount, acpi_pm_);
+  ports_.attach(PciHost::kBase, PciHost::kPortCount, pci_host_);
+  pci_host_.plug(0, host_bridge_);
+  if (config_.pci_testdev) {
+    pci_testdev_.emplace(static_cast<uint32_t>(memory_map::kPciTestdevMemBar), memory_map::kPciTestdevIoBar);
+    pci_host_.plug(memory_map::kPciTestdevSlot, pci_testdev_->function());
+    ports_.attach(memory_map::kPciTestdevIoBar, PciTestdev::kIoBarSize, *pci_testdev_);
+    pci_testdev_mmio_.emplace(
+        [this](uint64_t offset, unsigned size) -> uint64_t {
+          if (Cpu* cpu = accessing_cpu()) cpu->charge_exit(ExitKind::Io);
+          return pci_testdev_->mem_read(offset, size);
+        },
+        [this](uint64_t offset, unsigned size, uint64_t value) {
+          if (Cpu* cpu = accessing_cpu()) cpu->charge_exit(ExitKind::Io);
+          pci_testdev_->mem_write(offset, size, value);
+        });
+    platform_.mmio_windows.push_back({memory_map::kPciTestdevMemBar, PciTestdev::kMemBarSize, &*pci_testdev_mmio_});
+  }
   if (config_.pc_testdev) {
     pc_testdev_.emplace([this](unsigned gsi, bool asserted) { send_device_interrupts(ioapic_.set_pin(gsi, asserted)); });
     ports_.attach(PcTestdev::kBase, PcTestdev::kPortCount, *pc_testdev_);
@@ -174,6 +200,13 @@ void Machine::attach_platform_devices() {
     platform_.mmio_windows.push_back({PcTestdev::kIomemBase, PcTestdev::kIomemSize, &*pc_testdev_iomem_});
   }
 }
+
+void Machine::request_shutdown(std::string how) {
+  if (!shutdown_) shutdown_ = std::move(how);
+  if (running_ && running_->vcpu()) running_->vcpu()->request_stop();
+}
+
+uint64_t Machine::device_now_ns() const { return running_ ? running_->now() : settled_time(); }
 
 void Machine::send_device_interrupts(const IoApicMessages& messages) {
   if (messages.empty()) return;
@@ -412,6 +445,7 @@ std::optional<RunResult> Machine::run_slice(Cpu& cpu, uint64_t now, uint64_t lim
     return std::nullopt;
   }
   if (debug_exit_.value()) return finish(RunResult::Outcome::GuestExit, "");
+  if (shutdown_) return finish(RunResult::Outcome::Shutdown, *shutdown_);
   return handle_exit(cpu, exit);
 }
 
@@ -422,6 +456,7 @@ RunResult Machine::run() {
   while (true) {
     route_sent_ipis();
     if (debug_exit_.value()) return finish(RunResult::Outcome::GuestExit, "");
+    if (shutdown_) return finish(RunResult::Outcome::Shutdown, *shutdown_);
 
     Cpu* cpu = pick_next(limit_ns);
     if (!cpu && stall_) return finish(RunResult::Outcome::Hung, *stall_);

@@ -24,13 +24,16 @@
 #include <string>
 #include <vector>
 
+#include "devices/acpi_pm.h"
 #include "devices/apic_bus.h"
 #include "devices/debug_exit.h"
 #include "devices/fw_cfg.h"
+#include "devices/i8042.h"
 #include "devices/io_apic.h"
 #include "devices/local_apic.h"
 #include "devices/measure_port.h"
 #include "devices/pc_testdev.h"
+#include "devices/pci.h"
 #include "devices/pic_stub.h"
 #include "devices/port_bus.h"
 #include "devices/uart16550.h"
@@ -75,6 +78,8 @@ struct MachineConfig {
   bool isa_debug_exit = true;
   // -device pc-testdev: QEMU's ISA test device (devices/pc_testdev.h).
   bool pc_testdev = false;
+  // -device pci-testdev: QEMU's PCI test device at 00:03.0 (devices/pci.h).
+  bool pci_testdev = false;
 };
 
 struct RunResult {
@@ -83,6 +88,8 @@ struct RunResult {
     BudgetExhausted,  // the virtual-time limit ran out
     Hung,             // every vCPU halted with nothing that could wake it
     Crashed,          // a fault the guest could not handle
+    Shutdown,         // the guest reset the machine or powered it off (as QEMU
+                      // with -no-reboot, a reset ends the run); `diagnosis` says how
   };
   Outcome outcome = Outcome::Crashed;
   std::optional<uint32_t> guest_value;  // GuestExit: what the guest wrote
@@ -158,6 +165,10 @@ class Machine final : private CpuEvents {
   void send_device_interrupts(const IoApicMessages& messages);
   // The vCPU whose access is being handled (device callbacks run inside one).
   Cpu* accessing_cpu() const { return running_; }
+  // A reset or power-off: the run ends once the running slice does.
+  void request_shutdown(std::string how);
+  // The virtual time a device reads: the accessing vCPU's clock.
+  uint64_t device_now_ns() const;
 
   // The loop (machine.cc).
   Cpu* pick_next(uint64_t limit_ns);
@@ -229,6 +240,13 @@ class Machine final : private CpuEvents {
   DeviceWindow ioapic_window_;
   std::optional<PcTestdev> pc_testdev_;
   std::optional<DeviceWindow> pc_testdev_iomem_;
+  PciHost pci_host_;
+  PciFunction host_bridge_;
+  std::optional<PciTestdev> pci_testdev_;
+  std::optional<DeviceWindow> pci_testdev_mmio_;
+  I8042 i8042_;
+  AcpiPm acpi_pm_;
+  std::optional<std::string> shutdown_;  // how the guest reset or powered off
   Stats stats_;
   ActivityLog activity_;
   CpuPlatform platform_;
