@@ -119,6 +119,7 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
       i8042_([this] { request_shutdown("the guest reset the machine through the keyboard controller (0x64 <- 0xFE)"); }),
       acpi_pm_([this] { return device_now_ns(); },
                [this] { request_shutdown("the guest powered the machine off (ACPI S5 through PM1a_CNT)"); }),
+      bochs_shutdown_([this] { request_shutdown("the guest powered the machine off (\"Shutdown\" to port 0x8900)"); }),
       stats_(cpuid_.topology().cpus()),
       activity_(cpuid_.topology().cpus()),
       platform_{.cpuid = cpuid_, .msrs = msrs_, .cost = config_.cost, .ram = ram_, .ports = ports_,
@@ -167,6 +168,7 @@ void Machine::attach_platform_devices() {
   ports_.attach(I8042::kDataPort, 1, i8042_);
   ports_.attach(I8042::kCommandPort, 1, i8042_.command_port());
   ports_.attach(AcpiPm::kBase, AcpiPm::kPortCount, acpi_pm_);
+  ports_.attach(BochsShutdown::kBase, BochsShutdown::kPortCount, bochs_shutdown_);
   ports_.attach(PciHost::kBase, PciHost::kPortCount, pci_host_);
   pci_host_.plug(0, host_bridge_);
   if (config_.pci_testdev) {

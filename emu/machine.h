@@ -26,6 +26,7 @@
 
 #include "devices/acpi_pm.h"
 #include "devices/apic_bus.h"
+#include "devices/bochs_shutdown.h"
 #include "devices/debug_exit.h"
 #include "devices/fw_cfg.h"
 #include "devices/i8042.h"
@@ -246,6 +247,7 @@ class Machine final : private CpuEvents {
   std::optional<DeviceWindow> pci_testdev_mmio_;
   I8042 i8042_;
   AcpiPm acpi_pm_;
+  BochsShutdown bochs_shutdown_;
   std::optional<std::string> shutdown_;  // how the guest reset or powered off
   Stats stats_;
   ActivityLog activity_;
