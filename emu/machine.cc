@@ -169,6 +169,11 @@ void Machine::attach_platform_devices() {
   ports_.attach(I8042::kCommandPort, 1, i8042_.command_port());
   ports_.attach(AcpiPm::kBase, AcpiPm::kPortCount, acpi_pm_);
   ports_.attach(BochsShutdown::kBase, BochsShutdown::kPortCount, bochs_shutdown_);
+  if (config_.pit) {
+    pit_.emplace([this] { return device_now_ns(); });
+    ports_.attach(Pit8254::kBase, Pit8254::kPortCount, *pit_);
+    ports_.attach(Pit8254::kPortB, 1, pit_->port_b());
+  }
   ports_.attach(PciHost::kBase, PciHost::kPortCount, pci_host_);
   pci_host_.plug(0, host_bridge_);
   if (config_.pci_testdev) {

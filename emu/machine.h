@@ -35,6 +35,7 @@
 #include "devices/measure_port.h"
 #include "devices/pc_testdev.h"
 #include "devices/pci.h"
+#include "devices/pit8254.h"
 #include "devices/pic_stub.h"
 #include "devices/port_bus.h"
 #include "devices/uart16550.h"
@@ -81,6 +82,8 @@ struct MachineConfig {
   bool pc_testdev = false;
   // -device pci-testdev: QEMU's PCI test device at 00:03.0 (devices/pci.h).
   bool pci_testdev = false;
+  // The 8254 PIT at 0x40-0x43 and its port 0x61 bits; -machine pit=off: false.
+  bool pit = true;
 };
 
 struct RunResult {
@@ -248,6 +251,7 @@ class Machine final : private CpuEvents {
   I8042 i8042_;
   AcpiPm acpi_pm_;
   BochsShutdown bochs_shutdown_;
+  std::optional<Pit8254> pit_;
   std::optional<std::string> shutdown_;  // how the guest reset or powered off
   Stats stats_;
   ActivityLog activity_;

@@ -317,6 +317,34 @@ TEST(MachinePlatform, PmTimerReadsTheReadingVcpusVirtualClock) {
   EXPECT_EQ(ticks, 3579u);  // 3.579545 MHz x 1 ms, rounded down
 }
 
+TEST(MachinePlatform, PitCountsOnVirtualTimeAndPitOffRemovesIt) {
+  for (bool pit : {true, false}) {
+    uint32_t low = 0, high = 0;
+    Rig rig("1",
+            {{[](FakeVcpu& v, uint64_t) {
+                v.host().port_out(Pit8254::kBase + 3, 1, 0x34);  // channel 0, LSB then MSB, mode 2
+                v.host().port_out(Pit8254::kBase, 1, 0x00);
+                v.host().port_out(Pit8254::kBase, 1, 0x10);  // 4096 ticks
+                return stop();
+              },
+              run_for(838'100),  // 1,000 ticks at 1 GHz, CPI 1
+              [&](FakeVcpu& v, uint64_t) {
+                low = v.host().port_in(Pit8254::kBase, 1);
+                high = v.host().port_in(Pit8254::kBase, 1);
+                return stop();
+              },
+              guest_exit(0)}},
+            "", true, [pit](MachineConfig& c) { c.pit = pit; });
+    RunResult r = rig.machine->run();
+    ASSERT_EQ(r.outcome, RunResult::Outcome::GuestExit) << r.diagnosis;
+    if (pit) {
+      EXPECT_EQ(low | (high << 8), 4096u - 1000u);
+    } else {
+      EXPECT_EQ(low, 0xffu);  // nobody there
+    }
+  }
+}
+
 TEST(Machine, InitSipiStartsEveryApAndAFixedIpiReachesOnlyItsDestination) {
   Rig rig("4", {{start_aps(0x12), run_for(100), send_fixed(2, 0x40), run_for(1000), guest_exit(1)},
                 {enable_apic_and_halt()}, {enable_apic_and_halt()}, {enable_apic_and_halt()}});
