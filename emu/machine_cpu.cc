@@ -17,11 +17,17 @@ constexpr uint32_t kLeaf7EcxOspke = 1u << 4;
 // CPUID.01H:EDX[9] APIC: clear while IA32_APIC_BASE.EN = 0 (SDM Vol. 3A
 // 11.4.3, "the CPUID feature flag for the APIC is also set to 0").
 constexpr uint32_t kLeaf1EdxApic = 1u << 9;
+// CPUID.01H:ECX[31]: the guest is told it runs on a hypervisor, which then
+// takes its hypercalls (devices/kvm_hypercall.h).
+constexpr uint32_t kLeaf1EcxHypervisor = 1u << 31;
 
 // The engine's own model whose instruction set matches the CPUID model best.
 EngineCpu engine_cpu_for(const CpuConfig& cpu) {
-  if (cpu.model.name == "Skylake-Server") return EngineCpu::SkylakeServer;
-  if (cpu.model.name == "EPYC") return EngineCpu::Epyc;
+  switch (cpu.model.engine) {
+    case EngineCpuModel::SkylakeServer: return EngineCpu::SkylakeServer;
+    case EngineCpuModel::Epyc: return EngineCpu::Epyc;
+    case EngineCpuModel::Qemu64: break;
+  }
   return EngineCpu::Qemu64;
 }
 
@@ -78,8 +84,9 @@ void MachineCpu::charge_exit(ExitKind kind) {
 MachineCpu::PendingInterrupts MachineCpu::pending_interrupts() const {
   return {.vector = apic_.pending_vector(),
           .window_open = vcpu_->interrupt_window_open(),
-          .nmi = nmi_pending_,
+          .nmi = nmi_pending_ > 0,
           .nmi_blocked = vcpu_->nmi_blocked(),
+          .shadowed = vcpu_->in_interrupt_shadow(),
           .mwait_breaks = state_ == State::Halted && in_mwait_ && mwait_breaks_on_interrupt_};
 }
 
@@ -143,7 +150,7 @@ void MachineCpu::enter_wait_for_sipi() {
   leave_mwait();
   ever_monitored_ = false;
   if (vcpu_) vcpu_->reset_for_init();
-  nmi_pending_ = false;
+  nmi_pending_ = 0;
 }
 
 void MachineCpu::start_at_sipi(uint8_t vector, uint64_t at_ns) {
@@ -306,6 +313,20 @@ bool MachineCpu::write_machine_msr(uint32_t msr, uint64_t value) {
 }
 
 uint64_t MachineCpu::read_tsc() { return platform_.cost.tsc_for_ns(now()) + static_cast<uint64_t>(tsc_offset_); }
+
+std::optional<int64_t> MachineCpu::hypercall(const KvmHypercall& call) {
+  if (!(platform_.cpuid.query(index_, 1, 0).ecx & kLeaf1EcxHypervisor)) return std::nullopt;
+  charge_exit(ExitKind::Hypercall);
+  const uint64_t at = now();
+  const Topology& topology = platform_.cpuid.topology();
+  KvmHypercallResult result =
+      kvm_hypercall(call, [&](uint32_t id) { return topology.index_of_apic_id(id).has_value(); });
+  for (ApicMessage& message : result.ipis) {
+    message.source_id = apic_.id();
+    if (platform_.events.ipi_sent({index_, message, ipi_send_ns(platform_.cost, at)})) vcpu_->request_stop();
+  }
+  return result.ret;
+}
 
 void MachineCpu::open_bus_access(uint64_t, unsigned, bool write) {
   VcpuStats& s = platform_.stats.vcpu(index_);

@@ -12,6 +12,7 @@
 // whatever wakes it.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -145,20 +146,34 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
     bool window_open = false;       // RFLAGS.IF = 1 and no STI / MOV SS shadow
     bool nmi = false;               // an NMI waits
     bool nmi_blocked = false;       // the previous NMI's handler has not IRETed
+    bool shadowed = false;          // in an STI / MOV SS shadow, which holds NMIs too
     bool mwait_breaks = false;      // in MWAIT with ECX[0]: interrupts break it even with IF = 0
 
-    bool takes_nmi() const { return nmi && !nmi_blocked; }
+    bool takes_nmi() const { return nmi && !nmi_blocked && !shadowed; }
+    // An NMI waits out the shadow only: one more instruction lets it in.
+    bool nmi_after_shadow() const { return nmi && !nmi_blocked && shadowed; }
     bool takes_interrupt() const { return vector && window_open; }
     // Something waits for the vCPU to open its window or IRET its NMI.
-    bool waits_for_window() const { return (vector && !window_open) || (nmi && nmi_blocked); }
+    bool waits_for_window() const { return (vector && !window_open) || (nmi && (nmi_blocked || shadowed)); }
     // An interrupt, once there, would end a halt: it would be taken now,
     // or MWAIT breaks for it.
     bool interrupts_end_halt() const { return window_open || mwait_breaks; }
     bool interrupt_ends_halt() const { return vector && interrupts_end_halt(); }
   };
   PendingInterrupts pending_interrupts() const;
-  bool nmi_pending() const { return nmi_pending_; }
-  void set_nmi_pending(bool pending) { nmi_pending_ = pending; }
+  bool nmi_pending() const { return nmi_pending_ > 0; }
+  // An NMI accepted by the APIC. As KVM (process_nmi), one may be in service
+  // and one latched: while none is in service two can wait, so the first
+  // is taken and the second stays latched behind it; while one is in
+  // service, one. More merge into those.
+  void accept_nmi() {
+    const unsigned limit = vcpu_ && vcpu_->nmi_blocked() ? 1 : 2;
+    nmi_pending_ = std::min(nmi_pending_ + 1, limit);
+  }
+  // The vCPU took one of the waiting NMIs.
+  void take_nmi() {
+    if (nmi_pending_ > 0) --nmi_pending_;
+  }
   // A halted vCPU resumes for an NMI, or an interrupt that ends its halt.
   bool can_wake() const;
   // Its APIC timer could end a halt: unmasked, and an interrupt ends it.
@@ -207,6 +222,7 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   uint64_t read_tsc() override;
   bool msr_announced(uint32_t msr) override { return platform_.msrs.announced(msr); }
   void open_bus_access(uint64_t, unsigned, bool write) override;
+  std::optional<int64_t> hypercall(const KvmHypercall& call) override;
 
   // --- MmioHandler: the xAPIC page --------------------------------------------
   uint64_t read(uint64_t offset, unsigned size) override;
@@ -251,7 +267,7 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   bool ever_monitored_ = false;
   uint64_t monitor_line_ = 0;
   std::array<uint8_t, kMonitorLine> monitor_snapshot_{};
-  bool nmi_pending_ = false;
+  unsigned nmi_pending_ = 0;  // NMIs waiting: at most 2 (accept_nmi)
   int64_t tsc_offset_ = 0;
   uint64_t tsc_aux_ = 0;
   std::optional<uint64_t> mapped_apic_page_;

@@ -18,6 +18,8 @@
 #include "model/cpuid_regs.h"
 #include "base/guest_ram.h"
 
+#include "devices/kvm_hypercall.h"
+
 namespace topolab {
 
 // What a vCPU asks of the machine while the guest runs. Calls arrive in the
@@ -45,6 +47,10 @@ class VcpuHost {
   // A load or store at a physical address where there is no RAM and no
   // device: the load read all ones (open bus) and the store was dropped.
   virtual void open_bus_access(uint64_t physical, unsigned size, bool write) {}
+  // VMCALL or VMMCALL (devices/kvm_hypercall.h): what RAX receives from a
+  // KVM-like host, or nullopt where there is none, and the instruction is
+  // #UD as on bare metal.
+  virtual std::optional<int64_t> hypercall(const KvmHypercall& call) { return std::nullopt; }
 };
 
 struct VcpuExit {
@@ -189,6 +195,10 @@ class Vcpu {
   // the machine therefore runs the HLT, sees Halt with the window open and
   // injects then: the wakeup is not lost and IRET returns after the HLT.
   virtual bool interrupt_window_open() const = 0;
+  // The run stopped right after an STI, MOV SS or POP SS: the shadow, which
+  // on a KVM host holds NMIs too (vmx_nmi_allowed; SDM Vol. 3C 26.3.1.5
+  // says some processors block NMIs there), until one more instruction ran.
+  virtual bool in_interrupt_shadow() const = 0;
 
   // Maps a device window per vCPU (each vCPU sees its own local APIC).
   // `base` and `size` must be 4 KiB aligned and must not overlap RAM or
