@@ -276,8 +276,11 @@ template <typename Write>
 ApicWrite LocalApic::observe_write(ApicWriteKind kind, Write&& write) {
   const std::optional<uint64_t> timer_before = next_timer_event();
   const uint32_t id_before = id();
+  eoi_broadcast_.reset();
   ApicWrite result = write();
   result.kind = kind;
+  result.eoi_broadcast = eoi_broadcast_;
+  eoi_broadcast_.reset();
   result.timer_changed = next_timer_event() != timer_before;
   result.interrupt_pending = pending_vector().has_value();
   result.id_changed = id() != id_before;
@@ -551,7 +554,12 @@ uint8_t LocalApic::acknowledge() {
 }
 
 void LocalApic::eoi() {
-  if (auto vector = highest(REG_ISR)) set_bit(REG_ISR, *vector, false);
+  auto vector = highest(REG_ISR);
+  if (!vector) return;
+  set_bit(REG_ISR, *vector, false);
+  // SDM 10.8.5: for a level-triggered interrupt (TMR set) the EOI is also
+  // broadcast to the I/O APICs.
+  if (get_bit(REG_TMR, *vector)) eoi_broadcast_ = *vector;
 }
 
 // --- Timer ------------------------------------------------------------------

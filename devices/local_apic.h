@@ -8,8 +8,9 @@
 //
 // Not supported (each is a deliberate simplification, not an accident):
 // - EOI-broadcast suppression: version bit 24 is 0 and SVR bit 12 is
-//   reserved. No EOI message goes to I/O APICs for level-triggered vectors
-//   (topolab has no I/O APIC); TMR is kept for guests that read it.
+//   reserved. Every EOI of a level-triggered vector (TMR set) is broadcast:
+//   the write returns the vector (ApicWrite::eoi_broadcast) and the
+//   machine hands it to the I/O APIC (SDM 10.8.5).
 // - Remote read: RRD (xAPIC offset 0xC0) reads 0.
 // - Focus processor checking: SVR bit 9 is stored but never consulted.
 // - LINT0/LINT1, thermal, performance-counter and CMCI LVTs are registers
@@ -177,6 +178,9 @@ struct ApicWrite {
   bool interrupt_pending = false;  // pending_vector() holds a vector after the write
   bool id_changed = false;         // id() answers to another ID now
   bool base_written = false;       // IA32_APIC_BASE: the page may have moved or gone
+  // An EOI retired this level-triggered vector (its TMR bit was set): the
+  // EOI message the I/O APICs must hear (SDM 10.8.5).
+  std::optional<uint8_t> eoi_broadcast = std::nullopt;
   bool operator==(const ApicWrite&) const = default;
 };
 
@@ -342,6 +346,8 @@ class LocalApic {
   uint32_t esr_pending_ = 0;  // errors since the last ESR write
   Timer timer_;
   uint64_t tsc_deadline_ = 0;
+  // Set by eoi() for a level-triggered vector, taken by observe_write.
+  std::optional<uint8_t> eoi_broadcast_;
 };
 
 }  // namespace topolab

@@ -243,6 +243,28 @@ TEST(LocalApicPriority, NestingAndEoi) {
   EXPECT_EQ(apic.processor_priority(), 0);
 }
 
+TEST(LocalApicEoi, LevelTriggeredVectorsAreBroadcastToTheIoApics) {
+  LocalApic apic = xapic();
+  ApicMessage level = fixed(0x51);
+  level.trigger_mode = ApicTriggerMode::Level;
+  apic.accept(level);
+  EXPECT_TRUE(apic.tmr(0x51));
+  apic.accept(fixed(0x41));  // edge
+  EXPECT_FALSE(apic.tmr(0x41));
+  EXPECT_EQ(apic.acknowledge(), 0x51);
+  EXPECT_EQ(apic.mmio_write(REG_EOI, 4, 0, kNow).eoi_broadcast, 0x51);
+  EXPECT_TRUE(apic.tmr(0x51));  // TMR changes only when a vector is accepted
+  EXPECT_EQ(apic.acknowledge(), 0x41);
+  EXPECT_EQ(apic.mmio_write(REG_EOI, 4, 0, kNow).eoi_broadcast, std::nullopt);
+  EXPECT_EQ(apic.mmio_write(REG_EOI, 4, 0, kNow).eoi_broadcast, std::nullopt);  // nothing in service
+
+  LocalApic x2 = x2apic();
+  x2.accept(level);
+  EXPECT_EQ(x2.acknowledge(), 0x51);
+  EXPECT_EQ(x2.wrmsr(msr_of(REG_TPR), 0, kNow).eoi_broadcast, std::nullopt);  // not an EOI
+  EXPECT_EQ(x2.wrmsr(msr_of(REG_EOI), 0, kNow).eoi_broadcast, 0x51);
+}
+
 TEST(LocalApicPriority, ArbitrationPriority) {
   LocalApic apic = xapic();
   wr(apic, REG_TPR, 0x25);

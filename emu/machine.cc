@@ -81,6 +81,7 @@ const char* to_string(RunResult::Outcome outcome) {
     case RunResult::Outcome::BudgetExhausted: return "budget-exhausted";
     case RunResult::Outcome::Hung: return "hung";
     case RunResult::Outcome::Crashed: return "crashed";
+    case RunResult::Outcome::Shutdown: return "shutdown";
   }
   return "?";
 }
@@ -104,6 +105,21 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
       pic_master_(PicStub::Role::kMaster),
       pic_slave_(PicStub::Role::kSlave),
       measure_port_([this](MeasurePort::Mark mark) { on_measure_mark(mark); }),
+      ioapic_window_(
+          [this](uint64_t offset, unsigned size) -> uint64_t {
+            if (Cpu* cpu = accessing_cpu()) cpu->charge_exit(ExitKind::Io);
+            return ioapic_.mmio_read(static_cast<uint32_t>(offset), size);
+          },
+          [this](uint64_t offset, unsigned size, uint64_t value) {
+            if (Cpu* cpu = accessing_cpu()) cpu->charge_exit(ExitKind::Io);
+            send_device_interrupts(ioapic_.mmio_write(static_cast<uint32_t>(offset), size, static_cast<uint32_t>(value)));
+          }),
+      pci_host_([this] { request_shutdown("the guest reset the machine through the reset control register (0xCF9)"); }),
+      host_bridge_(i440fx_host_bridge()),
+      i8042_([this] { request_shutdown("the guest reset the machine through the keyboard controller (0x64 <- 0xFE)"); }),
+      acpi_pm_([this] { return device_now_ns(); },
+               [this] { request_shutdown("the guest powered the machine off (ACPI S5 through PM1a_CNT)"); }),
+      bochs_shutdown_([this] { request_shutdown("the guest powered the machine off (\"Shutdown\" to port 0x8900)"); }),
       stats_(cpuid_.topology().cpus()),
       activity_(cpuid_.topology().cpus()),
       platform_{.cpuid = cpuid_, .msrs = msrs_, .cost = config_.cost, .ram = ram_, .ports = ports_,
@@ -116,6 +132,7 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
   ports_.attach(PicStub::kMasterBase, PicStub::kPortCount, pic_master_);
   ports_.attach(PicStub::kSlaveBase, PicStub::kPortCount, pic_slave_);
   ports_.attach(MeasurePort::kBase, MeasurePort::kPortCount, measure_port_);
+  attach_platform_devices();
 
   build_acpi_tables(ram_, cpuid_.topology());
   std::vector<uint8_t> image = read_image_file(config.image, ram_.size());
@@ -142,6 +159,72 @@ Machine::~Machine() = default;
 void Machine::set_trace(std::FILE* out) {
   for (auto& cpu : cpus_)
     if (cpu->vcpu()) cpu->vcpu()->set_trace(out);
+}
+
+// --- Platform devices -------------------------------------------------------------
+
+void Machine::attach_platform_devices() {
+  platform_.mmio_windows.push_back({IoApic::kBase, IoApic::kMmioSize, &ioapic_window_});
+  ports_.attach(I8042::kDataPort, 1, i8042_);
+  ports_.attach(I8042::kCommandPort, 1, i8042_.command_port());
+  ports_.attach(AcpiPm::kBase, AcpiPm::kPortCount, acpi_pm_);
+  ports_.attach(BochsShutdown::kBase, BochsShutdown::kPortCount, bochs_shutdown_);
+  if (config_.pit) {
+    pit_.emplace([this] { return device_now_ns(); });
+    ports_.attach(Pit8254::kBase, Pit8254::kPortCount, *pit_);
+    ports_.attach(Pit8254::kPortB, 1, pit_->port_b());
+  }
+  ports_.attach(PciHost::kBase, PciHost::kPortCount, pci_host_);
+  pci_host_.plug(0, host_bridge_);
+  if (config_.pci_testdev) {
+    pci_testdev_.emplace(static_cast<uint32_t>(memory_map::kPciTestdevMemBar), memory_map::kPciTestdevIoBar);
+    pci_host_.plug(memory_map::kPciTestdevSlot, pci_testdev_->function());
+    ports_.attach(memory_map::kPciTestdevIoBar, PciTestdev::kIoBarSize, *pci_testdev_);
+    pci_testdev_mmio_.emplace(
+        [this](uint64_t offset, unsigned size) -> uint64_t {
+          if (Cpu* cpu = accessing_cpu()) cpu->charge_exit(ExitKind::Io);
+          return pci_testdev_->mem_read(offset, size);
+        },
+        [this](uint64_t offset, unsigned size, uint64_t value) {
+          if (Cpu* cpu = accessing_cpu()) cpu->charge_exit(ExitKind::Io);
+          pci_testdev_->mem_write(offset, size, value);
+        });
+    platform_.mmio_windows.push_back({memory_map::kPciTestdevMemBar, PciTestdev::kMemBarSize, &*pci_testdev_mmio_});
+  }
+  if (config_.pc_testdev) {
+    pc_testdev_.emplace([this](unsigned gsi, bool asserted) { send_device_interrupts(ioapic_.set_pin(gsi, asserted)); });
+    ports_.attach(PcTestdev::kBase, PcTestdev::kPortCount, *pc_testdev_);
+    ports_.attach(PcTestdev::kIrqLineBase, PcTestdev::kIrqLines, pc_testdev_->irq_lines());
+    pc_testdev_iomem_.emplace(
+        [this](uint64_t offset, unsigned size) -> uint64_t {
+          if (Cpu* cpu = accessing_cpu()) cpu->charge_exit(ExitKind::Io);
+          return pc_testdev_->iomem_read(offset, size);
+        },
+        [this](uint64_t offset, unsigned size, uint64_t value) {
+          if (Cpu* cpu = accessing_cpu()) cpu->charge_exit(ExitKind::Io);
+          pc_testdev_->iomem_write(offset, size, value);
+        });
+    platform_.mmio_windows.push_back({PcTestdev::kIomemBase, PcTestdev::kIomemSize, &*pc_testdev_iomem_});
+  }
+}
+
+void Machine::request_shutdown(std::string how) {
+  if (!shutdown_) shutdown_ = std::move(how);
+  if (running_ && running_->vcpu()) running_->vcpu()->request_stop();
+}
+
+uint64_t Machine::device_now_ns() const { return running_ ? running_->now() : settled_time(); }
+
+void Machine::send_device_interrupts(const IoApicMessages& messages) {
+  if (messages.empty()) return;
+  // Pins and entries change only in a vCPU's accesses, so one is running;
+  // the fallback keeps a device call outside a slice harmless.
+  Cpu* cpu = accessing_cpu();
+  const uint64_t at = cpu ? cpu->now() : settled_time();
+  for (const ApicMessage& message : messages)
+    ipis_to_route_.push(at, IpiInFlight{.sender = cpu ? cpu->index() : 0, .message = message, .sent_ns = at,
+                                        .from_device = true});
+  if (cpu && cpu->vcpu()) cpu->vcpu()->request_stop();
 }
 
 // --- Scheduling ------------------------------------------------------------------
@@ -243,18 +326,22 @@ void Machine::route_sent_ipis() {
 
 void Machine::route(const IpiInFlight& ipi) {
   const ApicMessage& message = ipi.message;
-  if (message.delivery_mode == ApicDeliveryMode::Reserved) {
-    // SDM 10.6.1: delivery mode 011b is reserved; what hardware does with it
-    // is undefined, so the run stops here rather than guess.
-    guest_error(fmt::format("cpu {} wrote an ICR with the reserved delivery mode 011b", ipi.sender));
-    return;
+  // A device's message is no IPI: not counted, and the I/O APIC sends no
+  // reserved delivery mode.
+  if (!ipi.from_device) {
+    if (message.delivery_mode == ApicDeliveryMode::Reserved) {
+      // SDM 10.6.1: delivery mode 011b is reserved; what hardware does with it
+      // is undefined, so the run stops here rather than guess.
+      guest_error(fmt::format("cpu {} wrote an ICR with the reserved delivery mode 011b", ipi.sender));
+      return;
+    }
+    stats_.record_send(ipi.sender, ipi_mode(message.delivery_mode), ipi_shorthand(message.shorthand), message.vector);
+    if (message.is_init_level_deassert()) return;  // a no-op since the Pentium 4 (SDM 10.6.1)
   }
-  stats_.record_send(ipi.sender, ipi_mode(message.delivery_mode), ipi_shorthand(message.shorthand), message.vector);
-  if (message.is_init_level_deassert()) return;  // a no-op since the Pentium 4 (SDM 10.6.1)
 
   const std::vector<unsigned> targets = bus_->destinations(message);
   if (targets.empty()) {
-    stats_.record_undeliverable(ipi.sender);
+    if (!ipi.from_device) stats_.record_undeliverable(ipi.sender);
     return;
   }
   for (unsigned index : targets) {
@@ -298,7 +385,8 @@ void Machine::deliver(Cpu& target, const IpiInFlight& ipi) {
     case ApicAccept::Refused:
       break;
   }
-  stats_.record_ipi(ipi.sender, target.index(), ipi_mode(ipi.message.delivery_mode), ipi.message.vector, was_halted);
+  if (!ipi.from_device)
+    stats_.record_ipi(ipi.sender, target.index(), ipi_mode(ipi.message.delivery_mode), ipi.message.vector, was_halted);
 }
 
 void Machine::settle_halt(Cpu& cpu) {
@@ -365,6 +453,7 @@ std::optional<RunResult> Machine::run_slice(Cpu& cpu, uint64_t now, uint64_t lim
     return std::nullopt;
   }
   if (debug_exit_.value()) return finish(RunResult::Outcome::GuestExit, "");
+  if (shutdown_) return finish(RunResult::Outcome::Shutdown, *shutdown_);
   return handle_exit(cpu, exit);
 }
 
@@ -375,6 +464,7 @@ RunResult Machine::run() {
   while (true) {
     route_sent_ipis();
     if (debug_exit_.value()) return finish(RunResult::Outcome::GuestExit, "");
+    if (shutdown_) return finish(RunResult::Outcome::Shutdown, *shutdown_);
 
     Cpu* cpu = pick_next(limit_ns);
     if (!cpu && stall_) return finish(RunResult::Outcome::Hung, *stall_);

@@ -24,11 +24,18 @@
 #include <string>
 #include <vector>
 
+#include "devices/acpi_pm.h"
 #include "devices/apic_bus.h"
+#include "devices/bochs_shutdown.h"
 #include "devices/debug_exit.h"
 #include "devices/fw_cfg.h"
+#include "devices/i8042.h"
+#include "devices/io_apic.h"
 #include "devices/local_apic.h"
 #include "devices/measure_port.h"
+#include "devices/pc_testdev.h"
+#include "devices/pci.h"
+#include "devices/pit8254.h"
 #include "devices/pic_stub.h"
 #include "devices/port_bus.h"
 #include "devices/uart16550.h"
@@ -71,6 +78,12 @@ struct MachineConfig {
   // isa-debug-exit at 0xf4: always there for `topolab run`; under the QEMU
   // command line only with -device isa-debug-exit, as QEMU.
   bool isa_debug_exit = true;
+  // -device pc-testdev: QEMU's ISA test device (devices/pc_testdev.h).
+  bool pc_testdev = false;
+  // -device pci-testdev: QEMU's PCI test device at 00:03.0 (devices/pci.h).
+  bool pci_testdev = false;
+  // The 8254 PIT at 0x40-0x43 and its port 0x61 bits; -machine pit=off: false.
+  bool pit = true;
 };
 
 struct RunResult {
@@ -79,6 +92,8 @@ struct RunResult {
     BudgetExhausted,  // the virtual-time limit ran out
     Hung,             // every vCPU halted with nothing that could wake it
     Crashed,          // a fault the guest could not handle
+    Shutdown,         // the guest reset the machine or powered it off (as QEMU
+                      // with -no-reboot, a reset ends the run); `diagnosis` says how
   };
   Outcome outcome = Outcome::Crashed;
   std::optional<uint32_t> guest_value;  // GuestExit: what the guest wrote
@@ -129,9 +144,35 @@ class Machine final : private CpuEvents {
   // CpuEvents
   bool ipi_sent(const IpiInFlight& ipi) override;
   void apic_written(const ApicWrite& write) override { bus_->note_write(write); }
+  void eoi_broadcast(uint8_t vector) override { send_device_interrupts(ioapic_.eoi(vector)); }
   void guest_error(std::string diagnosis) override {
     if (!guest_error_) guest_error_ = std::move(diagnosis);
   }
+
+  // The platform devices (machine.cc).
+  // A device's MMIO window in every engine, handled by the machine.
+  class DeviceWindow final : public MmioHandler {
+   public:
+    DeviceWindow(std::function<uint64_t(uint64_t, unsigned)> read, std::function<void(uint64_t, unsigned, uint64_t)> write)
+        : read_(std::move(read)), write_(std::move(write)) {}
+    uint64_t read(uint64_t offset, unsigned size) override { return read_(offset, size); }
+    void write(uint64_t offset, unsigned size, uint64_t value) override { write_(offset, size, value); }
+
+   private:
+    std::function<uint64_t(uint64_t, unsigned)> read_;
+    std::function<void(uint64_t, unsigned, uint64_t)> write_;
+  };
+  void attach_platform_devices();
+  // Interrupt messages a device sent during the running vCPU's slice: they
+  // leave at its clock and are routed, like its IPIs, when the slice ends
+  // (which they end).
+  void send_device_interrupts(const IoApicMessages& messages);
+  // The vCPU whose access is being handled (device callbacks run inside one).
+  Cpu* accessing_cpu() const { return running_; }
+  // A reset or power-off: the run ends once the running slice does.
+  void request_shutdown(std::string how);
+  // The virtual time a device reads: the accessing vCPU's clock.
+  uint64_t device_now_ns() const;
 
   // The loop (machine.cc).
   Cpu* pick_next(uint64_t limit_ns);
@@ -199,6 +240,19 @@ class Machine final : private CpuEvents {
   FwCfg fw_cfg_;
   PicStub pic_master_, pic_slave_;
   MeasurePort measure_port_;
+  IoApic ioapic_;
+  DeviceWindow ioapic_window_;
+  std::optional<PcTestdev> pc_testdev_;
+  std::optional<DeviceWindow> pc_testdev_iomem_;
+  PciHost pci_host_;
+  PciFunction host_bridge_;
+  std::optional<PciTestdev> pci_testdev_;
+  std::optional<DeviceWindow> pci_testdev_mmio_;
+  I8042 i8042_;
+  AcpiPm acpi_pm_;
+  BochsShutdown bochs_shutdown_;
+  std::optional<Pit8254> pit_;
+  std::optional<std::string> shutdown_;  // how the guest reset or powered off
   Stats stats_;
   ActivityLog activity_;
   CpuPlatform platform_;

@@ -52,6 +52,7 @@ MachineCpu::MachineCpu(const CpuPlatform& platform, unsigned index)
 void MachineCpu::create_engine() {
   vcpu_ = platform_.make_vcpu(index_, platform_.ram, *this, engine_cpu_for(platform_.cpuid.cpu()));
   vcpu_->set_pause_loop_exiting(platform_.pause_loop_exiting);
+  for (const PlatformMmio& window : platform_.mmio_windows) vcpu_->map_mmio(window.base, window.size, *window.handler);
   sync_apic_page();
 }
 
@@ -211,6 +212,13 @@ void MachineCpu::sync_apic_page() {
   if (want == mapped_apic_page_) return;
   if (mapped_apic_page_) vcpu_->unmap_mmio(*mapped_apic_page_, LocalApic::kMmioSize);
   mapped_apic_page_.reset();
+  for (const PlatformMmio& window : platform_.mmio_windows)
+    if (want && *want < window.base + window.size && window.base < *want + LocalApic::kMmioSize) {
+      // The engine cannot overlay one window on another.
+      platform_.events.guest_error(fmt::format(
+          "cpu {} moved its APIC page onto a device window at {:#x} (IA32_APIC_BASE): unsupported", index_, *want));
+      return;
+    }
   if (want && platform_.ram.contains(*want, LocalApic::kMmioSize)) {
     // Hardware would overlay the page on RAM for this CPU; the engine
     // cannot, so say so rather than let APIC writes land in memory.
@@ -337,6 +345,7 @@ void MachineCpu::write(uint64_t offset, unsigned size, uint64_t value) {
 
 void MachineCpu::after_apic_write(const ApicWrite& write, uint64_t written_ns) {
   platform_.events.apic_written(write);
+  if (write.eoi_broadcast) platform_.events.eoi_broadcast(*write.eoi_broadcast);
   if (write.message) {
     if (platform_.events.ipi_sent({index_, *write.message, ipi_send_ns(platform_.cost, written_ns)}))
       vcpu_->request_stop();

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/guest_ram.h"
 #include "devices/local_apic.h"
@@ -33,11 +34,15 @@
 
 namespace topolab {
 
-// An IPI on its way: who sent it, what, and when it left.
+// An IPI on its way: who sent it, what, and when it left. An interrupt
+// message from a platform device (the I/O APIC) travels the same way, with
+// `from_device` set and `sender` the vCPU whose access caused it; it is not
+// counted as an IPI.
 struct IpiInFlight {
   unsigned sender = 0;
   ApicMessage message;
   uint64_t sent_ns = 0;
+  bool from_device = false;
 };
 
 // What a vCPU tells the machine as it runs.
@@ -52,8 +57,18 @@ class CpuEvents {
   virtual bool ipi_sent(const IpiInFlight& ipi) = 0;
   // What a register write did that the APIC bus must know (a new ID).
   virtual void apic_written(const ApicWrite& write) = 0;
+  // The APIC EOIed a level-triggered vector: the EOI message the I/O APIC
+  // hears (SDM 10.8.5).
+  virtual void eoi_broadcast(uint8_t vector) = 0;
   // A guest error found outside an exit; the run stops with the first.
   virtual void guest_error(std::string diagnosis) = 0;
+};
+
+// A platform device's MMIO window, mapped the same in every vCPU's engine.
+struct PlatformMmio {
+  uint64_t base = 0;
+  uint64_t size = 0;
+  MmioHandler* handler = nullptr;
 };
 
 // The parts of the machine every vCPU shares.
@@ -72,6 +87,8 @@ struct CpuPlatform {
   CpuEvents& events;
   // Spin skipping on: the engines' pause-loop exiting (nullopt: off).
   std::optional<PauseLoopExiting> pause_loop_exiting;
+  // The I/O APIC page and the like; the APIC page may not move onto one.
+  std::vector<PlatformMmio> mmio_windows = {};
 };
 
 class MachineCpu final : public VcpuHost, public MmioHandler {

@@ -72,8 +72,22 @@ class FakeVcpu final : public Vcpu {
   void stop_when_interruptible(bool) override {}
   Injection inject_exception(uint8_t vector, std::optional<uint32_t>) override { return record_injection(vector); }
   bool interrupt_window_open() const override { return interrupts_enabled; }
-  void map_mmio(uint64_t, uint64_t, MmioHandler& handler) override { apic_page_ = &handler; }
-  void unmap_mmio(uint64_t, uint64_t) override { apic_page_ = nullptr; }
+  // The I/O APIC's page is the one platform window tests reach; every other
+  // window is the APIC page, wherever it moved.
+  void map_mmio(uint64_t base, uint64_t, MmioHandler& handler) override {
+    (base == IoApic::kBase ? ioapic_page_ : apic_page_) = &handler;
+  }
+  void unmap_mmio(uint64_t base, uint64_t) override { (base == IoApic::kBase ? ioapic_page_ : apic_page_) = nullptr; }
+  void write_ioapic(uint32_t reg, uint32_t value) {
+    ASSERT_NE(ioapic_page_, nullptr);
+    ioapic_page_->write(ioapic::MMIO_IOREGSEL, 4, reg);
+    ioapic_page_->write(ioapic::MMIO_IOWIN, 4, value);
+  }
+  uint32_t read_ioapic(uint32_t reg) {
+    if (!ioapic_page_) return 0xdead;
+    ioapic_page_->write(ioapic::MMIO_IOREGSEL, 4, reg);
+    return static_cast<uint32_t>(ioapic_page_->read(ioapic::MMIO_IOWIN, 4));
+  }
   VcpuExit run(uint64_t budget) override {
     if (next_ >= script_.size()) return exit_for(VcpuExit::Reason::Halt);
     return script_[next_++](*this, budget);
@@ -109,6 +123,7 @@ class FakeVcpu final : public Vcpu {
   uint64_t instructions_ = 0;
   bool waiting_for_sipi_ = false;
   MmioHandler* apic_page_ = nullptr;
+  MmioHandler* ioapic_page_ = nullptr;
 };
 
 // ICR commands (SDM figure 10-12): level assert, delivery mode, shorthand.
@@ -171,7 +186,7 @@ Action measure(MeasurePort::Mark mark) {
 // 1 GHz and CPI 1: one instruction is one nanosecond (and one TSC tick).
 struct Rig {
   Rig(const std::string& smp, std::vector<std::vector<Action>> scripts, const std::string& cost = "",
-      bool spin_skip = true) {
+      bool spin_skip = true, std::function<void(MachineConfig&)> configure = {}) {
     static unsigned rigs = 0;  // several rigs may live in one test at once
     image = std::filesystem::temp_directory_path() /
             ("topolab_machine_test_" + std::to_string(::getpid()) + "_" + std::to_string(rigs++) + ".elf");
@@ -184,6 +199,7 @@ struct Rig {
     config.time_limit_seconds = 0.01;
     config.spin_skip = spin_skip;
     config.cost = CostModel::parse("none,cpi=1,freq_mhz=1000" + (cost.empty() ? "" : "," + cost), CostModel::defaults());
+    if (configure) configure(config);
     fakes.resize(Topology::parse(smp).cpus(), nullptr);
     machine = std::make_unique<Machine>(
         config, [this](uint8_t b) { serial.push_back(static_cast<char>(b)); },
@@ -211,6 +227,123 @@ TEST(Machine, EndsAtTheGuestsExitWithItsValueAndClock) {
   EXPECT_EQ(r.guest_value, 0x31u);
   EXPECT_EQ(r.instructions, 250u);
   EXPECT_EQ(r.virtual_ns, 250u);
+}
+
+// kvm-unit-tests' ioapic test in small: a level-triggered pin raised
+// through pc-testdev reaches the vCPU that raised it before its next slice,
+// comes back after an EOI while the pin is still asserted, and leaves remote
+// IRR clear once the pin is lowered and the vector EOIed. None of it counts
+// as an IPI.
+TEST(MachineIoApic, LevelPinRaisedThroughPcTestdevIsDeliveredAndReassertedAfterEoi) {
+  constexpr unsigned kPin = 14;
+  constexpr uint32_t kLow = ioapic::REG_REDIRECTION_BASE + 2 * kPin;
+  std::vector<uint8_t> seen_after_raise, seen_after_first_eoi;
+  uint32_t entry_at_end = 0;
+  Rig rig("1",
+          {{[](FakeVcpu& v, uint64_t) {
+              v.write_apic(REG_SVR, SVR_APIC_ENABLED | 0xff);
+              v.write_ioapic(kLow + 1, 0);  // destination APIC 0
+              v.write_ioapic(kLow, 0x76 | ioapic::RTE_TRIGGER_LEVEL);
+              v.host().port_out(PcTestdev::kIrqLineBase + kPin, 1, 1);
+              v.retire(10);
+              return stop();
+            },
+            [&](FakeVcpu& v, uint64_t) {
+              seen_after_raise = v.injected;
+              v.write_apic(REG_EOI, 0);  // still asserted: sent again
+              v.retire(10);
+              return stop();
+            },
+            [&](FakeVcpu& v, uint64_t) {
+              seen_after_first_eoi = v.injected;
+              v.host().port_out(PcTestdev::kIrqLineBase + kPin, 1, 0);
+              v.write_apic(REG_EOI, 0);
+              entry_at_end = v.read_ioapic(kLow);
+              v.retire(10);
+              return stop();
+            },
+            guest_exit(0)}},
+          "", true, [](MachineConfig& c) { c.pc_testdev = true; });
+  RunResult r = rig.machine->run();
+  ASSERT_EQ(r.outcome, RunResult::Outcome::GuestExit) << r.diagnosis;
+  EXPECT_EQ(seen_after_raise, (std::vector<uint8_t>{0x76}));
+  EXPECT_EQ(seen_after_first_eoi, (std::vector<uint8_t>{0x76, 0x76}));
+  EXPECT_EQ(rig.cpu(0).injected, (std::vector<uint8_t>{0x76, 0x76}));
+  EXPECT_EQ(entry_at_end & ioapic::RTE_REMOTE_IRR, 0u);
+  EXPECT_EQ(rig.stats(0).ipis_received, (std::array<uint64_t, kIpiModes>{}));
+  EXPECT_EQ(rig.stats(0).ipis_sent, (std::array<uint64_t, kIpiModes>{}));
+}
+
+TEST(MachineIoApic, IrqLinePortsExistOnlyWithPcTestdev) {
+  std::vector<uint8_t> injected;
+  Rig rig("1",
+          {{[](FakeVcpu& v, uint64_t) {
+              v.write_apic(REG_SVR, SVR_APIC_ENABLED | 0xff);
+              v.write_ioapic(ioapic::REG_REDIRECTION_BASE + 2 * 14, 0x76);
+              v.host().port_out(PcTestdev::kIrqLineBase + 14, 1, 1);
+              v.retire(10);
+              return stop();
+            },
+            run_for(10), guest_exit(0)}});
+  RunResult r = rig.machine->run();
+  ASSERT_EQ(r.outcome, RunResult::Outcome::GuestExit) << r.diagnosis;
+  EXPECT_TRUE(rig.cpu(0).injected.empty());
+}
+
+TEST(MachinePlatform, KeyboardControllerResetEndsTheRunAsAShutdown) {
+  Rig rig("1", {{run_for(100),
+                 [](FakeVcpu& v, uint64_t) {
+                   EXPECT_EQ(v.host().port_in(I8042::kCommandPort, 1) & 2, 0u);
+                   v.host().port_out(I8042::kCommandPort, 1, 0xfe);
+                   v.retire(1);
+                   return stop();
+                 },
+                 guest_exit(7)}});
+  RunResult r = rig.machine->run();
+  EXPECT_EQ(r.outcome, RunResult::Outcome::Shutdown);
+  EXPECT_NE(r.diagnosis.find("keyboard controller"), std::string::npos) << r.diagnosis;
+  EXPECT_EQ(r.instructions, 101u);
+}
+
+TEST(MachinePlatform, PmTimerReadsTheReadingVcpusVirtualClock) {
+  uint32_t ticks = 0;
+  Rig rig("1", {{run_for(1'000'000),  // 1 ms at 1 GHz
+                 [&](FakeVcpu& v, uint64_t) {
+                   ticks = v.host().port_in(AcpiPm::kBase + AcpiPm::kPmTmr, 4);
+                   return stop();
+                 },
+                 guest_exit(0)}});
+  RunResult r = rig.machine->run();
+  ASSERT_EQ(r.outcome, RunResult::Outcome::GuestExit) << r.diagnosis;
+  EXPECT_EQ(ticks, 3579u);  // 3.579545 MHz x 1 ms, rounded down
+}
+
+TEST(MachinePlatform, PitCountsOnVirtualTimeAndPitOffRemovesIt) {
+  for (bool pit : {true, false}) {
+    uint32_t low = 0, high = 0;
+    Rig rig("1",
+            {{[](FakeVcpu& v, uint64_t) {
+                v.host().port_out(Pit8254::kBase + 3, 1, 0x34);  // channel 0, LSB then MSB, mode 2
+                v.host().port_out(Pit8254::kBase, 1, 0x00);
+                v.host().port_out(Pit8254::kBase, 1, 0x10);  // 4096 ticks
+                return stop();
+              },
+              run_for(838'100),  // 1,000 ticks at 1 GHz, CPI 1
+              [&](FakeVcpu& v, uint64_t) {
+                low = v.host().port_in(Pit8254::kBase, 1);
+                high = v.host().port_in(Pit8254::kBase, 1);
+                return stop();
+              },
+              guest_exit(0)}},
+            "", true, [pit](MachineConfig& c) { c.pit = pit; });
+    RunResult r = rig.machine->run();
+    ASSERT_EQ(r.outcome, RunResult::Outcome::GuestExit) << r.diagnosis;
+    if (pit) {
+      EXPECT_EQ(low | (high << 8), 4096u - 1000u);
+    } else {
+      EXPECT_EQ(low, 0xffu);  // nobody there
+    }
+  }
 }
 
 TEST(Machine, InitSipiStartsEveryApAndAFixedIpiReachesOnlyItsDestination) {

@@ -1,6 +1,7 @@
 #include "firmware/acpi.h"
 
 #include <algorithm>
+#include <iterator>
 #include <cstring>
 #include <string_view>
 #include <vector>
@@ -33,9 +34,29 @@ constexpr uint8_t kRsdtRevision = 1;  // §5.2.7
 // FADT (§5.2.9, Table 5.9), ACPI 6.0 layout.
 constexpr uint8_t kFadtRevision = 6, kFadtMinor = 0;
 constexpr uint32_t kFadtSize = 276;
-constexpr uint32_t kFadtDsdt = 40, kFadtIapcBootArch = 109, kFadtFlags = 112, kFadtMinorVersion = 131;
+constexpr uint32_t kFadtFirmwareCtrl = 36, kFadtDsdt = 40, kFadtSciInt = 46, kFadtSmiCmd = 48,
+                   kFadtPm1aEvtBlk = 56, kFadtPm1aCntBlk = 64, kFadtPmTmrBlk = 76, kFadtPm1EvtLen = 88,
+                   kFadtPm1CntLen = 89, kFadtPmTmrLen = 91, kFadtPLvl2Lat = 96, kFadtPLvl3Lat = 98,
+                   kFadtIapcBootArch = 109, kFadtFlags = 112, kFadtResetReg = 116, kFadtResetValue = 128,
+                   kFadtMinorVersion = 131, kFadtXPm1aEvtBlk = 148, kFadtXPm1aCntBlk = 172, kFadtXPmTmrBlk = 208;
 constexpr uint32_t kFadtFlagWbinvd = 1u << 0;
-constexpr uint32_t kFadtFlagHwReducedAcpi = 1u << 20;
+constexpr uint32_t kFadtFlagProcC1 = 1u << 2;
+constexpr uint32_t kFadtFlagPwrButton = 1u << 4;  // no fixed-feature power button
+constexpr uint32_t kFadtFlagSlpButton = 1u << 5;  // no fixed-feature sleep button
+constexpr uint32_t kFadtFlagResetRegSup = 1u << 10;
+// P_LVL2_LAT > 100 and P_LVL3_LAT > 1000: no C2, no C3 (§5.2.9, as QEMU).
+constexpr uint16_t kNoC2Latency = 0xfff, kNoC3Latency = 0x3e9;
+// Generic Address Structure (§5.2.3.2): space 1 is system I/O.
+constexpr uint8_t kGasSystemIo = 1;
+constexpr uint8_t kGasAccessByte = 1;
+
+// FACS (§5.2.10, Table 5.14): 64 bytes on a 64-byte boundary, no checksum.
+constexpr uint32_t kFacsSize = 64, kFacsAlignment = 64, kFacsLength = 4, kFacsVersion = 32;
+constexpr uint8_t kFacsVersionValue = 2;
+
+// The DSDT's AML (§19.6): `Name (\_S5, Package (4) { 0, 0, 0, 0 })`, the
+// soft-off sleep type QEMU's pc gives PIIX4 (SLP_TYP 0 powers off).
+constexpr uint8_t kDsdtAml[] = {0x08, '\\', '_', 'S', '5', '_', 0x12, 0x06, 0x04, 0x00, 0x00, 0x00, 0x00};
 // IA-PC boot architecture flags (§5.2.9.3): a COM port at 0x3F8 is an
 // undiscoverable legacy device; there is no 8042, no VGA and no CMOS RTC.
 constexpr uint16_t kIapcLegacyDevices = 1u << 0;
@@ -54,9 +75,33 @@ constexpr uint32_t kMadtPcatCompat = 1u << 0;  // dual 8259s are present (and ma
 constexpr uint8_t kMadtTypeLocalApic = 0, kMadtLocalApicLength = 8;      // §5.2.12.2
 constexpr uint8_t kMadtTypeLocalX2Apic = 9, kMadtLocalX2ApicLength = 16;  // §5.2.12.12
 constexpr uint32_t kLocalApicFlagEnabled = 1u << 0;  // Table 5.23
+constexpr uint8_t kMadtTypeIoApic = 1, kMadtIoApicLength = 12;               // §5.2.12.3
+constexpr uint8_t kMadtTypeSourceOverride = 2, kMadtSourceOverrideLength = 10;  // §5.2.12.5
+// MPS INTI flags (Table 5.26): active high (01b), level triggered (11b << 2).
+constexpr uint16_t kIntiActiveHighLevel = 0x1 | (0x3 << 2);
+// QEMU's pc: ISA IRQ 0 (the PIT) is on GSI 2; the PCI interrupt lines
+// (IRQs 5, 9, 10, 11, ACPI_BUILD_PCI_IRQS; 9 is also the SCI) are level
+// triggered, active high.
+struct SourceOverride {
+  uint8_t irq;
+  uint32_t gsi;
+  uint16_t flags;
+};
+constexpr SourceOverride kSourceOverrides[] = {
+    {0, 2, 0}, {5, 5, kIntiActiveHighLevel}, {9, 9, kIntiActiveHighLevel},
+    {10, 10, kIntiActiveHighLevel}, {11, 11, kIntiActiveHighLevel}};
 // The largest APIC ID a Processor Local APIC entry may carry; 0xFF is the
 // xAPIC broadcast ID, so QEMU and we switch to x2APIC entries at 255.
 constexpr uint32_t kMaxLocalApicEntryId = 0xfe;
+
+using memory_map::kAcpiPm1CntOffset;
+using memory_map::kAcpiPm1EvtOffset;
+using memory_map::kAcpiPmBase;
+using memory_map::kAcpiPmTmrOffset;
+using memory_map::kAcpiSciIrq;
+constexpr uint8_t kAcpiIoApicId = memory_map::kIoApicId;
+constexpr uint16_t kAcpiResetPort = memory_map::kResetControlPort;
+constexpr uint8_t kAcpiResetValue = memory_map::kResetControlValue;
 
 uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
 
@@ -103,7 +148,7 @@ uint32_t madt_size(const Topology& topo) {
   uint32_t size = kMadtEntries;
   for (unsigned i = 0; i < topo.max_cpus(); ++i)
     size += topo.apic_id(i) <= kMaxLocalApicEntryId ? kMadtLocalApicLength : kMadtLocalX2ApicLength;
-  return size;
+  return size + kMadtIoApicLength + std::size(kSourceOverrides) * kMadtSourceOverrideLength;
 }
 
 void put_madt(Image& img, uint32_t addr, uint32_t length, const Topology& topo) {
@@ -131,17 +176,68 @@ void put_madt(Image& img, uint32_t addr, uint32_t length, const Topology& topo) 
       at += kMadtLocalX2ApicLength;
     }
   }
+  img.put<uint8_t>(at, kMadtTypeIoApic);
+  img.put<uint8_t>(at + 1, kMadtIoApicLength);
+  img.put<uint8_t>(at + 2, kAcpiIoApicId);
+  img.put<uint32_t>(at + 4, static_cast<uint32_t>(memory_map::kIoApicBase));
+  img.put<uint32_t>(at + 8, 0);  // global system interrupt base
+  at += kMadtIoApicLength;
+  for (const SourceOverride& o : kSourceOverrides) {
+    img.put<uint8_t>(at, kMadtTypeSourceOverride);
+    img.put<uint8_t>(at + 1, kMadtSourceOverrideLength);
+    img.put<uint8_t>(at + 2, 0);  // bus: ISA
+    img.put<uint8_t>(at + 3, o.irq);
+    img.put<uint32_t>(at + 4, o.gsi);
+    img.put<uint16_t>(at + 8, o.flags);
+    at += kMadtSourceOverrideLength;
+  }
   seal(img, addr, length);
 }
 
-void put_fadt(Image& img, uint32_t addr, uint32_t dsdt) {
+// A system-I/O Generic Address Structure (§5.2.3.2).
+void put_io_gas(Image& img, uint32_t at, uint8_t bit_width, uint8_t access_size, uint16_t port) {
+  img.put<uint8_t>(at, kGasSystemIo);
+  img.put<uint8_t>(at + 1, bit_width);
+  img.put<uint8_t>(at + 2, 0);  // bit offset
+  img.put<uint8_t>(at + 3, access_size);
+  img.put<uint64_t>(at + 4, port);
+}
+
+void put_fadt(Image& img, uint32_t addr, uint32_t dsdt, uint32_t facs) {
   put_header(img, addr, "FACP", kFadtSize, kFadtRevision);
-  // Only the 32-bit DSDT pointer: X_DSDT stays 0, so no OS has to pick.
+  // Only the 32-bit FACS and DSDT pointers: X_FIRMWARE_CTRL and X_DSDT stay
+  // 0 (§5.2.9: one of each pair, and both tables are below 4 GiB).
+  img.put<uint32_t>(addr + kFadtFirmwareCtrl, facs);
   img.put<uint32_t>(addr + kFadtDsdt, dsdt);
+  img.put<uint16_t>(addr + kFadtSciInt, kAcpiSciIrq);
+  // SMI_CMD 0: no SMM and no legacy mode to leave; PM1_CNT.SCI_EN reads 1.
+  img.put<uint32_t>(addr + kFadtSmiCmd, 0);
+  img.put<uint32_t>(addr + kFadtPm1aEvtBlk, kAcpiPmBase + kAcpiPm1EvtOffset);
+  img.put<uint32_t>(addr + kFadtPm1aCntBlk, kAcpiPmBase + kAcpiPm1CntOffset);
+  img.put<uint32_t>(addr + kFadtPmTmrBlk, kAcpiPmBase + kAcpiPmTmrOffset);
+  img.put<uint8_t>(addr + kFadtPm1EvtLen, 4);
+  img.put<uint8_t>(addr + kFadtPm1CntLen, 2);
+  img.put<uint8_t>(addr + kFadtPmTmrLen, 4);
+  img.put<uint16_t>(addr + kFadtPLvl2Lat, kNoC2Latency);
+  img.put<uint16_t>(addr + kFadtPLvl3Lat, kNoC3Latency);
   img.put<uint16_t>(addr + kFadtIapcBootArch, kIapcLegacyDevices | kIapcVgaNotPresent | kIapcCmosRtcNotPresent);
-  img.put<uint32_t>(addr + kFadtFlags, kFadtFlagWbinvd | kFadtFlagHwReducedAcpi);
+  // TMR_VAL_EXT clear: the PM timer is 24 bits wide, as PIIX4's.
+  img.put<uint32_t>(addr + kFadtFlags,
+                    kFadtFlagWbinvd | kFadtFlagProcC1 | kFadtFlagPwrButton | kFadtFlagSlpButton | kFadtFlagResetRegSup);
+  put_io_gas(img, addr + kFadtResetReg, 8, kGasAccessByte, kAcpiResetPort);
+  img.put<uint8_t>(addr + kFadtResetValue, kAcpiResetValue);
   img.put<uint8_t>(addr + kFadtMinorVersion, kFadtMinor);
+  put_io_gas(img, addr + kFadtXPm1aEvtBlk, 32, 0, kAcpiPmBase + kAcpiPm1EvtOffset);
+  put_io_gas(img, addr + kFadtXPm1aCntBlk, 16, 0, kAcpiPmBase + kAcpiPm1CntOffset);
+  put_io_gas(img, addr + kFadtXPmTmrBlk, 32, 0, kAcpiPmBase + kAcpiPmTmrOffset);
   seal(img, addr, kFadtSize);
+}
+
+void put_facs(Image& img, uint32_t addr) {
+  img.put_text(addr, "FACS");
+  img.put<uint32_t>(addr + kFacsLength, kFacsSize);
+  // Hardware signature, waking vectors, global lock and flags stay 0.
+  img.put<uint8_t>(addr + kFacsVersion, kFacsVersionValue);
 }
 
 }  // namespace
@@ -158,9 +254,10 @@ AcpiTables build_acpi_tables(GuestRam& ram, const Topology& topology, AcpiWindow
   uint32_t rsdt_size = kHeaderSize + 2 * 4;
   t.fadt = align_up(t.rsdt + rsdt_size, kTableAlignment);
   t.dsdt = align_up(t.fadt + kFadtSize, kTableAlignment);
-  t.madt = align_up(t.dsdt + kHeaderSize, kTableAlignment);
+  t.madt = align_up(t.dsdt + kHeaderSize + sizeof(kDsdtAml), kTableAlignment);
   uint32_t madt_bytes = madt_size(topology);
-  uint64_t end = uint64_t{t.madt} + madt_bytes;
+  t.facs = align_up(t.madt + madt_bytes, kFacsAlignment);
+  uint64_t end = uint64_t{t.facs} + kFacsSize;
   if (end > window_end)
     throw AcpiError(fmt::format("ACPI tables for {} CPUs need {} bytes but the window [{:#x}, {:#x}) holds {}",
                                 topology.max_cpus(), end - window.base, window.base, window_end, window.size));
@@ -179,12 +276,15 @@ AcpiTables build_acpi_tables(GuestRam& ram, const Topology& topology, AcpiWindow
   img.put<uint32_t>(t.rsdt + kHeaderSize + 4, t.madt);
   seal(img, t.rsdt, rsdt_size);
 
-  put_fadt(img, t.fadt, t.dsdt);
+  put_fadt(img, t.fadt, t.dsdt, t.facs);
 
-  put_header(img, t.dsdt, "DSDT", kHeaderSize, kDsdtRevision);
-  seal(img, t.dsdt, kHeaderSize);
+  const uint32_t dsdt_size = kHeaderSize + sizeof(kDsdtAml);
+  put_header(img, t.dsdt, "DSDT", dsdt_size, kDsdtRevision);
+  for (uint32_t i = 0; i < sizeof(kDsdtAml); ++i) img.put<uint8_t>(t.dsdt + kHeaderSize + i, kDsdtAml[i]);
+  seal(img, t.dsdt, dsdt_size);
 
   put_madt(img, t.madt, madt_bytes, topology);
+  put_facs(img, t.facs);
 
   auto out = ram.bytes(t.rsdp, img.bytes().size());
   std::copy(img.bytes().begin(), img.bytes().end(), out.begin());

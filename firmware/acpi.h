@@ -1,21 +1,28 @@
-// The ACPI tables a guest finds at boot: RSDP -> RSDT -> {FADT -> DSDT, MADT},
-// all inside the BIOS area 0xE0000-0xFFFFF that the Multiboot memory map
-// reserves for firmware. Guests find the RSDP by scanning that area on
-// 16-byte boundaries (ACPI 6.x §5.2.5.1), exactly as under QEMU -kernel.
+// The ACPI tables a guest finds at boot: RSDP -> RSDT -> {FADT -> {FACS,
+// DSDT}, MADT}, all inside the BIOS area 0xE0000-0xFFFFF that the Multiboot
+// memory map reserves for firmware. Guests find the RSDP by scanning that
+// area on 16-byte boundaries (ACPI 6.x §5.2.5.1), exactly as under QEMU
+// -kernel.
 //
 // What the tables say (ACPI 6.x section numbers):
 // - RSDP (§5.2.5.3): revision 0 (ACPI 1.0, 20 bytes), RSDT only, as
 //   SeaBIOS gives QEMU's pc machine. Everything sits below 4 GiB, so an
 //   XSDT would add nothing.
 // - RSDT (§5.2.7): the FADT and the MADT.
-// - FADT (§5.2.9): revision 6.0 with HW_REDUCED_ACPI set, because topolab
-//   has no PM1 event/control blocks, PM timer, GPEs, SCI or SMI command
-//   port; on a hardware-reduced platform all of those are legitimately zero
-//   (§4.1), as is the FACS pointer (§5.2.9, FIRMWARE_CTRL). No reset
-//   register, no sleep registers.
-// - DSDT (§5.2.11.1): a header with no AML. There are no processor device
-//   objects, which the spec asks for beside x2APIC entries (§5.2.12.12);
-//   OSes that only read the MADT (Linux, every testcase) do not need them.
+// - FADT (§5.2.9): revision 6.0, a full (not hardware-reduced) PC as
+//   QEMU's pc with PIIX4 power management: SCI on IRQ 9, no SMI command
+//   port (ACPI mode is always on), the PM1a event block at 0x600, PM1a
+//   control at 0x604 and the 24-bit PM timer at 0x608
+//   (devices/acpi_pm.h), the reset register at I/O port 0xCF9 (value 6),
+//   FIRMWARE_CTRL to the FACS and DSDT to the DSDT (the X_ forms stay 0:
+//   both are below 4 GiB), no C2/C3, no GPE block, no fixed power or sleep
+//   button.
+// - FACS (§5.2.10): version 2, 64 bytes on a 64-byte boundary, waking
+//   vectors and global lock 0. Nothing wakes from a sleep state.
+// - DSDT (§5.2.11.1): `Name (\_S5, Package (4) {0, 0, 0, 0})`, the soft-off
+//   type, and nothing else. There are no processor device objects, which
+//   the spec asks for beside x2APIC entries (§5.2.12.12); OSes that only
+//   read the MADT (Linux, every testcase) do not need them.
 // - MADT (§5.2.12): local APIC address 0xFEE00000, PCAT_COMPAT, one entry
 //   per possible CPU in index order with ACPI processor UID = CPU index:
 //   a Processor Local APIC entry (§5.2.12.2) for APIC IDs up to 254 and a
@@ -23,11 +30,12 @@
 //   pc_madt_cpu_entry does. CPUs beyond -smp cpus (up to maxcpus) are
 //   listed with flags 0 (not enabled) like QEMU 7.2: revision 3 predates
 //   the Online Capable bit (ACPI 6.3), and under it Linux counts disabled
-//   entries as hot-pluggable.
+//   entries as hot-pluggable. Then the I/O APIC (ID 0, 0xFEC00000, GSI base
+//   0) and QEMU's interrupt source overrides: ISA IRQ 0 to GSI 2, and IRQs
+//   5, 9, 10 and 11 (the PCI interrupt lines) level triggered, active high.
 //
-// Not provided: I/O APIC, interrupt source override and local APIC NMI
-// entries (there is no I/O APIC and nothing raises LINT1), FACS, SRAT,
-// HPET, MCFG, MP tables.
+// Not provided: local APIC NMI entries (nothing raises LINT1), SRAT, HPET,
+// MCFG, MP tables.
 #pragma once
 
 #include <cstdint>
@@ -58,7 +66,7 @@ struct AcpiWindow {
 
 // Guest-physical addresses of what build_acpi_tables wrote.
 struct AcpiTables {
-  uint32_t rsdp = 0, rsdt = 0, fadt = 0, dsdt = 0, madt = 0;
+  uint32_t rsdp = 0, rsdt = 0, fadt = 0, dsdt = 0, madt = 0, facs = 0;
   uint32_t end = 0;  // first byte past the last table
 };
 

@@ -77,6 +77,8 @@ class GuestView {
         cpus.push_back({0, ram_.read<uint8_t>(e + 2), ram_.read<uint8_t>(e + 3), bool(ram_.read<uint32_t>(e + 4) & 1)});
       else if (type == 9 && elen == 16)
         cpus.push_back({9, ram_.read<uint32_t>(e + 12), ram_.read<uint32_t>(e + 4), bool(ram_.read<uint32_t>(e + 8) & 1)});
+      else if ((type == 1 && elen == 12) || (type == 2 && elen == 10))
+        ;  // the I/O APIC and its overrides: MadtListsTheIoApicAndQemusSourceOverrides
       else
         ADD_FAILURE() << "unexpected MADT entry type " << int(type) << " length " << int(elen);
       if (elen == 0) break;
@@ -121,20 +123,77 @@ TEST(Acpi, RsdpIsRevisionZeroAndPointsAtTheRsdt) {
   EXPECT_EQ(guest.find_table("APIC"), t.madt);
 }
 
-TEST(Acpi, FadtIsHardwareReducedAndPointsAtAnEmptyDsdt) {
+TEST(Acpi, FadtDescribesPiix4PowerManagementTheFacsAndTheDsdt) {
   GuestRam ram(kRamSize);
   AcpiTables t = build_acpi_tables(ram, Topology::parse("1"));
   GuestView guest(ram);
   EXPECT_EQ(guest.checked_table(t.fadt, "FACP"), 276u);
   EXPECT_EQ(ram.read<uint8_t>(t.fadt + 8), 6);             // revision
-  EXPECT_EQ(ram.read<uint32_t>(t.fadt + 36), 0u);           // FIRMWARE_CTRL: no FACS
-  EXPECT_EQ(ram.read<uint16_t>(t.fadt + 46), 0u);           // SCI_INT
-  EXPECT_EQ(ram.read<uint32_t>(t.fadt + 64), 0u);           // PM1a_CNT_BLK
-  EXPECT_TRUE(ram.read<uint32_t>(t.fadt + 112) & (1u << 20));  // HW_REDUCED_ACPI
+  EXPECT_EQ(ram.read<uint32_t>(t.fadt + 36), t.facs);       // FIRMWARE_CTRL
+  EXPECT_EQ(ram.read<uint64_t>(t.fadt + 132), 0u);          // X_FIRMWARE_CTRL: one of the two
+  EXPECT_EQ(ram.read<uint16_t>(t.fadt + 46), 9u);           // SCI_INT
+  EXPECT_EQ(ram.read<uint32_t>(t.fadt + 48), 0u);           // SMI_CMD: always in ACPI mode
+  EXPECT_EQ(ram.read<uint32_t>(t.fadt + 56), 0x600u);       // PM1a_EVT_BLK
+  EXPECT_EQ(ram.read<uint32_t>(t.fadt + 64), 0x604u);       // PM1a_CNT_BLK
+  EXPECT_EQ(ram.read<uint32_t>(t.fadt + 76), 0x608u);       // PM_TMR_BLK
+  EXPECT_EQ(ram.read<uint8_t>(t.fadt + 88), 4);             // PM1_EVT_LEN
+  EXPECT_EQ(ram.read<uint8_t>(t.fadt + 89), 2);             // PM1_CNT_LEN
+  EXPECT_EQ(ram.read<uint8_t>(t.fadt + 91), 4);             // PM_TMR_LEN
+  const uint32_t flags = ram.read<uint32_t>(t.fadt + 112);
+  EXPECT_FALSE(flags & (1u << 20));  // not HW_REDUCED_ACPI
+  EXPECT_FALSE(flags & (1u << 8));   // TMR_VAL_EXT clear: a 24-bit PM timer
+  EXPECT_TRUE(flags & (1u << 10));   // RESET_REG_SUP
+  EXPECT_EQ(ram.read<uint8_t>(t.fadt + 116), 1);            // RESET_REG: system I/O
+  EXPECT_EQ(ram.read<uint8_t>(t.fadt + 117), 8);
+  EXPECT_EQ(ram.read<uint64_t>(t.fadt + 120), 0xcf9u);
+  EXPECT_EQ(ram.read<uint8_t>(t.fadt + 128), 6);            // RESET_VALUE
+  EXPECT_EQ(ram.read<uint64_t>(t.fadt + 208 + 4), 0x608u);  // X_PM_TMR_BLK
+  EXPECT_EQ(ram.read<uint8_t>(t.fadt + 208 + 1), 32);
   uint32_t dsdt = ram.read<uint32_t>(t.fadt + 40);
   EXPECT_EQ(dsdt, t.dsdt);
   EXPECT_EQ(ram.read<uint64_t>(t.fadt + 140), 0u);  // X_DSDT unused
-  EXPECT_EQ(guest.checked_table(dsdt, "DSDT"), 36u);
+  // Name (\_S5, Package (4) {0, 0, 0, 0}).
+  ASSERT_EQ(guest.checked_table(dsdt, "DSDT"), 36u + 13u);
+  EXPECT_EQ(text(ram, dsdt + 36, 6), std::string("\x08\\_S5_", 6));
+}
+
+TEST(Acpi, FacsIsSixtyFourAlignedBytesOfVersionTwo) {
+  GuestRam ram(kRamSize);
+  AcpiTables t = build_acpi_tables(ram, Topology::parse("4"));
+  EXPECT_EQ(t.facs % 64, 0u);
+  EXPECT_EQ(text(ram, t.facs, 4), "FACS");
+  EXPECT_EQ(ram.read<uint32_t>(t.facs + 4), 64u);
+  EXPECT_EQ(ram.read<uint32_t>(t.facs + 12), 0u);  // firmware waking vector
+  EXPECT_EQ(ram.read<uint8_t>(t.facs + 32), 2);
+  EXPECT_EQ(t.end, t.facs + 64);
+}
+
+TEST(Acpi, MadtListsTheIoApicAndQemusSourceOverrides) {
+  GuestRam ram(kRamSize);
+  AcpiTables t = build_acpi_tables(ram, Topology::parse("2"));
+  GuestView guest(ram);
+  const uint32_t len = guest.checked_table(t.madt, "APIC");
+  uint32_t at = t.madt + 44 + 2 * 8;  // after the two local APICs
+  EXPECT_EQ(ram.read<uint8_t>(at), 1);
+  EXPECT_EQ(ram.read<uint8_t>(at + 1), 12);
+  EXPECT_EQ(ram.read<uint8_t>(at + 2), 0);  // I/O APIC ID
+  EXPECT_EQ(ram.read<uint32_t>(at + 4), 0xfec00000u);
+  EXPECT_EQ(ram.read<uint32_t>(at + 8), 0u);  // GSI base
+  at += 12;
+  struct Override {
+    uint8_t irq;
+    uint32_t gsi;
+    uint16_t flags;
+    bool operator==(const Override&) const = default;
+  };
+  std::vector<Override> seen;
+  for (; at < t.madt + len; at += 10) {
+    EXPECT_EQ(ram.read<uint8_t>(at), 2);
+    EXPECT_EQ(ram.read<uint8_t>(at + 1), 10);
+    EXPECT_EQ(ram.read<uint8_t>(at + 2), 0);  // ISA
+    seen.push_back({ram.read<uint8_t>(at + 3), ram.read<uint32_t>(at + 4), ram.read<uint16_t>(at + 8)});
+  }
+  EXPECT_EQ(seen, (std::vector<Override>{{0, 2, 0}, {5, 5, 0xd}, {9, 9, 0xd}, {10, 10, 0xd}, {11, 11, 0xd}}));
 }
 
 TEST(Acpi, MadtHeaderNamesTheLocalApicAndPcatCompat) {

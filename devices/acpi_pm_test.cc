@@ -1,0 +1,65 @@
+#include "devices/acpi_pm.h"
+
+#include <gtest/gtest.h>
+
+namespace topolab {
+namespace {
+
+struct Pm {
+  uint64_t now = 0;
+  int power_offs = 0;
+  AcpiPm pm{[this] { return now; }, [this] { ++power_offs; }};
+};
+
+TEST(AcpiPm, TimerCountsAt3579545HzOnVirtualTimeAndWrapsAt24Bits) {
+  Pm t;
+  EXPECT_EQ(t.pm.read(AcpiPm::kPmTmr, 4), 0u);
+  t.now = 1'000'000'000;  // one second
+  EXPECT_EQ(t.pm.read(AcpiPm::kPmTmr, 4), 3'579'545u);
+  t.now = 1'000;  // 1 us: 3.58 ticks, rounded down
+  EXPECT_EQ(t.pm.read(AcpiPm::kPmTmr, 4), 3u);
+  t.now = 5'000'000'000;  // 17,897,725 ticks: past 2^24
+  EXPECT_EQ(t.pm.read(AcpiPm::kPmTmr, 4), 17'897'725u & 0xffffff);
+  EXPECT_EQ(t.pm.read(AcpiPm::kPmTmr + 2, 1), (17'897'725u >> 16) & 0xff);
+  t.pm.write(AcpiPm::kPmTmr, 4, 0);  // read only
+  EXPECT_EQ(t.pm.read(AcpiPm::kPmTmr, 4), 17'897'725u & 0xffffff);
+  EXPECT_EQ(AcpiPm::ticks_at(~0ull / 2), static_cast<uint64_t>(static_cast<unsigned __int128>(~0ull / 2) * 3579545 / 1'000'000'000));
+}
+
+TEST(AcpiPm, TmrStsSetsWhenBit23ChangesAndClearsOnWriteOne) {
+  Pm t;
+  EXPECT_EQ(t.pm.read(AcpiPm::kPm1Sts, 2) & AcpiPm::STS_TMR, 0u);
+  t.now = 2'400'000'000;  // 8.59 M ticks > 2^23
+  EXPECT_TRUE(t.pm.read(AcpiPm::kPm1Sts, 2) & AcpiPm::STS_TMR);
+  t.pm.write(AcpiPm::kPm1Sts, 2, 0);  // writing 0 changes nothing
+  EXPECT_TRUE(t.pm.read(AcpiPm::kPm1Sts, 2) & AcpiPm::STS_TMR);
+  t.pm.write(AcpiPm::kPm1Sts, 2, AcpiPm::STS_TMR);
+  EXPECT_EQ(t.pm.read(AcpiPm::kPm1Sts, 2) & AcpiPm::STS_TMR, 0u);
+}
+
+TEST(AcpiPm, EnableReadsBackAndControlKeepsSciEn) {
+  Pm t;
+  t.pm.write(AcpiPm::kPm1En, 2, 0xffff);
+  EXPECT_EQ(t.pm.read(AcpiPm::kPm1En, 2), AcpiPm::EN_MASK);
+  EXPECT_EQ(t.pm.read(AcpiPm::kPm1Sts, 4) >> 16, AcpiPm::EN_MASK);
+  EXPECT_EQ(t.pm.read(AcpiPm::kPm1Cnt, 2), AcpiPm::CNT_SCI_EN);
+  t.pm.write(AcpiPm::kPm1Cnt, 2, 0);
+  EXPECT_EQ(t.pm.read(AcpiPm::kPm1Cnt, 2), AcpiPm::CNT_SCI_EN);
+  t.pm.write(AcpiPm::kPm1Cnt, 2, 5u << AcpiPm::CNT_SLP_TYP_SHIFT);  // type only: no sleep
+  EXPECT_EQ(t.pm.read(AcpiPm::kPm1Cnt, 2), AcpiPm::CNT_SCI_EN | (5u << AcpiPm::CNT_SLP_TYP_SHIFT));
+  EXPECT_EQ(t.power_offs, 0);
+}
+
+TEST(AcpiPm, SlpEnWithTypeZeroPowersOff) {
+  Pm t;
+  t.pm.write(AcpiPm::kPm1Cnt, 2, AcpiPm::CNT_SLP_EN | (1u << AcpiPm::CNT_SLP_TYP_SHIFT));  // S1: ignored
+  EXPECT_EQ(t.power_offs, 0);
+  t.pm.write(AcpiPm::kPm1Cnt, 2, AcpiPm::CNT_SLP_EN);  // \_S5: SLP_TYP 0
+  EXPECT_EQ(t.power_offs, 1);
+  t.pm.write(AcpiPm::kPm1Cnt + 1, 1, AcpiPm::CNT_SLP_EN >> 8);  // the high byte alone
+  EXPECT_EQ(t.power_offs, 2);
+  EXPECT_EQ(t.pm.read(AcpiPm::kPm1Cnt, 2) & AcpiPm::CNT_SLP_EN, 0u);
+}
+
+}  // namespace
+}  // namespace topolab
