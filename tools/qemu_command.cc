@@ -141,7 +141,7 @@ bool known_qemu_device(std::string_view name) {
       "sga",         "vmcoreinfo",     "pvpanic",    "isa-debugcon",  "vfio-pci",    "nvme",
       "vmxnet3",     "megasas",        "lsi53c895a", "ramfb",         "VGA",         "cirrus-vga",
       "pxb",         "pxb-pcie",       "tpm-tis",    "sdhci-pci",     "x86-iommu",   "ich9-intel-hda",
-      "hyperv-testdev", "pci-testdev"};
+      "hyperv-testdev"};
   if (name.starts_with("virtio-") || name.starts_with("vhost-")) return true;
   return std::find(kKnown.begin(), kKnown.end(), name) != kKnown.end();
 }
@@ -333,6 +333,9 @@ void Parser::device(const std::string& value) {
   } else if (driver == "pc-testdev") {
     no_properties();
     cmd_.pc_testdev = true;
+  } else if (driver == "pci-testdev") {
+    no_properties();
+    cmd_.pci_testdev = true;
   } else if (known_qemu_device(driver)) {
     throw ConfigError(fmt::format("-device {}: topolab does not emulate {}", value, driver));
   } else {
@@ -432,7 +435,8 @@ std::string qemu_device_list_text() {
   // kvm-unit-tests' x86/run adds -device pci-testdev when the list has it.
   return "Misc devices:\n"
          "name \"isa-debug-exit\", bus ISA\n"
-         "name \"pc-testdev\", bus ISA\n";
+         "name \"pc-testdev\", bus ISA\n"
+         "name \"pci-testdev\", bus PCI, desc \"PCI Test Device\"\n";
 }
 
 std::string qemu_machine_list_text() {

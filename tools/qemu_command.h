@@ -40,6 +40,7 @@ struct QemuCommand {
   bool pit = true;                  // -machine pit=off removes the 8254
   bool isa_debug_exit = false;      // -device isa-debug-exit,iobase=0xf4,iosize=4
   bool pc_testdev = false;          // -device pc-testdev
+  bool pci_testdev = false;         // -device pci-testdev
 };
 
 // Parses QEMU's arguments (argv without the program name). Options take one

@@ -24,7 +24,7 @@ std::string refusal(std::vector<std::string> args) {
 // kvm-unit-tests' x86/run, as it starts the apic test on TCG.
 TEST(QemuCommand, TakesKvmUnitTestsCommandLine) {
   const QemuCommand q = parse({"-nodefaults", "-device", "pc-testdev", "-device", "isa-debug-exit,iobase=0xf4,iosize=0x4",
-                               "-vnc", "none", "-serial", "stdio", "-machine", "accel=tcg",
+                               "-vnc", "none", "-serial", "stdio", "-device", "pci-testdev", "-machine", "accel=tcg",
                                "-kernel", "x86/apic.flat", "-smp", "2", "-cpu", "qemu64,+x2apic,+tsc-deadline",
                                "-machine", "pit=off", "-initrd", "/tmp/env"});
   EXPECT_EQ(q.action, Action::Run);
@@ -34,6 +34,7 @@ TEST(QemuCommand, TakesKvmUnitTestsCommandLine) {
   EXPECT_EQ(q.serial, "stdio");
   EXPECT_TRUE(q.isa_debug_exit);
   EXPECT_TRUE(q.pc_testdev);
+  EXPECT_TRUE(q.pci_testdev);
   EXPECT_FALSE(q.pit);
   EXPECT_EQ(q.initrd, std::vector<std::string>{"/tmp/env"});
   EXPECT_FALSE(q.no_reboot);

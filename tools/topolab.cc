@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <sys/prctl.h>
 
+#include "base/memory_map.h"
 #include "model/cpuid.h"
 #include "report/cpuid_report.h"
 #include "report/html_report.h"
@@ -247,6 +248,8 @@ int report_qemu_outcome(const RunOptions& o, const RunResult& r, const std::stri
       }
       fmt::print(stderr, "topolab: {}, {}\n", r.diagnosis, after);
       return kExitGuestFailed;
+    case RunResult::Outcome::Shutdown:
+      return 0;  // as QEMU, quietly
   }
   return kExitGuestFailed;
 }
@@ -279,6 +282,10 @@ int report_outcome(const RunOptions& o, const RunResult& r) {
     case RunResult::Outcome::Crashed:
       fmt::print(stderr, "topolab: {}, {}\n", r.diagnosis, after);
       return kExitGuestFailed;
+    case RunResult::Outcome::Shutdown:
+      // A guest that powers the machine off (ACPI S5, reset, port 0x8900).
+      fmt::print(stderr, "topolab: {}, {}\n", r.diagnosis, after);
+      return 0;
   }
   return kExitGuestFailed;
 }
@@ -626,6 +633,14 @@ int print_models() {
   return 0;
 }
 
+// -m as the machine takes it, checked before the kernel is looked at.
+void check_ram_size(uint64_t mib) {
+  if (mib < 2 || mib > memory_map::kMaxRamMib)
+    throw ConfigError(fmt::format("-m {}M: topolab's guest RAM is 2 to {} MiB (it stays below the 32-bit PCI hole; "
+                                  "no RAM above 4 GiB yet)",
+                                  mib, memory_map::kMaxRamMib));
+}
+
 // `topolab qemu ARGS` and build/qemu-system-x86_64 ARGS: QEMU 7.2's
 // command line (tools/qemu_command.h), topolab's own options from
 // TOPOLAB_OPTS. Every bad input ends with QEMU's status 1.
@@ -650,6 +665,10 @@ int run_qemu(const std::vector<std::string>& args) {
   // A suite's tests wait on timers for seconds of virtual time; the run is
   // still bounded (--time-limit in TOPOLAB_OPTS changes it).
   run.machine.time_limit_seconds = 60.0;
+  // Tests that ping-pong between vCPUs without PAUSE (kvm-unit-tests'
+  // 30,000 NMIs of nmi-after-sti) cost a quantum per round trip: 10,000
+  // instructions keep them within the suite's timeouts (docs/kvm-unit-tests.md).
+  run.machine.quantum = 10'000;
   run.flags.smp = q.smp;
   run.flags.cpu = q.cpu;
   run.flags.machine = q.machine_options;
@@ -658,6 +677,9 @@ int run_qemu(const std::vector<std::string>& args) {
   run.machine.initrd = q.initrd;
   run.machine.ram_mib = q.ram_mib;
   run.machine.isa_debug_exit = q.isa_debug_exit;
+  run.machine.pc_testdev = q.pc_testdev;
+  run.machine.pci_testdev = q.pci_testdev;
+  run.machine.pit = q.pit;
   run.serial = q.serial;
 
   const char* opts = std::getenv("TOPOLAB_OPTS");
@@ -674,16 +696,18 @@ int run_qemu(const std::vector<std::string>& args) {
       throw ConfigError(fmt::format("TOPOLAB_OPTS: {}", e.what()));
     }
   }
-  // QEMU checks the options before it loads the kernel, and says so in
-  // these words when it cannot (kvm-unit-tests tries a command line with a
-  // missing kernel to tell a refused option from a good one).
+  // QEMU checks the whole configuration before it loads the kernel, and
+  // says so in these words when it cannot: kvm-unit-tests tries each
+  // command line with a missing kernel, and a refusal here (-cpu host,
+  // -m 4096) becomes the test's SKIP with this line as the reason.
+  run.flags.parse_into(run.machine);
+  run.machine.cost = CostModel::parse(run.cost_spec, CostModel::defaults());
+  check_ram_size(run.machine.ram_mib);
   if (std::FILE* f = std::fopen(q.kernel.c_str(), "rb")) {
     std::fclose(f);
   } else {
     throw ImageError(fmt::format("could not load kernel '{}': {}", q.kernel, std::strerror(errno)));
   }
-  run.flags.parse_into(run.machine);
-  run.machine.cost = CostModel::parse(run.cost_spec, CostModel::defaults());
   return run_machine(run);
 }
 
