@@ -111,7 +111,7 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
                 .pause_loop_exiting = pause_loop_exiting(config)} {
   check_run_limits(config);
   ports_.attach(Uart16550::kCom1Base, Uart16550::kPortCount, uart_);
-  ports_.attach(DebugExit::kBase, DebugExit::kPortCount, debug_exit_);
+  if (config.isa_debug_exit) ports_.attach(DebugExit::kBase, DebugExit::kPortCount, debug_exit_);
   ports_.attach(FwCfg::kBase, FwCfg::kPortCount, fw_cfg_);
   ports_.attach(PicStub::kMasterBase, PicStub::kPortCount, pic_master_);
   ports_.attach(PicStub::kSlaveBase, PicStub::kPortCount, pic_slave_);

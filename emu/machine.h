@@ -68,6 +68,9 @@ struct MachineConfig {
   // moved to the next time anything it can observe could change, without
   // running its loop. Off: every instruction runs (and no pause-loop exits).
   bool spin_skip = true;
+  // isa-debug-exit at 0xf4: always there for `topolab run`; under the QEMU
+  // command line only with -device isa-debug-exit, as QEMU.
+  bool isa_debug_exit = true;
 };
 
 struct RunResult {
@@ -80,6 +83,7 @@ struct RunResult {
   Outcome outcome = Outcome::Crashed;
   std::optional<uint32_t> guest_value;  // GuestExit: what the guest wrote
   std::string diagnosis;                // one line, for everything but GuestExit
+  bool triple_fault = false;            // Crashed by a triple fault (a shutdown on hardware)
   uint64_t instructions = 0;            // all vCPUs together
   uint64_t virtual_ns = 0;              // the latest vCPU clock
 };

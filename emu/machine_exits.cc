@@ -46,8 +46,11 @@ std::optional<RunResult> Machine::handle_exit(Cpu& cpu, const VcpuExit& exit) {
       return std::nullopt;
     // The vCPU delivers every exception through the guest's IDT itself;
     // these are what it cannot deliver.
-    case VcpuExit::Reason::TripleFault:
-      return finish(RunResult::Outcome::Crashed, fmt::format("guest crashed: {}", exit.detail));
+    case VcpuExit::Reason::TripleFault: {
+      RunResult r = finish(RunResult::Outcome::Crashed, fmt::format("guest crashed: {}", exit.detail));
+      r.triple_fault = true;
+      return r;
+    }
     case VcpuExit::Reason::Unsupported:
       return finish(RunResult::Outcome::Crashed, fmt::format("guest needs what topolab does not model: {}", exit.detail));
     case VcpuExit::Reason::Monitor:

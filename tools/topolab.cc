@@ -3,12 +3,15 @@
 // and firmware/.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -25,6 +28,7 @@
 #include "tools/check_command.h"
 #include "tools/experiment_sweep.h"
 #include "tools/experiments.h"
+#include "tools/qemu_command.h"
 
 namespace {
 
@@ -150,6 +154,10 @@ struct RunOptions {
   bool trace = false;
   std::string html;     // --html FILE
   std::string command;  // what the page names
+  // The QEMU command line (tools/qemu_command.h): QEMU's exit statuses, and
+  // nothing on stderr for a run that ended as the guest asked.
+  bool qemu = false;
+  bool no_reboot = false;  // -no-reboot
 };
 
 // The end-of-run report: the table on stderr (stdout is the guest's serial
@@ -186,6 +194,8 @@ class SerialSink {
   explicit SerialSink(const std::string& spec) {
     if (spec == "stdio") {
       out_ = stdout;
+    } else if (spec == "none") {
+      // -serial none: the bytes go nowhere.
     } else if (spec.starts_with("file:") && spec.size() > 5) {
       out_ = std::fopen(spec.c_str() + 5, "wb");
       if (!out_) throw ConfigError(fmt::format("-serial {}: cannot open the file", spec));
@@ -196,19 +206,47 @@ class SerialSink {
   }
   ~SerialSink() {
     if (owned_) std::fclose(out_);
-    else std::fflush(out_);
+    else if (out_) std::fflush(out_);
   }
-  void put(uint8_t byte) { std::fputc(byte, out_); }
+  void put(uint8_t byte) {
+    if (out_) std::fputc(byte, out_);
+  }
 
  private:
   std::FILE* out_ = nullptr;
   bool owned_ = false;
 };
 
+// QEMU's exit status for a run's outcome: (value << 1) | 1 from
+// isa-debug-exit, quietly, as QEMU; 0 for a triple fault, which QEMU takes
+// as a reset and, with -no-reboot, as the end (topolab still says which
+// fault it was); topolab's own statuses for what QEMU would not end on (a
+// guest hung for good, the time limit, what topolab does not model).
+int report_qemu_outcome(const RunOptions& o, const RunResult& r, const std::string& after) {
+  switch (r.outcome) {
+    case RunResult::Outcome::GuestExit: return static_cast<int>(((*r.guest_value << 1) | 1) & 0xff);
+    case RunResult::Outcome::BudgetExhausted:
+      fmt::print(stderr, "topolab: {}\n", r.diagnosis);
+      return kExitTimeLimit;
+    case RunResult::Outcome::Hung:
+    case RunResult::Outcome::Crashed:
+      if (r.triple_fault) {
+        fmt::print(stderr, "topolab: {}, {}; {}\n", r.diagnosis, after,
+                   o.no_reboot ? "the machine shuts down (-no-reboot)"
+                               : "QEMU would reset the machine; topolab ends the run");
+        return 0;
+      }
+      fmt::print(stderr, "topolab: {}, {}\n", r.diagnosis, after);
+      return kExitGuestFailed;
+  }
+  return kExitGuestFailed;
+}
+
 // The exit status for a run's outcome, and the one line that says it.
 int report_outcome(const RunOptions& o, const RunResult& r) {
   std::string after = fmt::format("after {} instructions, {:.6f} s of virtual time (quantum {})", r.instructions,
                                   r.virtual_ns / 1e9, o.machine.quantum);
+  if (o.qemu) return report_qemu_outcome(o, r, after);
   switch (r.outcome) {
     case RunResult::Outcome::GuestExit: {
       uint32_t v = *r.guest_value;
@@ -493,6 +531,30 @@ CLI::App* add_cpuid_command(CLI::App& app, CpuidOptions& cpuid) {
   return cpuid_cmd;
 }
 
+// The options of a run that are topolab's own, beyond what it boots: for
+// `topolab run` and, through TOPOLAB_OPTS, for the QEMU command line.
+void add_run_tuning_options(CLI::App* cmd, RunOptions& run) {
+  cmd->add_option("--time-limit", run.machine.time_limit_seconds, "stop the guest after this much virtual time (s)")
+      ->capture_default_str();
+  cmd->add_option("--quantum", run.machine.quantum, "instructions per scheduling slice")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1'000'000'000}))
+      ->capture_default_str();
+  add_spin_skip_option(cmd, run.machine.spin_skip);
+  cmd->add_flag("--trace", run.trace, "print every executed instruction to stderr");
+  cmd->add_option("--report", run.report, "end-of-run report on stderr: table, json or none")
+      ->check(CLI::IsMember({"table", "json", "none"}))
+      ->capture_default_str();
+  cmd->add_option("--report-file", run.report_file, "write the report to this file instead");
+  cmd->add_option("--svg", run.svg_dir, "write ipi-heatmap.svg and topology.svg into this directory");
+  cmd->add_option("--cost", run.cost_spec,
+                  "cost model: key=value,... over the defaults (docs/cost_model.md), or none,... for an ideal "
+                  "machine; e.g. halt_poll_ns=0,ipiv=1");
+  cmd->add_flag("--info-lapic", run.info_lapic, "dump every local APIC's state at the end, like QEMU's info lapic");
+  cmd->add_option("--html", run.html,
+                  "also write one self-contained HTML page: topology, caches, leaves, IPI heatmap, wake causes, "
+                  "timeline");
+}
+
 CLI::App* add_run_command(CLI::App& app, RunOptions& run) {
   CLI::App* run_cmd = app.add_subcommand("run", "boot a Multiboot image (as qemu-system-x86_64 -kernel would)");
   run_cmd->add_option("image", run.machine.image, "the Multiboot image (ELF32)")->required();
@@ -503,29 +565,11 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& run) {
   run_cmd->add_option("--append", run.machine.append, "the kernel command line the guest reads");
   run_cmd->add_option("--initrd", run.machine.initrd, "Multiboot modules: FILE[ ARGS][,FILE[ ARGS]...]")->delimiter(',');
   run_cmd->add_option("--serial", run.serial, "where COM1 goes: stdio or file:PATH")->capture_default_str();
-  run_cmd->add_option("--time-limit", run.machine.time_limit_seconds, "stop the guest after this much virtual time (s)")
-      ->capture_default_str();
-  run_cmd->add_option("--quantum", run.machine.quantum, "instructions per scheduling slice")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1'000'000'000}))
-      ->capture_default_str();
-  add_spin_skip_option(run_cmd, run.machine.spin_skip);
   run_cmd->add_option("--exit-status", run.exit_status,
                       "plain: exit with the guest's debug-exit value; qemu: with (value << 1) | 1 as QEMU does")
       ->check(CLI::IsMember({"plain", "qemu"}))
       ->capture_default_str();
-  run_cmd->add_flag("--trace", run.trace, "print every executed instruction to stderr");
-  run_cmd->add_option("--report", run.report, "end-of-run report on stderr: table, json or none")
-      ->check(CLI::IsMember({"table", "json", "none"}))
-      ->capture_default_str();
-  run_cmd->add_option("--report-file", run.report_file, "write the report to this file instead");
-  run_cmd->add_option("--svg", run.svg_dir, "write ipi-heatmap.svg and topology.svg into this directory");
-  run_cmd->add_option("--cost", run.cost_spec,
-                      "cost model: key=value,... over the defaults (docs/cost_model.md), or none,... for an ideal "
-                      "machine; e.g. halt_poll_ns=0,ipiv=1");
-  run_cmd->add_flag("--info-lapic", run.info_lapic, "dump every local APIC's state at the end, like QEMU's info lapic");
-  run_cmd->add_option("--html", run.html,
-                      "also write one self-contained HTML page: topology, caches, leaves, IPI heatmap, wake causes, "
-                      "timeline");
+  add_run_tuning_options(run_cmd, run);
   return run_cmd;
 }
 
@@ -573,6 +617,64 @@ int print_models() {
   return 0;
 }
 
+// `topolab qemu ARGS` and build/qemu-system-x86_64 ARGS: QEMU 7.2's
+// command line (tools/qemu_command.h), topolab's own options from
+// TOPOLAB_OPTS. Every bad input ends with QEMU's status 1.
+int run_qemu(const std::vector<std::string>& args) {
+  const QemuCommand q = parse_qemu_command(args);
+  switch (q.action) {
+    case QemuCommand::Action::Run: break;
+    case QemuCommand::Action::Version: fmt::print("{}", qemu_version_text(engine_version())); return 0;
+    case QemuCommand::Action::Help: fmt::print("{}", qemu_help_text()); return 0;
+    case QemuCommand::Action::ListDevices: fmt::print("{}", qemu_device_list_text()); return 0;
+    case QemuCommand::Action::ListCpus: return print_models();
+    case QemuCommand::Action::ListMachines: fmt::print("{}", qemu_machine_list_text()); return 0;
+    case QemuCommand::Action::ListAccelerators: fmt::print("{}", qemu_accelerator_list_text()); return 0;
+  }
+  RunOptions run;
+  run.qemu = true;
+  run.no_reboot = q.no_reboot;
+  run.report = "none";  // QEMU prints nothing of its own; TOPOLAB_OPTS --report asks for it
+  // A suite's tests wait on timers for seconds of virtual time; the run is
+  // still bounded (--time-limit in TOPOLAB_OPTS changes it).
+  run.machine.time_limit_seconds = 60.0;
+  run.flags.smp = q.smp;
+  run.flags.cpu = q.cpu;
+  run.flags.machine = q.machine_options;
+  run.machine.image = q.kernel;
+  run.machine.append = q.append;
+  run.machine.initrd = q.initrd;
+  run.machine.ram_mib = q.ram_mib;
+  run.machine.isa_debug_exit = q.isa_debug_exit;
+  run.serial = q.serial;
+
+  const char* opts = std::getenv("TOPOLAB_OPTS");
+  if (opts && *opts) {
+    const char* test = std::getenv("TESTNAME");
+    const std::string name = test && *test ? test : std::filesystem::path(q.kernel).stem().string();
+    CLI::App tuning{"TOPOLAB_OPTS: topolab's own options under the QEMU command line"};
+    add_run_tuning_options(&tuning, run);
+    std::vector<std::string> words = split_topolab_opts(opts, name);
+    std::reverse(words.begin(), words.end());  // CLI11 takes them reversed
+    try {
+      tuning.parse(words);
+    } catch (const CLI::ParseError& e) {
+      throw ConfigError(fmt::format("TOPOLAB_OPTS: {}", e.what()));
+    }
+  }
+  // QEMU checks the options before it loads the kernel, and says so in
+  // these words when it cannot (kvm-unit-tests tries a command line with a
+  // missing kernel to tell a refused option from a good one).
+  if (std::FILE* f = std::fopen(q.kernel.c_str(), "rb")) {
+    std::fclose(f);
+  } else {
+    throw ImageError(fmt::format("could not load kernel '{}': {}", q.kernel, std::strerror(errno)));
+  }
+  run.flags.parse_into(run.machine);
+  run.machine.cost = CostModel::parse(run.cost_spec, CostModel::defaults());
+  return run_machine(run);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -582,6 +684,21 @@ int main(int argc, char** argv) {
   // pages cost those engines 2 MiB less each and the others nothing
   // measurable (docs/benchmarks.md).
   prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
+  // The QEMU command line: as `topolab qemu ARGS`, or under QEMU's own name
+  // (build/qemu-system-x86_64 is a link to topolab).
+  const bool as_qemu = std::filesystem::path(argv[0]).filename() == "qemu-system-x86_64";
+  if (as_qemu || (argc > 1 && std::string_view(argv[1]) == "qemu")) {
+    const int first = as_qemu ? 1 : 2;
+    try {
+      return run_qemu(std::vector<std::string>(argv + first, argv + argc));
+    } catch (const InputError& e) {
+      fmt::print(stderr, "topolab: {}\n", e.what());
+      return 1;  // QEMU's status for a command line or image it cannot take
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "topolab: internal error: {}\n", e.what());
+      return kExitInternalError;
+    }
+  }
   CLI::App app{"topolab: a deterministic x86 machine for studying what topology a guest sees\n"
                "and what that does to its IPI and HLT traffic. With no command it runs the demo."};
   app.require_subcommand(0, 1);
