@@ -18,7 +18,7 @@ std::string_view to_string(WakeCause cause) {
 }
 
 std::string_view to_string(ExitKind kind) {
-  static constexpr std::string_view kNames[] = {"cpuid", "hlt", "io", "msr", "apic", "icr", "mwait", "monitor", "pause_loop"};
+  static constexpr std::string_view kNames[] = {"cpuid", "hlt", "io", "msr", "apic", "icr", "mwait", "monitor", "pause_loop", "hypercall"};
   return kNames[static_cast<size_t>(kind)];
 }
 

@@ -26,8 +26,8 @@ std::string_view to_string(WakeCause cause);
 
 // The kinds of VM exit the cost model charges for (emu/cost_model.h).
 // PauseLoop: a pause-loop exit (PLE) and its yield, when spin skipping is on.
-enum class ExitKind : uint8_t { Cpuid, Hlt, Io, Msr, Apic, Icr, Mwait, Monitor, PauseLoop };
-inline constexpr size_t kExitKinds = 9;
+enum class ExitKind : uint8_t { Cpuid, Hlt, Io, Msr, Apic, Icr, Mwait, Monitor, PauseLoop, Hypercall };
+inline constexpr size_t kExitKinds = 10;
 std::string_view to_string(ExitKind kind);
 
 // How an APIC register write leaves the guest on a KVM host with APICv:

@@ -195,7 +195,7 @@ std::optional<ApicMessage> LocalApic::write_register(const ApicRegisterInfo& reg
     // SDM 10.4.7.2: while software-disabled, LVT mask bits cannot be cleared.
     if (!software_enabled()) v |= LVT_MASKED;
     if (reg.offset == REG_LVT_TIMER) {
-      write_lvt_timer(v);
+      write_lvt_timer(v, now);
     } else {
       slot(offset) = v;
     }
@@ -568,16 +568,35 @@ uint64_t LocalApic::ns_to_ticks(uint64_t ns, uint32_t divisor) const {
                                (static_cast<unsigned __int128>(divisor) * NS_PER_SECOND));
 }
 
-// SDM 10.5.4.1: a write that changes the timer mode disarms the timer. We
-// also clear the initial count, so "disarmed" reads back as 0 everywhere.
-void LocalApic::write_lvt_timer(uint32_t value) {
-  uint32_t old_mode = timer_mode();
+// SDM 10.5.4.1: a write that moves the timer into or out of TSC-deadline
+// mode disarms it. We also clear the initial count then, so "disarmed"
+// reads back as 0 everywhere, as KVM does (apic_update_lvtt). Between
+// one-shot and periodic the count runs on, as on hardware and KVM
+// (kvm-unit-tests' apic "change mode" cases): periodic to one-shot counts
+// the current period down to 0 and stops; one-shot to periodic reloads at 0.
+void LocalApic::write_lvt_timer(uint32_t value, uint64_t now) {
+  const uint32_t old_mode = timer_mode();
   slot(REG_LVT_TIMER) = value;
-  if ((value & LVT_TIMER_MODE) != old_mode) {
+  const uint32_t new_mode = value & LVT_TIMER_MODE;
+  if (new_mode == old_mode) return;
+  if (old_mode == TIMER_MODE_TSC_DEADLINE || new_mode == TIMER_MODE_TSC_DEADLINE) {
     timer_ = {};
     slot(REG_TIMER_INITIAL_COUNT) = 0;
     tsc_deadline_ = 0;
+    return;
   }
+  if (!timer_.armed) return;
+  if (new_mode != TIMER_MODE_ONE_SHOT && new_mode != TIMER_MODE_PERIODIC) {
+    timer_ = {};  // reserved mode 11b: no timer runs
+    return;
+  }
+  const uint64_t initial = slot(REG_TIMER_INITIAL_COUNT);
+  if (old_mode == TIMER_MODE_PERIODIC && new_mode == TIMER_MODE_ONE_SHOT && initial != 0 && now > timer_.start) {
+    // The one-shot count is the current period's: start it where that began.
+    const uint64_t periods = ns_to_ticks(now - timer_.start, timer_.divisor) / initial;
+    timer_.start += ticks_to_ns(periods * initial, timer_.divisor);
+  }
+  timer_.expired = 0;
 }
 
 void LocalApic::arm_count(uint64_t now) {

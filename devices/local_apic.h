@@ -322,7 +322,7 @@ class LocalApic {
   void raise_error(uint32_t esr_bits);
   void deliver_local(uint32_t lvt_offset);  // fixed delivery from an LVT
   void eoi();
-  void write_lvt_timer(uint32_t value);
+  void write_lvt_timer(uint32_t value, uint64_t now);
   void arm_count(uint64_t now);
   uint32_t current_count(uint64_t now) const;
   uint64_t ticks_to_ns(uint64_t ticks, uint32_t divisor) const;

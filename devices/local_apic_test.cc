@@ -775,21 +775,41 @@ TEST(LocalApicTimer, CountingEventsNeverWrap) {
   EXPECT_GE(*apic.next_timer_event(), late);
 }
 
-TEST(LocalApicTimer, ChangingModeDisarms) {
+TEST(LocalApicTimer, ChangingToOrFromTscDeadlineModeDisarms) {
   LocalApic apic = xapic();
   wr(apic, REG_LVT_TIMER, 0x40);
   wr(apic, REG_TIMER_INITIAL_COUNT, 1000, 0);
   ASSERT_TRUE(apic.next_timer_event());
-  wr(apic, REG_LVT_TIMER, 0x40 | TIMER_MODE_PERIODIC);
-  EXPECT_FALSE(apic.next_timer_event());
-  EXPECT_EQ(rd(apic, REG_TIMER_CURRENT_COUNT, 10), 0u);
   wr(apic, REG_LVT_TIMER, 0x40 | TIMER_MODE_TSC_DEADLINE);
+  EXPECT_FALSE(apic.next_timer_event());
+  EXPECT_EQ(rd(apic, REG_TIMER_INITIAL_COUNT, 10), 0u);
   apic.wrmsr(LocalApic::MSR_IA32_TSC_DEADLINE, 100, kNow);
   ASSERT_TRUE(apic.next_timer_event());
   wr(apic, REG_LVT_TIMER, 0x40);
   EXPECT_FALSE(apic.next_timer_event());
   wr(apic, REG_LVT_TIMER, 0x40 | TIMER_MODE_TSC_DEADLINE);
   EXPECT_EQ(apic.rdmsr(LocalApic::MSR_IA32_TSC_DEADLINE, kNow), 0u);
+}
+
+// kvm-unit-tests' apic "change mode": between one-shot and periodic the
+// count runs on; periodic to one-shot finishes the current period and stops.
+TEST(LocalApicTimer, BetweenOneShotAndPeriodicTheCountRunsOn) {
+  LocalApic apic = xapic();
+  wr(apic, REG_TIMER_DIVIDE_CONFIG, DIVIDE_BY_1);
+  wr(apic, REG_LVT_TIMER, 0x40 | TIMER_MODE_ONE_SHOT);
+  const uint64_t period_ns = 1000;  // 1,000 ticks of the 1 GHz timer clock, divided by 1
+  wr(apic, REG_TIMER_INITIAL_COUNT, 1000, 0);
+  wr(apic, REG_LVT_TIMER, 0x40 | TIMER_MODE_PERIODIC, period_ns / 2);
+  EXPECT_EQ(rd(apic, REG_TIMER_INITIAL_COUNT, period_ns / 2), 1000u);
+  EXPECT_NEAR(rd(apic, REG_TIMER_CURRENT_COUNT, period_ns / 2), 500, 2);
+  // Past the end of the first period it reloads.
+  EXPECT_NEAR(rd(apic, REG_TIMER_CURRENT_COUNT, period_ns + period_ns / 4), 750, 2);
+  apic.on_time(period_ns + period_ns / 4);
+  wr(apic, REG_LVT_TIMER, 0x40 | TIMER_MODE_ONE_SHOT, period_ns + period_ns / 2);
+  EXPECT_NEAR(rd(apic, REG_TIMER_CURRENT_COUNT, period_ns + period_ns / 2), 500, 2);
+  ASSERT_TRUE(apic.next_timer_event());
+  EXPECT_NEAR(static_cast<double>(*apic.next_timer_event()), 2.0 * period_ns, 2);
+  EXPECT_EQ(rd(apic, REG_TIMER_CURRENT_COUNT, 3 * period_ns), 0u);
 }
 
 TEST(LocalApicTimer, IllegalTimerVectorLogsAnError) {

@@ -14,6 +14,12 @@ namespace {
 // CPUID.07H:ECX[3] PKU and [4] OSPKE, which mirrors CR4.PKE (SDM Vol. 2).
 constexpr uint32_t kLeaf7EcxPku = 1u << 3;
 constexpr uint32_t kLeaf7EcxOspke = 1u << 4;
+// CPUID.01H:EDX[9] APIC: clear while IA32_APIC_BASE.EN = 0 (SDM Vol. 3A
+// 11.4.3, "the CPUID feature flag for the APIC is also set to 0").
+constexpr uint32_t kLeaf1EdxApic = 1u << 9;
+// CPUID.01H:ECX[31]: the guest is told it runs on a hypervisor, which then
+// takes its hypercalls (devices/kvm_hypercall.h).
+constexpr uint32_t kLeaf1EcxHypervisor = 1u << 31;
 
 // The engine's own model whose instruction set matches the CPUID model best.
 EngineCpu engine_cpu_for(const CpuConfig& cpu) {
@@ -225,6 +231,7 @@ CpuidRegs MachineCpu::cpuid(uint32_t leaf, uint32_t subleaf) {
   // OSPKE mirrors CR4.PKE: the one leaf bit that follows guest state, now
   // that no model offers XSAVE (OSXSAVE).
   if (leaf == 7 && subleaf == 0 && (r.ecx & kLeaf7EcxPku) && (vcpu_->state().cr4 & x86::kCr4Pke)) r.ecx |= kLeaf7EcxOspke;
+  if (leaf == 1 && !(apic_.apic_base_msr() & apic::APIC_BASE_EN)) r.edx &= ~kLeaf1EdxApic;
   return r;
 }
 
@@ -294,6 +301,20 @@ bool MachineCpu::write_machine_msr(uint32_t msr, uint64_t value) {
 }
 
 uint64_t MachineCpu::read_tsc() { return platform_.cost.tsc_for_ns(now()) + static_cast<uint64_t>(tsc_offset_); }
+
+std::optional<int64_t> MachineCpu::hypercall(const KvmHypercall& call) {
+  if (!(platform_.cpuid.query(index_, 1, 0).ecx & kLeaf1EcxHypervisor)) return std::nullopt;
+  charge_exit(ExitKind::Hypercall);
+  const uint64_t at = now();
+  const Topology& topology = platform_.cpuid.topology();
+  KvmHypercallResult result =
+      kvm_hypercall(call, [&](uint32_t id) { return topology.index_of_apic_id(id).has_value(); });
+  for (ApicMessage& message : result.ipis) {
+    message.source_id = apic_.id();
+    if (platform_.events.ipi_sent({index_, message, ipi_send_ns(platform_.cost, at)})) vcpu_->request_stop();
+  }
+  return result.ret;
+}
 
 void MachineCpu::open_bus_access(uint64_t, unsigned, bool write) {
   VcpuStats& s = platform_.stats.vcpu(index_);

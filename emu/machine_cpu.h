@@ -190,6 +190,7 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   uint64_t read_tsc() override;
   bool msr_announced(uint32_t msr) override { return platform_.msrs.announced(msr); }
   void open_bus_access(uint64_t, unsigned, bool write) override;
+  std::optional<int64_t> hypercall(const KvmHypercall& call) override;
 
   // --- MmioHandler: the xAPIC page --------------------------------------------
   uint64_t read(uint64_t offset, unsigned size) override;

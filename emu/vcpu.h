@@ -18,6 +18,8 @@
 #include "model/cpuid_regs.h"
 #include "base/guest_ram.h"
 
+#include "devices/kvm_hypercall.h"
+
 namespace topolab {
 
 // What a vCPU asks of the machine while the guest runs. Calls arrive in the
@@ -45,6 +47,10 @@ class VcpuHost {
   // A load or store at a physical address where there is no RAM and no
   // device: the load read all ones (open bus) and the store was dropped.
   virtual void open_bus_access(uint64_t physical, unsigned size, bool write) {}
+  // VMCALL or VMMCALL (devices/kvm_hypercall.h): what RAX receives from a
+  // KVM-like host, or nullopt where there is none, and the instruction is
+  // #UD as on bare metal.
+  virtual std::optional<int64_t> hypercall(const KvmHypercall& call) { return std::nullopt; }
 };
 
 struct VcpuExit {

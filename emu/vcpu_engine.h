@@ -423,6 +423,7 @@ struct UnicornVcpu::Engine {
   VcpuExit exit_before_block(VcpuExit::Reason reason);
   std::optional<VcpuExit> exit_for_halt();
   std::optional<VcpuExit> exit_for_error(uc_err err);
+  std::optional<std::optional<VcpuExit>> emulate_hypercall(uint64_t rip, uint64_t linear);
   std::optional<VcpuExit> exit_for_monitor_or_mwait(uint64_t rip, uint64_t linear);
   uint64_t data_segment_base();
   void retire_emulated_instruction();

@@ -168,7 +168,11 @@ std::optional<std::vector<uint8_t>> UnicornVcpu::Engine::peek_linear(uint64_t li
 }
 
 bool UnicornVcpu::Engine::peek_linear_into(uint64_t linear, std::span<uint8_t> out) {
-  const x86::PagingState state = paging_state();
+  // The host's look checks no rights: without SMAP and protection keys a
+  // supervisor read reaches every present page (a user page the guest is
+  // executing from, with SMAP on, was refused here).
+  x86::PagingState state = paging_state();
+  state.cr4 &= ~(x86::kCr4Smap | x86::kCr4Pke);
   const size_t len = out.size();
   size_t done = 0;
   while (done < len) {

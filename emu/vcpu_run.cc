@@ -300,6 +300,28 @@ std::optional<VcpuExit> UnicornVcpu::Engine::exit_for_halt() {
                                        fmt::join(peek_linear(linear, 15).value_or(std::vector<uint8_t>{}), " ")));
 }
 
+// VMCALL (0F 01 C1) and VMMCALL (0F 01 D9), which the engine #UDs: a KVM
+// host takes both (it patches the other vendor's), and so does topolab's
+// when the host has hypercalls at all. nullopt: not one, or no host for it.
+std::optional<std::optional<VcpuExit>> UnicornVcpu::Engine::emulate_hypercall(uint64_t rip, uint64_t linear) {
+  std::array<uint8_t, 3> code{};
+  if (!peek_linear_into(linear, code) || code[0] != 0x0F || code[1] != 0x01 || (code[2] != 0xC1 && code[2] != 0xD9))
+    return std::nullopt;
+  const KvmHypercall call{.nr = read_reg(UC_X86_REG_RAX), .a0 = read_reg(UC_X86_REG_RBX), .a1 = read_reg(UC_X86_REG_RCX),
+                          .a2 = read_reg(UC_X86_REG_RDX), .a3 = read_reg(UC_X86_REG_RSI),
+                          .long_mode = code_size_from_registers() == CodeSize::Bits64 &&
+                                       (!current || current->code_size == CodeSize::Bits64),
+                          .cpl = current_cpl()};
+  const std::optional<int64_t> result = host.hypercall(call);
+  if (!result) return std::nullopt;
+  write_reg(UC_X86_REG_RAX, call.long_mode ? static_cast<uint64_t>(*result) : static_cast<uint32_t>(*result));
+  const uint64_t next = rip + code.size();
+  write_reg(UC_X86_REG_RIP, next);
+  ++retired;
+  if (stop_requested) return std::optional<VcpuExit>(exit_at(VcpuExit::Reason::StopRequested, next));
+  return std::optional<VcpuExit>(std::nullopt);
+}
+
 std::optional<VcpuExit> UnicornVcpu::Engine::exit_for_error(uc_err err) {
   const uint64_t rip = read_reg(UC_X86_REG_RIP);
   const uint64_t linear = code_base() + rip;
@@ -311,6 +333,7 @@ std::optional<VcpuExit> UnicornVcpu::Engine::exit_for_error(uc_err err) {
         return deliver({.kind = x86::EventKind::kPrivilegedSoftwareException, .vector = x86::kDebug,
                         .instruction_length = 1},
                        fmt::format("{:#x}: int1", linear));
+      if (std::optional<std::optional<VcpuExit>> done = emulate_hypercall(rip, linear)) return *done;
       return raise({.vector = x86::kInvalidOpcode, .error_code = std::nullopt},
                    fmt::format("an invalid opcode ({})", describe(linear)));
     case UC_ERR_FETCH_UNMAPPED:

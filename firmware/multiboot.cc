@@ -76,9 +76,17 @@ Header find_header(std::span<const uint8_t> image) {
   throw ImageError("no Multiboot header (magic 0x1badb002 with a valid checksum) in the first 8 KiB");
 }
 
+// Below 1 MiB an image may take conventional memory between the real-mode
+// IVT and BIOS data area (0-0x4FF) and the EBDA: what a PC's firmware
+// leaves free (kvm-unit-tests' realmode.flat loads at 0x8000). The EBDA,
+// the VGA hole and the BIOS area above it are the firmware's.
+constexpr uint64_t kLowestLoad = 0x500;
+
 void check_target(const GuestRam& ram, uint64_t start, uint64_t size, const std::string& what) {
-  if (start < kFirstMiB)
-    throw ImageError(fmt::format("{} loads at {:#x}, inside the first MiB that belongs to firmware", what, start));
+  if (start < kFirstMiB && (start < kLowestLoad || start + size > memory_map::kEbdaBase))
+    throw ImageError(fmt::format("{} [{:#x}, {:#x}) overlaps what the firmware keeps in the first MiB (below {:#x}, "
+                                 "or from the EBDA at {:#x} up)",
+                                 what, start, start + size, kLowestLoad, memory_map::kEbdaBase));
   if (!ram.contains(start, size))
     throw ImageError(fmt::format("{} [{:#x}, {:#x}) lies outside the {} MiB of guest RAM (see -m)", what, start,
                                  start + size, ram.size() >> 20));
@@ -206,7 +214,9 @@ MultibootBoot load_multiboot(GuestRam& ram, std::span<const uint8_t> image, cons
   if (unknown) throw ImageError(fmt::format("the Multiboot header requires features {:#x} that no loader here knows", unknown));
   Loaded loaded = (h.flags & kHeaderAoutKludge) ? load_aout_kludge(ram, image, h) : load_elf32(ram, image);
 
-  BootDataWriter out(ram, align_up(loaded.end, kPage));
+  // The boot information follows the image, and stays out of the first MiB
+  // when the image is in it.
+  BootDataWriter out(ram, align_up(std::max<uint64_t>(loaded.end, kFirstMiB), kPage));
   std::vector<uint8_t> mods;
   for (const auto& m : modules) {
     uint32_t start = out.put(m.bytes, kPage);  // page-aligned, as header flag 0 may require

@@ -35,6 +35,16 @@ TEST(Multiboot, LoadsSegmentsAndZeroesBss) {
   EXPECT_GT(boot.info_address, boot.image_end);
 }
 
+// kvm-unit-tests' realmode.flat: conventional memory below the EBDA is the
+// image's; the boot information then goes above 1 MiB.
+TEST(Multiboot, LoadsIntoConventionalMemoryBelowTheEbda) {
+  GuestRam ram(8 << 20);
+  MultibootBoot boot = load_multiboot(ram, make_elf(0x8000, {0xf4, 0x90}), "img", "", {});
+  EXPECT_EQ(boot.entry, 0x8000u);
+  EXPECT_EQ(ram.read<uint16_t>(0x8000), 0x90f4u);
+  EXPECT_GE(boot.info_address, 0x100000u);
+}
+
 TEST(Multiboot, InfoBlockAsQemuFillsIt) {
   GuestRam ram(16 << 20);
   std::vector<MultibootModule> mods{{"env.txt NR_CPUS=4", {'h', 'i'}}, {"two", {1, 2, 3}}};
@@ -111,7 +121,9 @@ TEST(Multiboot, RejectsBrokenImagesWithOneLine) {
   EXPECT_NE(expect_error(ram, truncated).find("past the end of the file"), std::string::npos);
 
   EXPECT_NE(expect_error(ram, make_elf(0x7ff000, {0xf4}, 0x10000)).find("outside the 4 MiB"), std::string::npos);
-  EXPECT_NE(expect_error(ram, make_elf(0x8000, {0xf4})).find("first MiB"), std::string::npos);
+  EXPECT_NE(expect_error(ram, make_elf(0x400, {0xf4})).find("first MiB"), std::string::npos);
+  EXPECT_NE(expect_error(ram, make_elf(0x9f000, {0xf4}, 0x1000)).find("from the EBDA"), std::string::npos);
+  EXPECT_NE(expect_error(ram, make_elf(0xf0000, {0xf4})).find("first MiB"), std::string::npos);
 
   auto wild_entry = make_elf(0x100000, {0xf4});
   put32(wild_entry, 24, 0x300000);

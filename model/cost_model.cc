@@ -195,7 +195,8 @@ uint64_t CostModel::exit_ns(ExitKind kind) const {
     case ExitKind::Cpuid: return cpuid_exit_ns;
     case ExitKind::Hlt: return hlt_exit_ns;
     case ExitKind::Io: return io_exit_ns;
-    case ExitKind::Msr: case ExitKind::Apic: return msr_exit_ns;
+    // A hypercall is an exit KVM handles in the kernel, as an MSR's.
+    case ExitKind::Msr: case ExitKind::Apic: case ExitKind::Hypercall: return msr_exit_ns;
     case ExitKind::Icr: return icr_exit_ns;
     case ExitKind::Mwait: return mwait_exit_ns;
     case ExitKind::Monitor: return monitor_exit_ns;

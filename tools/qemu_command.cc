@@ -109,6 +109,7 @@ const std::map<std::string, std::string, std::less<>>& refused_options() {
       {"incoming", "topolab does not migrate"},
       {"loadvm", "topolab has no snapshots"},
       {"snapshot", "topolab has no snapshots"},
+      {"overcommit", "topolab has no host CPUs to pin or pass power management through to"},
   };
   return kRefused;
 }
@@ -118,7 +119,7 @@ constexpr std::array kValueOptions = {
     "kernel", "initrd", "append", "smp",  "cpu",  "m",       "machine", "M",    "accel", "device",  "serial",
     "vnc",    "display", "name",  "global", "monitor", "L",  "boot",    "net",  "bios",  "icount",  "rtc",
     "chardev", "drive",  "blockdev", "hda", "cdrom", "netdev", "nic",   "numa", "object", "gdb",   "qmp",
-    "d",      "D",       "trace", "usbdevice", "incoming", "loadvm", "k",   "vga"};
+    "d",      "D",       "trace", "usbdevice", "incoming", "loadvm", "k",   "vga",     "overcommit"};
 constexpr std::array kFlagOptions = {"nodefaults", "nographic", "no-reboot", "no-hpet", "enable-kvm", "no-acpi",
                                      "no-shutdown", "S", "s", "version", "help", "h", "usb", "snapshot"};
 
@@ -139,7 +140,8 @@ bool known_qemu_device(std::string_view name) {
       "usb-ehci",    "qemu-xhci",      "nec-usb-xhci", "ich9-ahci",   "ide-hd",      "ide-cd",
       "sga",         "vmcoreinfo",     "pvpanic",    "isa-debugcon",  "vfio-pci",    "nvme",
       "vmxnet3",     "megasas",        "lsi53c895a", "ramfb",         "VGA",         "cirrus-vga",
-      "pxb",         "pxb-pcie",       "tpm-tis",    "sdhci-pci",     "x86-iommu",   "ich9-intel-hda"};
+      "pxb",         "pxb-pcie",       "tpm-tis",    "sdhci-pci",     "x86-iommu",   "ich9-intel-hda",
+      "hyperv-testdev", "pci-testdev"};
   if (name.starts_with("virtio-") || name.starts_with("vhost-")) return true;
   return std::find(kKnown.begin(), kKnown.end(), name) != kKnown.end();
 }
@@ -331,9 +333,6 @@ void Parser::device(const std::string& value) {
   } else if (driver == "pc-testdev") {
     no_properties();
     cmd_.pc_testdev = true;
-  } else if (driver == "pci-testdev") {
-    no_properties();
-    cmd_.pci_testdev = true;
   } else if (known_qemu_device(driver)) {
     throw ConfigError(fmt::format("-device {}: topolab does not emulate {}", value, driver));
   } else {
@@ -407,8 +406,11 @@ std::string qemu_version_text(const std::string& engine_version) {
       engine_version);
 }
 
-std::string qemu_help_text() {
-  return "usage: qemu-system-x86_64 [options] (topolab: QEMU 7.2's x86 command line, as far as topolab's machine goes)\n"
+std::string qemu_help_text(const std::string& engine_version) {
+  // The first line is -version's: kvm-unit-tests reads QEMU's version off
+  // `-h | head -1` into the guest's environment.
+  return qemu_version_text(engine_version).substr(0, qemu_version_text(engine_version).find('\n') + 1) +
+         "usage: qemu-system-x86_64 [options] (topolab: QEMU 7.2's x86 command line, as far as topolab's machine goes)\n"
          "\n"
          "-kernel FILE      a Multiboot kernel image\n"
          "-initrd FILE[ ARGS][,FILE...]  Multiboot modules\n"
@@ -427,10 +429,10 @@ std::string qemu_help_text() {
 
 std::string qemu_device_list_text() {
   // QEMU's format: scripts grep for the quoted names.
+  // kvm-unit-tests' x86/run adds -device pci-testdev when the list has it.
   return "Misc devices:\n"
          "name \"isa-debug-exit\", bus ISA\n"
-         "name \"pc-testdev\", bus ISA\n"
-         "name \"pci-testdev\", bus PCI, desc \"PCI Test Device\"\n";
+         "name \"pc-testdev\", bus ISA\n";
 }
 
 std::string qemu_machine_list_text() {

@@ -40,7 +40,6 @@ struct QemuCommand {
   bool pit = true;                  // -machine pit=off removes the 8254
   bool isa_debug_exit = false;      // -device isa-debug-exit,iobase=0xf4,iosize=4
   bool pc_testdev = false;          // -device pc-testdev
-  bool pci_testdev = false;         // -device pci-testdev
 };
 
 // Parses QEMU's arguments (argv without the program name). Options take one
@@ -56,7 +55,7 @@ uint64_t parse_qemu_ram_size(const std::string& text);
 
 // What QEMU prints for the answers of Action.
 std::string qemu_version_text(const std::string& engine_version);
-std::string qemu_help_text();
+std::string qemu_help_text(const std::string& engine_version);
 std::string qemu_device_list_text();
 std::string qemu_machine_list_text();
 std::string qemu_accelerator_list_text();

@@ -625,12 +625,15 @@ int run_qemu(const std::vector<std::string>& args) {
   switch (q.action) {
     case QemuCommand::Action::Run: break;
     case QemuCommand::Action::Version: fmt::print("{}", qemu_version_text(engine_version())); return 0;
-    case QemuCommand::Action::Help: fmt::print("{}", qemu_help_text()); return 0;
+    case QemuCommand::Action::Help: fmt::print("{}", qemu_help_text(engine_version())); return 0;
     case QemuCommand::Action::ListDevices: fmt::print("{}", qemu_device_list_text()); return 0;
     case QemuCommand::Action::ListCpus: return print_models();
     case QemuCommand::Action::ListMachines: fmt::print("{}", qemu_machine_list_text()); return 0;
     case QemuCommand::Action::ListAccelerators: fmt::print("{}", qemu_accelerator_list_text()); return 0;
   }
+  // Line by line, as QEMU's stdio: a suite's timeout that kills the run
+  // must not take the guest's last lines with it.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   RunOptions run;
   run.qemu = true;
   run.no_reboot = q.no_reboot;

@@ -1,0 +1,50 @@
+// KVM's hypercall ABI (Linux Documentation/virt/kvm/x86/hypercalls.rst), as
+// a KVM host answers VMCALL (Intel) and VMMCALL (AMD): the number in RAX,
+// up to four arguments in RBX, RCX, RDX and RSI, the result in RAX.
+// topolab's host is a KVM-like one, so a guest that sees the hypervisor bit
+// may call it; kvm-unit-tests' apic test sends its PV IPIs this way.
+//
+// Pure: decoding and the KVM_HC_SEND_IPI destinations, with no machine;
+// the vCPU traps the instruction and the machine routes the messages.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "devices/local_apic.h"
+
+namespace topolab {
+
+// Hypercall numbers (include/uapi/linux/kvm_para.h).
+inline constexpr uint64_t KVM_HC_VAPIC_POLL_IRQ = 1;
+inline constexpr uint64_t KVM_HC_KICK_CPU = 5;
+inline constexpr uint64_t KVM_HC_SEND_IPI = 10;
+inline constexpr uint64_t KVM_HC_SCHED_YIELD = 11;
+// Error returns (include/uapi/linux/kvm_para.h).
+inline constexpr int64_t KVM_ENOSYS = 1000;
+inline constexpr int64_t KVM_EPERM = 1;  // EPERM
+
+struct KvmHypercall {
+  uint64_t nr = 0;
+  uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  bool long_mode = false;  // 64-bit code: else every register is cut to 32 bits first
+  unsigned cpl = 0;
+};
+
+struct KvmHypercallResult {
+  int64_t ret = 0;                 // what RAX receives
+  std::vector<ApicMessage> ipis;   // KVM_HC_SEND_IPI: one physical fixed/NMI message per destination
+};
+
+// Answers `call`. `apic_exists(id)` says whether a vCPU has that APIC ID
+// (KVM's phys_map; the count KVM_HC_SEND_IPI returns is of those).
+// KVM_HC_SEND_IPI: a0/a1 are a bitmap of APIC IDs from a2 (min) and
+// min + 64 (32 in 32-bit code); a3 is the ICR's low word (vector, delivery
+// mode, level, trigger). KVM_HC_KICK_CPU, KVM_HC_SCHED_YIELD and
+// KVM_HC_VAPIC_POLL_IRQ return 0 (their effects are scheduling hints that
+// topolab's deterministic scheduler needs not follow); the rest -KVM_ENOSYS.
+// From CPL > 0, -KVM_EPERM, as KVM.
+KvmHypercallResult kvm_hypercall(const KvmHypercall& call, const std::function<bool(uint32_t)>& apic_exists);
+
+}  // namespace topolab
