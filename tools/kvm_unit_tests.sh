@@ -18,8 +18,10 @@
 #   --work DIR           where runs, logs and captures go (default build/kut)
 #   --doc FILE           the page to write (default docs/kvm-unit-tests.md)
 #   --qemu-bin PATH      the QEMU to compare with (default: qemu-system-x86_64 in PATH)
+#   --qemu-label TEXT    how the page names saved QEMU results (e.g. "QEMU 7.2.22 (Debian), TCG, 90 s cap")
 #   --topolab PATH       topolab's QEMU front end (default build/qemu-system-x86_64)
 #   --no-doc             run and compare only
+#   --doc-only           run nothing: write the page from the runs already in WORK
 #   -- TEST...           run only these tests (names from x86/unittests.cfg)
 # The page's "Failures and causes" section, between the causes markers, is
 # written by hand and kept when the page is written again.
@@ -30,8 +32,8 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 die() { echo "kvm_unit_tests.sh: $*" >&2; exit 2; }
 
 kut=""; qemu_results=""; no_qemu=0; timeout_s=90; all=0; runs=2
-work="$repo/build/kut"; doc="$repo/docs/kvm-unit-tests.md"; no_doc=0
-qemu_bin=""; topolab="$repo/build/qemu-system-x86_64"; tests=()
+work="$repo/build/kut"; doc="$repo/docs/kvm-unit-tests.md"; no_doc=0; doc_only=0
+qemu_bin=""; qemu_label=""; topolab="$repo/build/qemu-system-x86_64"; tests=()
 while [ $# -gt 0 ]; do
   case $1 in
     --qemu-results) [ $# -ge 2 ] || die "--qemu-results needs a FILE"; qemu_results=$2; shift ;;
@@ -42,6 +44,8 @@ while [ $# -gt 0 ]; do
     --work) [ $# -ge 2 ] || die "--work needs a DIR"; work=$2; shift ;;
     --doc) [ $# -ge 2 ] || die "--doc needs a FILE"; doc=$2; shift ;;
     --no-doc) no_doc=1 ;;
+    --doc-only) doc_only=1 ;;
+    --qemu-label) [ $# -ge 2 ] || die "--qemu-label needs TEXT"; qemu_label=$2; shift ;;
     --qemu-bin) [ $# -ge 2 ] || die "--qemu-bin needs a PATH"; qemu_bin=$2; shift ;;
     --topolab) [ $# -ge 2 ] || die "--topolab needs a PATH"; topolab=$2; shift ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -165,16 +169,26 @@ run_suite() {
 }
 
 status=0
-for i in $(seq 1 "$runs"); do
-  run_suite "topolab-$i" "$topolab" || status=1
-done
+if [ $doc_only = 1 ]; then
+  for i in $(seq 1 "$runs"); do
+    [ -s "$work/topolab-$i.results" ] || die "--doc-only: no results of run topolab-$i in $work"
+  done
+  if [ -z "$qemu_results" ] && [ $no_qemu = 0 ]; then
+    [ -s "$work/qemu.results" ] || die "--doc-only: no QEMU run in $work: give --qemu-results FILE or --no-qemu"
+    [ -f "$work/qemu.nokvm" ] && nokvm_note=$(cat "$work/qemu.nokvm")
+  fi
+else
+  for i in $(seq 1 "$runs"); do
+    run_suite "topolab-$i" "$topolab" || status=1
+  done
+fi
 if [ -z "$qemu_results" ] && [ $no_qemu = 0 ]; then
-  run_suite qemu "$qemu_bin" "${nokvm[@]}" || status=1
+  [ $doc_only = 1 ] || { run_suite qemu "$qemu_bin" "${nokvm[@]}" || status=1; echo "$nokvm_note" >"$work/qemu.nokvm"; }
   qemu_results=$work/qemu.out
   qemu_version=$("$qemu_bin" -version 2>/dev/null | head -1)
 elif [ -n "$qemu_results" ]; then
-  qemu_version="saved results: $qemu_results"
-  nokvm_note="saved results"
+  qemu_version="${qemu_label:-saved results from $(basename "$qemu_results")}"
+  nokvm_note=""
 else
   qemu_version=""
 fi
@@ -240,6 +254,22 @@ def deterministic(name):
 def esc(s):
     return s.replace("|", "\\|")
 
+sign_re = re.compile(r"^(FAIL: |.*assert failed|Unhandled exception|.*[Aa]bort)")
+def first_sign(name):
+    """topolab's last stderr line that is no warning, else the first failure line of the guest."""
+    base = f"{work}/topolab-1.capture/{name}"
+    err = read(base + ".err")
+    if err:
+        for l in reversed(err.decode("utf-8", "replace").splitlines()):
+            if l.strip() and "warning" not in l.lower():
+                return l.strip()[:160]
+    out = read(base + ".out")
+    if out:
+        for l in out.decode("utf-8", "replace").splitlines():
+            if sign_re.match(l):
+                return l.strip()[:160]
+    return ""
+
 rows, counts = [], {"top": {}, "qemu": {}, "det": 0, "n": 0, "both": 0, "target_miss": []}
 for n in order:
     t = top[0][0].get(n, ("-", ""))
@@ -258,7 +288,8 @@ for n in order:
         counts["both"] += 1
     if q[0] == "PASS" and t[0] != "PASS":
         counts["target_miss"].append(n)
-    rows.append(f"| `{n}` | {t[0]} | {esc(t[1])} | {d} | {q[0]} | {esc(q[1])} |")
+    sign = first_sign(n) if t[0] == "FAIL" else ""
+    rows.append(f"| `{n}` | {t[0]} | {esc(t[1])} | {esc(sign)} | {d} | {q[0]} | {esc(q[1])} |")
 
 begin, end = "<!-- causes:begin (written by hand; tools/kvm_unit_tests.sh keeps this section) -->", "<!-- causes:end -->"
 causes = None
@@ -288,7 +319,9 @@ lines.append(f"- kvm-unit-tests `{env['KUT_HEAD']}`, x86_64 build, run by its ow
 lines.append(f"- topolab `{env['TOPOLAB_HEAD']}` ({env['TOPOLAB_VERSION'] or 'version unknown'}) as `QEMU=build/qemu-system-x86_64`, {runs} runs"
              + ", ".join([""] + [f"{secs(f'topolab-{i}')}" for i in range(1, runs + 1)]) + ".")
 if qemu:
-    lines.append(f"- QEMU: {env['QEMU_VERSION']}, TCG" + (f", {secs('qemu')}" if os.path.exists(f"{work}/qemu.seconds") and env['QEMU_RESULTS'].startswith(work) else "") + f"; {env['NOKVM_NOTE']}.")
+    own = env['QEMU_RESULTS'] == f"{work}/qemu.out"
+    lines.append(f"- QEMU: {env['QEMU_VERSION']}" + (f", TCG, {secs('qemu')}" if own else "")
+                 + (f"; {env['NOKVM_NOTE']}" if env['NOKVM_NOTE'] else "") + ".")
 lines.append("- *Same output*: every topolab run printed byte-identical stdout and stderr and ended with the same status"
              " (captured by a pass-through QEMU shim; \"not run\" means the runner decided without starting it).")
 lines.append("- A refused command line shows as SKIP: run_tests.sh first runs each line with a missing kernel and skips the test,"
@@ -301,6 +334,9 @@ lines.append(f"|---|---|---|")
 for k in ("PASS", "FAIL", "SKIP"):
     lines.append(f"| {k} | {counts['top'].get(k, 0)} | {counts['qemu'].get(k, 0) if qemu else ''} |")
 lines.append(f"| tests | {counts['n']} | {sum(counts['qemu'].values()) if qemu else ''} |")
+i386 = sum(1 for n in order if top[0][0].get(n, ("", ""))[1] == "i386 only")
+if i386:
+    lines.append(f"| of them x86_64 or arch-free | {counts['n'] - i386} | |")
 lines.append("")
 lines.append(f"- Passes under topolab: **{tp}**; under QEMU 7.2 TCG: **{qp}**; under both: {counts['both']}.")
 lines.append(f"- Same output in all {runs} topolab runs: **{counts['det']} of {counts['n']}**.")
@@ -310,8 +346,8 @@ if qemu:
 lines.append("")
 lines.append("## Per test")
 lines.append("")
-lines.append("| test | topolab | SUMMARY / reason | same output | QEMU 7.2 TCG | QEMU SUMMARY / reason |")
-lines.append("|---|---|---|---|---|---|")
+lines.append("| test | topolab | SUMMARY / reason | first sign of a failure | same output | QEMU 7.2 TCG | QEMU SUMMARY / reason |")
+lines.append("|---|---|---|---|---|---|---|")
 lines += rows
 lines.append("")
 lines.append("## Failures and causes")
