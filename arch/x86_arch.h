@@ -49,14 +49,59 @@ constexpr uint64_t kEferLme = uint64_t{1} << 8;     // IA32_EFER.LME: long mode 
 constexpr uint64_t kEferLma = uint64_t{1} << 10;    // IA32_EFER.LMA: long mode active
 constexpr uint64_t kEferNxe = uint64_t{1} << 11;    // IA32_EFER.NXE: execute-disable (XD) bit enable
 
-// Architectural MSRs the machine emulates (SDM Vol. 4, table 2-2); the
-// local APIC's are in devices/local_apic.h.
-constexpr uint32_t kMsrTsc = 0x10;
-constexpr uint32_t kMsrMiscEnable = 0x1A0;
-constexpr uint64_t kMiscEnableFastStrings = uint64_t{1} << 0;
-constexpr uint64_t kMiscEnableMonitor = uint64_t{1} << 18;  // MONITOR/MWAIT enabled
+constexpr uint64_t kEferSvme = uint64_t{1} << 12;    // EFER.SVME: secure virtual machine enable (AMD)
+constexpr uint64_t kEferLmsle = uint64_t{1} << 13;   // EFER.LMSLE: long mode segment limit enable (old AMD)
+constexpr uint64_t kEferFfxsr = uint64_t{1} << 14;   // EFER.FFXSR: fast FXSAVE/FXRSTOR (AMD)
+constexpr uint64_t kEferTce = uint64_t{1} << 15;     // EFER.TCE: translation cache extension (AMD)
 
-// Architectural MSRs the vCPU keeps in the engine (SDM Vol. 4, table 2-2).
+// --- MSR numbers: SDM Vol. 4 table 2-2 ("IA-32 Architectural MSRs"), AMD
+// APM Vol. 2 appendix A for the AMD ones. The local APIC's (IA32_APIC_BASE,
+// IA32_TSC_DEADLINE, x2APIC) are in devices/local_apic.h. docs/msrs.md says
+// which exist when and how each behaves. ---
+// Kept by the machine (model/msr_file.h):
+constexpr uint32_t kMsrTsc = 0x10;
+constexpr uint32_t kMsrTscAdjust = 0x3B;
+constexpr uint32_t kMsrSpecCtrl = 0x48;
+constexpr uint32_t kMsrPredCmd = 0x49;
+constexpr uint32_t kMsrPmc0 = 0xC1;                   // IA32_PMCi = 0xC1 + i
+constexpr uint32_t kMsrMtrrCap = 0xFE;
+constexpr uint32_t kMsrArchCapabilities = 0x10A;
+constexpr uint32_t kMsrMcgCap = 0x179;
+constexpr uint32_t kMsrMcgStatus = 0x17A;
+constexpr uint32_t kMsrMcgCtl = 0x17B;
+constexpr uint32_t kMsrPerfEvtSel0 = 0x186;           // IA32_PERFEVTSELi = 0x186 + i
+constexpr uint32_t kMsrMiscEnable = 0x1A0;
+constexpr uint32_t kMsrDebugCtl = 0x1D9;
+constexpr uint32_t kMsrMtrrPhysBase0 = 0x200;         // PHYSBASEn = 0x200 + 2n, PHYSMASKn = 0x201 + 2n
+constexpr uint32_t kMsrMtrrFix64k00000 = 0x250;
+constexpr uint32_t kMsrMtrrFix16k80000 = 0x258;
+constexpr uint32_t kMsrMtrrFix16kA0000 = 0x259;
+constexpr uint32_t kMsrMtrrFix4kC0000 = 0x268;        // 0x268..0x26F: C0000 .. F8000
+constexpr uint32_t kMsrMtrrDefType = 0x2FF;
+constexpr uint32_t kMsrFixedCtr0 = 0x309;             // IA32_FIXED_CTRi = 0x309 + i
+constexpr uint32_t kMsrPerfCapabilities = 0x345;
+constexpr uint32_t kMsrFixedCtrCtrl = 0x38D;
+constexpr uint32_t kMsrPerfGlobalStatus = 0x38E;
+constexpr uint32_t kMsrPerfGlobalCtrl = 0x38F;
+constexpr uint32_t kMsrPerfGlobalOvfCtrl = 0x390;
+constexpr uint32_t kMsrMc0Ctl = 0x400;                // MCi_CTL/STATUS/ADDR/MISC = 0x400 + 4i + 0/1/2/3
+constexpr uint32_t kMsrTscAux = 0xC000'0103;
+constexpr uint32_t kMsrK7PerfCtl0 = 0xC001'0000;      // AMD PERF_CTL0..3 (K7 legacy)
+constexpr uint32_t kMsrK7PerfCtr0 = 0xC001'0004;      // AMD PERF_CTR0..3 (K7 legacy)
+constexpr uint32_t kMsrF15hPerfCtl0 = 0xC001'0200;    // AMD core PERF_CTLn = +2n, PERF_CTRn = +2n + 1
+// IA32_MISC_ENABLE bits (SDM Vol. 4 table 2-2).
+constexpr uint64_t kMiscEnableFastStrings = uint64_t{1} << 0;
+constexpr uint64_t kMiscEnableTcc = uint64_t{1} << 3;             // automatic thermal control circuit
+constexpr uint64_t kMiscEnablePerfMon = uint64_t{1} << 7;         // performance monitoring available (RO)
+constexpr uint64_t kMiscEnableBtsUnavailable = uint64_t{1} << 11;  // RO
+constexpr uint64_t kMiscEnablePebsUnavailable = uint64_t{1} << 12; // RO
+constexpr uint64_t kMiscEnableEist = uint64_t{1} << 16;           // Enhanced Intel SpeedStep
+constexpr uint64_t kMiscEnableMonitor = uint64_t{1} << 18;        // MONITOR/MWAIT enabled
+constexpr uint64_t kMiscEnableLimitCpuid = uint64_t{1} << 22;     // limit CPUID maxval to 2
+constexpr uint64_t kMiscEnableXtprDisable = uint64_t{1} << 23;
+constexpr uint64_t kMiscEnableXdDisable = uint64_t{1} << 34;
+
+// Kept in the engine (the vCPU hands them to Unicorn):
 constexpr uint32_t kMsrSysenterCs = 0x174;
 constexpr uint32_t kMsrSysenterEsp = 0x175;
 constexpr uint32_t kMsrSysenterEip = 0x176;
@@ -69,7 +114,6 @@ constexpr uint32_t kMsrFmask = 0xC000'0084;
 constexpr uint32_t kMsrFsBase = 0xC000'0100;
 constexpr uint32_t kMsrGsBase = 0xC000'0101;
 constexpr uint32_t kMsrKernelGsBase = 0xC000'0102;
-constexpr uint32_t kMsrTscAux = 0xC000'0103;
 
 // --- EFLAGS bits (SDM Vol. 1 3.4.3, figure 3-8) ---
 constexpr uint64_t kFlagCf = 1u << 0;

@@ -208,7 +208,7 @@ std::optional<std::string> Machine::deliver_pending(Cpu& cpu) {
   const Cpu::PendingInterrupts pending = cpu.pending_interrupts();
   // An NMI waits while the previous one's handler has not yet IRETed.
   if (pending.takes_nmi()) {
-    cpu.set_nmi_pending(false);
+    cpu.take_nmi();
     if (Injection injection = vcpu.inject_nmi(); !injection)
       return fmt::format("an NMI has no usable handler: {}", injection.detail);
     return std::nullopt;
@@ -283,7 +283,7 @@ void Machine::deliver(Cpu& target, const IpiInFlight& ipi) {
       if (target.can_wake()) target.wake(wake_event, WakeCause::Interrupt);
       break;
     case ApicAccept::Nmi:
-      target.set_nmi_pending(true);
+      target.accept_nmi();
       if (target.can_wake()) target.wake(wake_event, WakeCause::Nmi);
       break;
     case ApicAccept::Init:
@@ -326,9 +326,10 @@ uint64_t Machine::slice_budget(Cpu& cpu, uint64_t now, uint64_t limit_ns) const 
   if (auto timer = cpu.apic().next_timer_event()) until = std::min(until, *timer);
   if (auto arrival = cpu.next_arrival()) until = std::min(until, *arrival);
   uint64_t budget = std::max<uint64_t>(1, config_.cost.instructions_for_ns(until > now ? until - now : 0));
-  // An interrupt waiting out an STI shadow goes in after one instruction.
+  // An interrupt or NMI waiting out an STI shadow goes in after one instruction.
   const Cpu::PendingInterrupts pending = cpu.pending_interrupts();
   if (pending.vector && !pending.window_open && (cpu.vcpu()->state().rflags & x86::kFlagIf)) budget = 1;
+  if (pending.nmi_after_shadow()) budget = 1;
   return std::min(budget, config_.quantum);
 }
 

@@ -23,8 +23,11 @@ constexpr uint32_t kLeaf1EcxHypervisor = 1u << 31;
 
 // The engine's own model whose instruction set matches the CPUID model best.
 EngineCpu engine_cpu_for(const CpuConfig& cpu) {
-  if (cpu.model.name == "Skylake-Server") return EngineCpu::SkylakeServer;
-  if (cpu.model.name == "EPYC") return EngineCpu::Epyc;
+  switch (cpu.model.engine) {
+    case EngineCpuModel::SkylakeServer: return EngineCpu::SkylakeServer;
+    case EngineCpuModel::Epyc: return EngineCpu::Epyc;
+    case EngineCpuModel::Qemu64: break;
+  }
   return EngineCpu::Qemu64;
 }
 
@@ -37,7 +40,8 @@ MachineCpu::MachineCpu(const CpuPlatform& platform, unsigned index)
                             .bsp = index == 0,
                             .x2apic_supported = platform.cpuid.cpu().has("x2apic"),
                             .tsc_hz = platform.cost.tsc_hz()}),
-      state_(index == 0 ? State::Running : State::WaitForSipi) {
+      state_(index == 0 ? State::Running : State::WaitForSipi),
+      msr_file_([&platform, index](uint32_t leaf, uint32_t subleaf) { return platform.cpuid.query(index, leaf, subleaf); }) {
   // With APIC IDs past 254, firmware hands over every APIC in x2APIC mode
   // (xAPIC cannot address them), as a BIOS does and Linux expects.
   if (platform.cpuid.topology().needs_x2apic())
@@ -80,8 +84,9 @@ void MachineCpu::charge_exit(ExitKind kind) {
 MachineCpu::PendingInterrupts MachineCpu::pending_interrupts() const {
   return {.vector = apic_.pending_vector(),
           .window_open = vcpu_->interrupt_window_open(),
-          .nmi = nmi_pending_,
+          .nmi = nmi_pending_ > 0,
           .nmi_blocked = vcpu_->nmi_blocked(),
+          .shadowed = vcpu_->in_interrupt_shadow(),
           .mwait_breaks = state_ == State::Halted && in_mwait_ && mwait_breaks_on_interrupt_};
 }
 
@@ -145,7 +150,7 @@ void MachineCpu::enter_wait_for_sipi() {
   leave_mwait();
   ever_monitored_ = false;
   if (vcpu_) vcpu_->reset_for_init();
-  nmi_pending_ = false;
+  nmi_pending_ = 0;
 }
 
 void MachineCpu::start_at_sipi(uint8_t vector, uint64_t at_ns) {
@@ -258,14 +263,9 @@ std::optional<uint64_t> MachineCpu::read_msr(uint32_t msr) {
   return read_machine_msr(msr);
 }
 
+// The TSC before any guest write: virtual time at the TSC's frequency.
 std::optional<uint64_t> MachineCpu::read_machine_msr(uint32_t msr) {
-  switch (msr) {
-    case x86::kMsrTsc: return read_tsc();
-    case x86::kMsrMiscEnable:
-      return x86::kMiscEnableFastStrings | (platform_.cpuid.cpu().has("monitor") ? x86::kMiscEnableMonitor : 0);
-    case x86::kMsrTscAux: return tsc_aux_;
-    default: return std::nullopt;
-  }
+  return msr_file_.read(msr, platform_.cost.tsc_for_ns(now()));
 }
 
 bool MachineCpu::write_msr(uint32_t msr, uint64_t value) {
@@ -287,20 +287,10 @@ bool MachineCpu::write_msr(uint32_t msr, uint64_t value) {
 }
 
 bool MachineCpu::write_machine_msr(uint32_t msr, uint64_t value) {
-  switch (msr) {
-    case x86::kMsrTsc:
-      tsc_offset_ = static_cast<int64_t>(value - platform_.cost.tsc_for_ns(now()));
-      return true;
-    case x86::kMsrMiscEnable: return true;
-    case x86::kMsrTscAux:
-      if (value >> 32) return false;  // IA32_TSC_AUX[63:32] are reserved
-      tsc_aux_ = value;
-      return true;
-    default: return false;
-  }
+  return msr_file_.write(msr, value, platform_.cost.tsc_for_ns(now()));
 }
 
-uint64_t MachineCpu::read_tsc() { return platform_.cost.tsc_for_ns(now()) + static_cast<uint64_t>(tsc_offset_); }
+uint64_t MachineCpu::read_tsc() { return msr_file_.tsc(platform_.cost.tsc_for_ns(now())); }
 
 std::optional<int64_t> MachineCpu::hypercall(const KvmHypercall& call) {
   if (!(platform_.cpuid.query(index_, 1, 0).ecx & kLeaf1EcxHypervisor)) return std::nullopt;

@@ -12,6 +12,7 @@
 // whatever wakes it.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -28,6 +29,7 @@
 #include "model/cost_model.h"
 #include "model/cpuid.h"
 #include "model/msr_features.h"
+#include "model/msr_file.h"
 
 namespace topolab {
 
@@ -58,7 +60,8 @@ class CpuEvents {
 struct CpuPlatform {
   const CpuidModel& cpuid;
   // Which MSRs CPUID announces; the others #GP (issue 14 F5). The vCPU
-  // keeps EFER, PAT, SYSENTER and the SYSCALL MSRs itself, without asking.
+  // keeps EFER, PAT, SYSENTER and the SYSCALL MSRs itself, without asking;
+  // each MachineCpu keeps the rest in its MsrFile.
   const MsrAvailability& msrs;
   const CostModel& cost;
   GuestRam& ram;
@@ -128,20 +131,34 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
     bool window_open = false;       // RFLAGS.IF = 1 and no STI / MOV SS shadow
     bool nmi = false;               // an NMI waits
     bool nmi_blocked = false;       // the previous NMI's handler has not IRETed
+    bool shadowed = false;          // in an STI / MOV SS shadow, which holds NMIs too
     bool mwait_breaks = false;      // in MWAIT with ECX[0]: interrupts break it even with IF = 0
 
-    bool takes_nmi() const { return nmi && !nmi_blocked; }
+    bool takes_nmi() const { return nmi && !nmi_blocked && !shadowed; }
+    // An NMI waits out the shadow only: one more instruction lets it in.
+    bool nmi_after_shadow() const { return nmi && !nmi_blocked && shadowed; }
     bool takes_interrupt() const { return vector && window_open; }
     // Something waits for the vCPU to open its window or IRET its NMI.
-    bool waits_for_window() const { return (vector && !window_open) || (nmi && nmi_blocked); }
+    bool waits_for_window() const { return (vector && !window_open) || (nmi && (nmi_blocked || shadowed)); }
     // An interrupt, once there, would end a halt: it would be taken now,
     // or MWAIT breaks for it.
     bool interrupts_end_halt() const { return window_open || mwait_breaks; }
     bool interrupt_ends_halt() const { return vector && interrupts_end_halt(); }
   };
   PendingInterrupts pending_interrupts() const;
-  bool nmi_pending() const { return nmi_pending_; }
-  void set_nmi_pending(bool pending) { nmi_pending_ = pending; }
+  bool nmi_pending() const { return nmi_pending_ > 0; }
+  // An NMI accepted by the APIC. As KVM (process_nmi), one may be in service
+  // and one latched: while none is in service two can wait, so the first
+  // is taken and the second stays latched behind it; while one is in
+  // service, one. More merge into those.
+  void accept_nmi() {
+    const unsigned limit = vcpu_ && vcpu_->nmi_blocked() ? 1 : 2;
+    nmi_pending_ = std::min(nmi_pending_ + 1, limit);
+  }
+  // The vCPU took one of the waiting NMIs.
+  void take_nmi() {
+    if (nmi_pending_ > 0) --nmi_pending_;
+  }
   // A halted vCPU resumes for an NMI, or an interrupt that ends its halt.
   bool can_wake() const;
   // Its APIC timer could end a halt: unmasked, and an interrupt ends it.
@@ -235,9 +252,10 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   bool ever_monitored_ = false;
   uint64_t monitor_line_ = 0;
   std::array<uint8_t, kMonitorLine> monitor_snapshot_{};
-  bool nmi_pending_ = false;
-  int64_t tsc_offset_ = 0;
-  uint64_t tsc_aux_ = 0;
+  unsigned nmi_pending_ = 0;  // NMIs waiting: at most 2 (accept_nmi)
+  // The MSRs the machine keeps for this vCPU (TSC, MISC_ENABLE, MTRRs, PMU,
+  // machine check...), from its own CPUID.
+  MsrFile msr_file_;
   std::optional<uint64_t> mapped_apic_page_;
   EventQueue<IpiInFlight> inbox_;  // by arrival time
 };

@@ -68,6 +68,7 @@ class FakeVcpu final : public Vcpu {
   Injection inject_interrupt(uint8_t vector) override { return record_injection(vector); }
   Injection inject_nmi() override { return record_injection(x86::kNmi); }
   bool nmi_blocked() const override { return false; }
+  bool in_interrupt_shadow() const override { return false; }
   void stop_when_interruptible(bool) override {}
   Injection inject_exception(uint8_t vector, std::optional<uint32_t>) override { return record_injection(vector); }
   bool interrupt_window_open() const override { return interrupts_enabled; }

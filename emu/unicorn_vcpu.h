@@ -30,6 +30,7 @@ class UnicornVcpu final : public Vcpu {
   Injection inject_interrupt(uint8_t vector) override;
   Injection inject_nmi() override;
   bool nmi_blocked() const override;
+  bool in_interrupt_shadow() const override;
   void stop_when_interruptible(bool on) override;
   Injection inject_exception(uint8_t vector, std::optional<uint32_t> error_code) override;
   bool interrupt_window_open() const override;

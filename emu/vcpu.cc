@@ -190,6 +190,7 @@ Injection UnicornVcpu::inject_nmi() {
 }
 
 bool UnicornVcpu::nmi_blocked() const { return engine_->nmi_blocked; }
+bool UnicornVcpu::in_interrupt_shadow() const { return engine_->shadow; }
 
 void UnicornVcpu::stop_when_interruptible(bool on) { engine_->watch_interrupt_window = on; }
 

@@ -195,6 +195,10 @@ class Vcpu {
   // the machine therefore runs the HLT, sees Halt with the window open and
   // injects then: the wakeup is not lost and IRET returns after the HLT.
   virtual bool interrupt_window_open() const = 0;
+  // The run stopped right after an STI, MOV SS or POP SS: the shadow, which
+  // on a KVM host holds NMIs too (vmx_nmi_allowed; SDM Vol. 3C 26.3.1.5
+  // says some processors block NMIs there), until one more instruction ran.
+  virtual bool in_interrupt_shadow() const = 0;
 
   // Maps a device window per vCPU (each vCPU sees its own local APIC).
   // `base` and `size` must be 4 KiB aligned and must not overlap RAM or

@@ -1,5 +1,6 @@
 // Registers and MSRs, segments, the Multiboot state, INIT and SIPI.
 #include "emu/vcpu_engine.h"
+#include "model/cpu_state_msrs.h"
 
 namespace topolab {
 
@@ -57,10 +58,17 @@ std::optional<uint64_t> UnicornVcpu::Engine::read_msr(uint32_t msr) {
   return host.read_msr(msr);
 }
 
+// Unicorn's own WRMSR drops what it does not like without a fault; the
+// model's rule raises #GP(0) where hardware does (reserved EFER bits, LME
+// under paging, non-canonical bases and targets, reserved PAT types).
 bool UnicornVcpu::Engine::write_msr(uint32_t msr, uint64_t value) {
   if (!is_cpu_state_msr(msr)) return host.write_msr(msr, value);
   if (!host.msr_announced(msr)) return false;
-  write_cpu_msr(msr, value);
+  const CpuidQuery cpuid = [this](uint32_t leaf, uint32_t subleaf) { return host.describe_cpuid(leaf, subleaf); };
+  const std::optional<uint64_t> accepted = check_cpu_state_msr_write(
+      cpuid, msr, value, {.efer = read_cpu_msr(x86::kMsrEfer), .cr0 = read_reg(UC_X86_REG_CR0)});
+  if (!accepted) return false;
+  write_cpu_msr(msr, *accepted);
   return true;
 }
 

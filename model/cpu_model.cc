@@ -50,16 +50,17 @@ constexpr uint32_t kAlderLakeNativeModelId = 0x1;
 // legacy_l2_cache_cpuid2 carries a FIXME) and guests prefer leaf 4.
 constexpr uint8_t kDesc_L1d32K = 0x2c, kDesc_L1i32K = 0x30, kDesc_L2_2M = 0x7d, kDesc_L3_16M = 0x4d;
 
-// Feature words are what QEMU 7.2's TCG shows a guest for the same model
-// (the model's features filtered by what TCG implements), less what the CPU
-// underneath topolab cannot execute. Unicorn 2.0.1 is QEMU 5.0's TCG with
-// its own feature filter: it raises #UD for AVX, AVX2, FMA, F16C, POPCNT,
-// MOVBE, PCLMULQDQ, RDRAND, XSAVE/XGETBV, CLFLUSHOPT, CLWB and RDFSBASE
-// whatever CPU model it is given (the cpu_features testcase runs one
-// instruction per advertised bit). MONITOR/MWAIT, which it #UDs too, the
-// machine emulates, so EPYC keeps MONITOR as in QEMU 7.2. EPYC keeps TOPOEXT, which QEMU 7.2's TCG
-// drops although it only describes topology: without it no guest would read
-// 0x8000001D/1E. docs/deviations.md lists all of this.
+// The four models topolab started with (qemu64, Skylake-Server, AlderLake,
+// EPYC) keep the feature words measured on Unicorn 2.0.1, so that their
+// CPUID dumps stay byte for byte as they were: QEMU 7.2's TCG view less
+// AVX, AVX2, FMA, F16C, POPCNT, MOVBE, PCLMULQDQ, RDRAND, XSAVE/XGETBV,
+// CLFLUSHOPT, CLWB and RDFSBASE. Unicorn 2.1.3 executes several of these on
+// the Skylake-Server and EPYC engine CPUs (docs/cpu_models.md), and
+// `+popcnt` etc. gives them; the models added since are built by
+// from_qemu() from QEMU 7.2's view and the measured table below.
+// MONITOR/MWAIT the machine emulates, so EPYC keeps MONITOR as in QEMU 7.2.
+// EPYC keeps TOPOEXT, which QEMU 7.2's TCG drops although it only describes
+// topology: without it no guest would read 0x8000001D/1E.
 constexpr CacheSet kLegacy{kLegacyL1d, kLegacyL1i, kLegacyL2, kLegacyL3};
 constexpr CacheSet kLegacyAmd{kLegacyAmdL1d, kLegacyAmdL1i, kLegacyAmdL2, kLegacyL3};
 constexpr CacheSet kEpyc{kEpycL1d, kEpycL1i, kEpycL2, kEpycL3};
@@ -81,6 +82,10 @@ CpuModelDef qemu64_model() {
           {FW::Ext1Ecx, 0x00000005},   // LAHF_LM SVM
       },
       .caches = kLegacy, .amd_caches = kLegacyAmd, .leaf2 = kLegacyLeaf2, .hybrid = std::nullopt,
+      .engine = EngineCpuModel::Qemu64,
+      .qemu_features = {{FW::Leaf1Edx, 0x078bfbfd}, {FW::Leaf1Ecx, 0x80002001}, {FW::Ext1Edx, 0x2193fbfd},
+                        {FW::Ext1Ecx, 0x00000005}},
+      .qemu_filtered = {},
   };
 }
 
@@ -103,6 +108,12 @@ CpuModelDef skylake_server_model() {
           {FW::Ext1Ecx, 0x00000021},    // LAHF_LM ABM
       },
       .caches = kLegacy, .amd_caches = kLegacyAmd, .leaf2 = kLegacyLeaf2, .hybrid = std::nullopt,
+      .engine = EngineCpuModel::SkylakeServer,
+      .qemu_features = {{FW::Leaf1Edx, 0x078bfbfd}, {FW::Leaf1Ecx, 0xf6d83203}, {FW::Leaf6Eax, 0x00000004},
+                        {FW::Leaf7Ebx, 0x019803a9}, {FW::Leaf7Ecx, 0x00000008}, {FW::Ext1Edx, 0x2c100800},
+                        {FW::Ext1Ecx, 0x00000021}, {FW::XsaveEax, 0x00000005}},
+      .qemu_filtered = {"pcid", "x2apic", "tsc-deadline", "hle", "invpcid", "rtm", "avx512f", "avx512dq", "rdseed",
+                        "avx512cd", "avx512bw", "avx512vl", "3dnowprefetch", "xsavec"},
   };
 }
 
@@ -131,7 +142,11 @@ CpuModelDef alderlake_model() {
       .amd_caches = kLegacyAmd,
       .leaf2 = {.use_leaf4 = true},
       .hybrid = HybridDef{kAlderLakeNativeModelId, kAlderLakeNativeModelId,
-                          {kGracemontL1d, kGracemontL1i, kGracemontL2, kAlderLakeL3}}
+                          {kGracemontL1d, kGracemontL1i, kGracemontL2, kAlderLakeL3}},
+      // topolab's own model: QEMU 7.2 has no AlderLake to compare with.
+      .engine = EngineCpuModel::Qemu64,
+      .qemu_features = {},
+      .qemu_filtered = {},
   };
 }
 
@@ -155,22 +170,199 @@ CpuModelDef epyc_model() {
       },
       // EPYC's own geometry serves every cache leaf; it has no leaf 2.
       .caches = kEpyc, .amd_caches = kEpyc, .leaf2 = {}, .hybrid = std::nullopt,
+      .engine = EngineCpuModel::Epyc,
+      .qemu_features = {{FW::Leaf1Edx, 0x078bfbfd}, {FW::Leaf1Ecx, 0xf6d8320b}, {FW::Leaf6Eax, 0x00000004},
+                        {FW::Leaf7Ebx, 0x009801a9}, {FW::Ext1Edx, 0x2dd3fbfd}, {FW::Ext1Ecx, 0x00000075},
+                        {FW::SvmEdx, 0x00000001}, {FW::XsaveEax, 0x00000005}},
+      .qemu_filtered = {"rdseed", "sha-ni", "fxsr-opt", "misalignsse", "3dnowprefetch", "osvw", "topoext",
+                        "nrip-save", "xsavec"},
   };
 }
 
-std::vector<CpuModelDef> make_models() {
-  return {qemu64_model(), skylake_server_model(), alderlake_model(), epyc_model()};
+// ---- the feature table -----------------------------------------------------
+// Engines that execute a feature, measured with a raw Unicorn 2.1.3 engine
+// running one instruction per feature on each engine CPU model
+// (docs/cpu_models.md has the table and the method).
+constexpr uint8_t kQ = 1u << static_cast<unsigned>(EngineCpuModel::Qemu64);
+constexpr uint8_t kS = 1u << static_cast<unsigned>(EngineCpuModel::SkylakeServer);
+constexpr uint8_t kE = 1u << static_cast<unsigned>(EngineCpuModel::Epyc);
+constexpr uint8_t kAll = kQ | kS | kE;
+constexpr uint8_t kSE = kS | kE;
+constexpr uint8_t kM = kBackedByMachine;
+
+constexpr const char* kNoAvx =
+    "the engine has no AVX (Unicorn 2.1.3 is QEMU 5.0's TCG): VEX.256 forms raise #UD and VEX.128 forms "
+    "ignore VEX.vvvv (VPADDD computed the wrong sum, measured)";
+constexpr const char* kNoAvx512 = "the engine has no AVX-512: EVEX forms raise #UD (measured)";
+constexpr const char* kNoXsave =
+    "topolab does not advertise XSAVE: the engine's XSETBV accepts XCR0 bit 2 (AVX state) it cannot back, "
+    "and CPUID.01H:ECX[27] OSXSAVE is not mirrored from CR4";
+constexpr const char* kNoTsx = "the engine has no TSX: XBEGIN and XTEST raise #UD (measured)";
+constexpr const char* kNoVmx =
+    "the engine cannot execute VMX: QEMU's TCG implements no VMX (VMXON raises #UD, measured; QEMU 7.2's TCG "
+    "drops vmx too)";
+constexpr const char* kHostRandom =
+    "the engine's RDRAND/RDSEED return numbers from a generator seeded from the host's /dev/urandom, which "
+    "would make two runs differ";
+constexpr const char* kNotMeasured = "nothing the engine executes backs it (not measured), so it is not advertised";
+constexpr const char* kNoSpecMsrs = "topolab has no speculation-control MSRs (QEMU 7.2's TCG drops it too)";
+constexpr const char* kNoSvmExtra = "the engine's SVM (QEMU 5.0's) does not implement it";
+
+// QEMU 7.2's feature names (target/i386/cpu.c feature_word_info) for the
+// words topolab reports. Bits QEMU leaves unnamed are not listed.
+const std::vector<FeatureFlag> kFlags = {
+    // CPUID.01H:EDX
+    {"fpu", FW::Leaf1Edx, 0, kAll}, {"vme", FW::Leaf1Edx, 1, 0, "the engine has no virtual-8086 mode extensions (QEMU's TCG has none)"},
+    {"de", FW::Leaf1Edx, 2, kAll}, {"pse", FW::Leaf1Edx, 3, kAll}, {"tsc", FW::Leaf1Edx, 4, kAll},
+    {"msr", FW::Leaf1Edx, 5, kAll}, {"pae", FW::Leaf1Edx, 6, kAll}, {"mce", FW::Leaf1Edx, 7, kAll},
+    {"cx8", FW::Leaf1Edx, 8, kAll}, {"apic", FW::Leaf1Edx, 9, kM}, {"sep", FW::Leaf1Edx, 11, kAll},
+    {"mtrr", FW::Leaf1Edx, 12, kAll}, {"pge", FW::Leaf1Edx, 13, kAll}, {"mca", FW::Leaf1Edx, 14, kAll},
+    {"cmov", FW::Leaf1Edx, 15, kAll}, {"pat", FW::Leaf1Edx, 16, kAll}, {"pse36", FW::Leaf1Edx, 17, kAll},
+    {"pn", FW::Leaf1Edx, 18, 0, "there is no processor serial number"}, {"clflush", FW::Leaf1Edx, 19, kAll},
+    {"ds", FW::Leaf1Edx, 21, 0, "the engine has no debug store"}, {"acpi", FW::Leaf1Edx, 22, kAll},
+    {"mmx", FW::Leaf1Edx, 23, kAll}, {"fxsr", FW::Leaf1Edx, 24, kAll}, {"sse", FW::Leaf1Edx, 25, kAll},
+    {"sse2", FW::Leaf1Edx, 26, kAll}, {"ss", FW::Leaf1Edx, 27, kAll}, {"ht", FW::Leaf1Edx, 28, kM},
+    {"tm", FW::Leaf1Edx, 29, 0, "the engine has no thermal monitor"}, {"ia64", FW::Leaf1Edx, 30, 0, "this is not an IA-64"},
+    {"pbe", FW::Leaf1Edx, 31, 0, "the engine has no pending-break enable"},
+    // CPUID.01H:ECX
+    {"pni", FW::Leaf1Ecx, 0, kAll}, {"pclmulqdq", FW::Leaf1Ecx, 1, kSE},
+    {"dtes64", FW::Leaf1Ecx, 2, 0, "the engine has no debug store"}, {"monitor", FW::Leaf1Ecx, 3, kM},
+    {"ds-cpl", FW::Leaf1Ecx, 4, 0, "the engine has no debug store"}, {"vmx", FW::Leaf1Ecx, 5, 0, kNoVmx},
+    {"smx", FW::Leaf1Ecx, 6, 0, "the engine has no SMX (GETSEC)"},
+    {"est", FW::Leaf1Ecx, 7, 0, "there are no Enhanced SpeedStep MSRs"},
+    {"tm2", FW::Leaf1Ecx, 8, 0, "the engine has no thermal monitor"}, {"ssse3", FW::Leaf1Ecx, 9, kSE},
+    {"cid", FW::Leaf1Ecx, 10, 0, "there is no L1 context ID"}, {"fma", FW::Leaf1Ecx, 12, 0, kNoAvx},
+    {"cx16", FW::Leaf1Ecx, 13, kAll}, {"xtpr", FW::Leaf1Ecx, 14, 0, "there are no xTPR update messages"},
+    {"pdcm", FW::Leaf1Ecx, 15, 0, "there is no IA32_PERF_CAPABILITIES"},
+    {"pcid", FW::Leaf1Ecx, 17, 0,
+     "the engine has no PCID: it accepts CR4.PCIDE and ignores it, so MOV CR3 with bit 63 set is taken as an "
+     "address and the SDM's #GP checks are missing (QEMU 7.2's TCG drops pcid too)"},
+    {"dca", FW::Leaf1Ecx, 18, 0, "there is no direct cache access"},
+    {"sse4.1", FW::Leaf1Ecx, 19, kSE}, {"sse4.2", FW::Leaf1Ecx, 20, kSE}, {"x2apic", FW::Leaf1Ecx, 21, kM},
+    {"movbe", FW::Leaf1Ecx, 22, kSE}, {"popcnt", FW::Leaf1Ecx, 23, kSE}, {"tsc-deadline", FW::Leaf1Ecx, 24, kM},
+    {"aes", FW::Leaf1Ecx, 25, kSE}, {"xsave", FW::Leaf1Ecx, 26, 0, kNoXsave}, {"avx", FW::Leaf1Ecx, 28, 0, kNoAvx},
+    {"f16c", FW::Leaf1Ecx, 29, 0, kNoAvx}, {"rdrand", FW::Leaf1Ecx, 30, 0, kHostRandom},
+    {"hypervisor", FW::Leaf1Ecx, 31, kM},
+    // CPUID.06H:EAX
+    {"arat", FW::Leaf6Eax, 2, kM},
+    // CPUID.(EAX=07H,ECX=0):EBX
+    {"fsgsbase", FW::Leaf7Ebx, 0, kSE}, {"tsc-adjust", FW::Leaf7Ebx, 1, 0, "topolab does not announce IA32_TSC_ADJUST"},
+    {"sgx", FW::Leaf7Ebx, 2, 0, "the engine has no SGX"}, {"bmi1", FW::Leaf7Ebx, 3, kSE},
+    {"hle", FW::Leaf7Ebx, 4, 0, kNoTsx}, {"avx2", FW::Leaf7Ebx, 5, 0, kNoAvx}, {"smep", FW::Leaf7Ebx, 7, kAll},
+    {"bmi2", FW::Leaf7Ebx, 8, kSE}, {"erms", FW::Leaf7Ebx, 9, kAll},
+    {"invpcid", FW::Leaf7Ebx, 10, 0, "the engine cannot execute INVPCID: it raises #UD (measured)"},
+    {"rtm", FW::Leaf7Ebx, 11, 0, kNoTsx},
+    {"mpx", FW::Leaf7Ebx, 14, 0, "MPX needs the XSAVE BNDREGS/BNDCSR state, and topolab has no XSAVE"},
+    {"avx512f", FW::Leaf7Ebx, 16, 0, kNoAvx512}, {"avx512dq", FW::Leaf7Ebx, 17, 0, kNoAvx512},
+    {"rdseed", FW::Leaf7Ebx, 18, 0, kHostRandom}, {"adx", FW::Leaf7Ebx, 19, kSE}, {"smap", FW::Leaf7Ebx, 20, kSE},
+    {"avx512ifma", FW::Leaf7Ebx, 21, 0, kNoAvx512},
+    {"pcommit", FW::Leaf7Ebx, 22, 0, "the engine raises #UD for PCOMMIT (measured)"},
+    {"clflushopt", FW::Leaf7Ebx, 23, kSE}, {"clwb", FW::Leaf7Ebx, 24, kS},
+    {"intel-pt", FW::Leaf7Ebx, 25, 0, "there is no processor trace"}, {"avx512pf", FW::Leaf7Ebx, 26, 0, kNoAvx512},
+    {"avx512er", FW::Leaf7Ebx, 27, 0, kNoAvx512}, {"avx512cd", FW::Leaf7Ebx, 28, 0, kNoAvx512},
+    {"sha-ni", FW::Leaf7Ebx, 29, 0, "the engine raises #UD for SHA1RNDS4 (measured)"},
+    {"avx512bw", FW::Leaf7Ebx, 30, 0, kNoAvx512}, {"avx512vl", FW::Leaf7Ebx, 31, 0, kNoAvx512},
+    // CPUID.(EAX=07H,ECX=0):ECX
+    {"avx512vbmi", FW::Leaf7Ecx, 1, 0, kNoAvx512},
+    {"umip", FW::Leaf7Ecx, 2, 0,
+     "the engine cannot execute UMIP: it accepts CR4.UMIP and ignores it, so SGDT/SIDT/SLDT/SMSW/STR do not "
+     "fault at CPL > 0 (QEMU 5.0's TCG has no UMIP)"},
+    {"pku", FW::Leaf7Ecx, 3, kS}, {"waitpkg", FW::Leaf7Ecx, 5, 0, "the engine has no UMONITOR/UMWAIT/TPAUSE"},
+    {"avx512vbmi2", FW::Leaf7Ecx, 6, 0, kNoAvx512},
+    {"gfni", FW::Leaf7Ecx, 8, 0, "the engine raises #UD for GF2P8MULB (measured)"},
+    {"vaes", FW::Leaf7Ecx, 9, 0, kNoAvx}, {"vpclmulqdq", FW::Leaf7Ecx, 10, 0, kNoAvx},
+    {"avx512vnni", FW::Leaf7Ecx, 11, 0, kNoAvx512}, {"avx512bitalg", FW::Leaf7Ecx, 12, 0, kNoAvx512},
+    {"avx512-vpopcntdq", FW::Leaf7Ecx, 14, 0, kNoAvx512},
+    {"la57", FW::Leaf7Ecx, 16, 0,
+     "topolab delivers events with 48-bit canonical checks (arch/event_delivery.cc), so 5-level paging is not "
+     "served whole"},
+    {"rdpid", FW::Leaf7Ecx, 22, 0, "the engine raises #UD for RDPID (measured)"},
+    {"bus-lock-detect", FW::Leaf7Ecx, 24, 0, kNotMeasured}, {"cldemote", FW::Leaf7Ecx, 25, kAll},
+    {"movdiri", FW::Leaf7Ecx, 27, 0, "the engine raises #UD for MOVDIRI (measured)"},
+    {"movdir64b", FW::Leaf7Ecx, 28, 0, "the engine raises #UD for MOVDIR64B (measured)"},
+    {"sgxlc", FW::Leaf7Ecx, 30, 0, "the engine has no SGX"},
+    {"pks", FW::Leaf7Ecx, 31, 0, "the engine has no supervisor protection keys (QEMU 5.0's TCG has none)"},
+    // CPUID.(EAX=07H,ECX=0):EDX
+    {"avx512-4vnniw", FW::Leaf7Edx, 2, 0, kNoAvx512}, {"avx512-4fmaps", FW::Leaf7Edx, 3, 0, kNoAvx512},
+    {"fsrm", FW::Leaf7Edx, 4, kAll}, {"avx512-vp2intersect", FW::Leaf7Edx, 8, 0, kNoAvx512},
+    {"md-clear", FW::Leaf7Edx, 10, 0, kNoSpecMsrs},
+    {"serialize", FW::Leaf7Edx, 14, 0, "the engine raises #UD for SERIALIZE (measured)"},
+    {"tsx-ldtrk", FW::Leaf7Edx, 16, 0, kNoTsx}, {"avx512-fp16", FW::Leaf7Edx, 23, 0, kNoAvx512},
+    {"amx-bf16", FW::Leaf7Edx, 22, 0, "the engine has no AMX"}, {"amx-tile", FW::Leaf7Edx, 24, 0, "the engine has no AMX"},
+    {"amx-int8", FW::Leaf7Edx, 25, 0, "the engine has no AMX"}, {"spec-ctrl", FW::Leaf7Edx, 26, 0, kNoSpecMsrs},
+    {"stibp", FW::Leaf7Edx, 27, 0, kNoSpecMsrs}, {"arch-capabilities", FW::Leaf7Edx, 29, 0, kNoSpecMsrs},
+    {"core-capability", FW::Leaf7Edx, 30, 0, kNotMeasured}, {"ssbd", FW::Leaf7Edx, 31, 0, kNoSpecMsrs},
+    // CPUID.80000001H:EDX (the bits that alias leaf 1's are not named)
+    {"syscall", FW::Ext1Edx, 11, kAll}, {"nx", FW::Ext1Edx, 20, kAll}, {"mmxext", FW::Ext1Edx, 22, kAll},
+    {"fxsr-opt", FW::Ext1Edx, 25, 0, kNotMeasured}, {"pdpe1gb", FW::Ext1Edx, 26, kAll},
+    {"rdtscp", FW::Ext1Edx, 27, kM}, {"lm", FW::Ext1Edx, 29, kAll},
+    {"3dnowext", FW::Ext1Edx, 30, 0, "the engine raises #UD for PFNACC (measured)"},
+    {"3dnow", FW::Ext1Edx, 31, 0, "the engine raises #UD for PFADD (measured)"},
+    // CPUID.80000001H:ECX
+    {"lahf-lm", FW::Ext1Ecx, 0, kAll}, {"cmp-legacy", FW::Ext1Ecx, 1, kM}, {"svm", FW::Ext1Ecx, 2, kQ | kE},
+    {"extapic", FW::Ext1Ecx, 3, 0, "the local APIC has no extended register space"},
+    {"cr8legacy", FW::Ext1Ecx, 4, kE}, {"abm", FW::Ext1Ecx, 5, kSE}, {"sse4a", FW::Ext1Ecx, 6, kAll},
+    {"misalignsse", FW::Ext1Ecx, 7, 0, kNotMeasured}, {"3dnowprefetch", FW::Ext1Ecx, 8, kAll},
+    {"osvw", FW::Ext1Ecx, 9, 0, "there are no OS-visible workaround MSRs"},
+    {"ibs", FW::Ext1Ecx, 10, 0, "there is no instruction-based sampling"},
+    {"xop", FW::Ext1Ecx, 11, 0, "the engine raises #UD for VPCMOV (measured)"},
+    {"skinit", FW::Ext1Ecx, 12, 0, "the engine has no SKINIT"}, {"wdt", FW::Ext1Ecx, 13, 0, "there is no watchdog timer"},
+    {"lwp", FW::Ext1Ecx, 15, 0, "the engine has no lightweight profiling"},
+    {"fma4", FW::Ext1Ecx, 16, 0, "the engine raises #UD for VFMADDPS (measured)"},
+    {"tce", FW::Ext1Ecx, 17, 0, kNotMeasured}, {"nodeid-msr", FW::Ext1Ecx, 19, 0, kNotMeasured},
+    {"tbm", FW::Ext1Ecx, 21, 0, "the engine decodes TBM's BEXTR (XOP-encoded) as something else (measured)"},
+    {"topoext", FW::Ext1Ecx, 22, kM},
+    {"perfctr-core", FW::Ext1Ecx, 23, 0, "topolab does not announce the AMD F15h core performance counters"},
+    {"perfctr-nb", FW::Ext1Ecx, 24, 0, "there are no northbridge performance counters"},
+    // CPUID.80000007H:EDX
+    {"invtsc", FW::Ext7Edx, 8, kM},
+    // CPUID.80000008H:EBX
+    {"clzero", FW::Ext8Ebx, 0, 0, "the engine raises #UD for CLZERO (measured)"},
+    {"xsaveerptr", FW::Ext8Ebx, 2, 0, kNoXsave}, {"wbnoinvd", FW::Ext8Ebx, 9, kAll},
+    {"ibpb", FW::Ext8Ebx, 12, 0, kNoSpecMsrs}, {"ibrs", FW::Ext8Ebx, 14, 0, kNoSpecMsrs},
+    {"amd-stibp", FW::Ext8Ebx, 15, 0, kNoSpecMsrs}, {"amd-ssbd", FW::Ext8Ebx, 24, 0, kNoSpecMsrs},
+    {"virt-ssbd", FW::Ext8Ebx, 25, 0, kNoSpecMsrs}, {"amd-no-ssb", FW::Ext8Ebx, 26, 0, kNoSpecMsrs},
+    {"amd-psfd", FW::Ext8Ebx, 28, 0, kNoSpecMsrs},
+    // CPUID.8000000AH:EDX
+    {"npt", FW::SvmEdx, 0, kQ | kE}, {"lbrv", FW::SvmEdx, 1, 0, kNoSvmExtra}, {"svm-lock", FW::SvmEdx, 2, 0, kNoSvmExtra},
+    {"nrip-save", FW::SvmEdx, 3, 0, kNoSvmExtra}, {"tsc-scale", FW::SvmEdx, 4, 0, kNoSvmExtra},
+    {"vmcb-clean", FW::SvmEdx, 5, 0, kNoSvmExtra}, {"flushbyasid", FW::SvmEdx, 6, 0, kNoSvmExtra},
+    {"decodeassists", FW::SvmEdx, 7, 0, kNoSvmExtra}, {"pause-filter", FW::SvmEdx, 10, 0, kNoSvmExtra},
+    {"pfthreshold", FW::SvmEdx, 12, 0, kNoSvmExtra}, {"avic", FW::SvmEdx, 13, 0, kNoSvmExtra},
+    {"v-vmsave-vmload", FW::SvmEdx, 15, 0, kNoSvmExtra}, {"vgif", FW::SvmEdx, 16, 0, kNoSvmExtra},
+    {"svme-addr-chk", FW::SvmEdx, 28, 0, kNoSvmExtra},
+    // CPUID.(EAX=0DH,ECX=1):EAX
+    {"xsaveopt", FW::XsaveEax, 0, 0, kNoXsave}, {"xsavec", FW::XsaveEax, 1, 0, kNoXsave},
+    {"xgetbv1", FW::XsaveEax, 2, 0, kNoXsave}, {"xsaves", FW::XsaveEax, 3, 0, kNoXsave},
+    {"xfd", FW::XsaveEax, 4, 0, kNoXsave},
+};
+
+// QEMU's spellings of the same features (target/i386/cpu.c feature aliases),
+// after '_' became '-' as QEMU's parser does.
+constexpr std::pair<std::string_view, std::string_view> kFlagAliases[] = {
+    {"sse3", "pni"}, {"pclmuldq", "pclmulqdq"}, {"sse4-1", "sse4.1"}, {"sse4-2", "sse4.2"},
+    {"xd", "nx"},    {"ffxsr", "fxsr-opt"},     {"i64", "lm"},        {"tsc-deadline-timer", "tsc-deadline"},
+};
+
+// CPUID.80000001H:EDX bits that repeat leaf 1's on AMD (QEMU's
+// CPUID_EXT2_AMD_ALIASES): carried out as their leaf 1 twins.
+constexpr uint32_t kAmdAliasBits = 0x0183f3ff;
+
+// The bits of `word` that `engine` (or the machine) carries out.
+uint32_t backed_mask(FeatureWord word, EngineCpuModel engine) {
+  uint32_t mask = word == FW::Ext1Edx ? kAmdAliasBits : 0;
+  for (const FeatureFlag& f : kFlags)
+    if (f.word == word && f.backed_on(engine)) mask |= 1u << f.bit;
+  return mask;
 }
 
-// Bits that -cpu can switch by name (SDM names, QEMU spellings).
-const std::vector<FeatureFlag> kFlags = {
-    {"monitor", FW::Leaf1Ecx, 3},      {"x2apic", FW::Leaf1Ecx, 21},
-    {"tsc-deadline", FW::Leaf1Ecx, 24}, {"hypervisor", FW::Leaf1Ecx, 31},
-    {"ht", FW::Leaf1Edx, 28},
-    {"arat", FW::Leaf6Eax, 2},          {"invtsc", FW::Ext7Edx, 8},
-    {"topoext", FW::Ext1Ecx, 22},       {"svm", FW::Ext1Ecx, 2},
-    {"pdpe1gb", FW::Ext1Edx, 26},       {"rdtscp", FW::Ext1Edx, 27},
-};
+// A model whose features are QEMU 7.2 TCG's, less what its engine cannot
+// carry out.
+CpuModelDef from_qemu(CpuModelDef def) {
+  def.features.clear();
+  for (const auto& [word, bits] : def.qemu_features) def.features[word] = bits & backed_mask(word, def.engine);
+  return def;
+}
 
 const FeatureFlag* find_flag(std::string_view name) {
   for (const auto& f : kFlags)
@@ -178,10 +370,185 @@ const FeatureFlag* find_flag(std::string_view name) {
   return nullptr;
 }
 
-std::string known_flag_names() {
-  std::string names;
-  for (const auto& f : kFlags) names += fmt::format("{}{}", names.empty() ? "" : ", ", f.name);
-  return names;
+// QEMU's parser turns '_' into '-' and then resolves aliases.
+const FeatureFlag* find_flag_spelled(std::string_view spelled) {
+  std::string name(spelled);
+  std::replace(name.begin(), name.end(), '_', '-');
+  for (const auto& [alias, target] : kFlagAliases)
+    if (name == alias) name = target;
+  return find_flag(name);
+}
+
+// ---- the models ------------------------------------------------------------
+// New models carry QEMU 7.2's TCG view (a cpuid_dump guest under
+// qemu-system-x86_64 7.2 -accel tcg -cpu NAME) and the names QEMU's TCG
+// filter warned about; from_qemu() keeps what their engine carries out.
+
+CpuModelDef max_model() {
+  // QEMU 7.2 max_x86_cpu_initfn: on TCG, AMD vendor, family 15 model 107
+  // stepping 1 (qemu64's), "QEMU TCG CPU version 2.5+", every TCG feature
+  // but TOPOEXT (not auto-enabled), pmu=on. It runs on the engine's
+  // Skylake-Server CPU, which has PKU and CLWB that EPYC's lacks.
+  return from_qemu({
+      .name = "max",
+      .description = "everything the engine executes (QEMU's max on TCG: AMD vendor, family 15)",
+      .vendor = Vendor::Amd,
+      .vendor_id = "AuthenticAMD",
+      .family = 15, .model = 107, .stepping = 1,
+      .level = 0xd, .xlevel = 0x8000000a,
+      .brand = "QEMU TCG CPU version 2.5+",
+      .features = {},
+      .caches = kLegacy, .amd_caches = kLegacyAmd, .leaf2 = kLegacyLeaf2, .hybrid = std::nullopt,
+      .engine = EngineCpuModel::SkylakeServer,
+      .qemu_features = {{FW::Leaf1Edx, 0x0fcbfbfd}, {FW::Leaf1Ecx, 0xf6d8320b}, {FW::Leaf6Eax, 0x00000004},
+                        {FW::Leaf7Ebx, 0x01d843a9}, {FW::Leaf7Ecx, 0x8001020c}, {FW::Ext1Edx, 0xedd3fbfd},
+                        {FW::Ext1Ecx, 0x00000075}, {FW::SvmEdx, 0x10010001}, {FW::XsaveEax, 0x00000005}},
+      .qemu_filtered = {},
+      .pmu = true,
+  });
+}
+
+CpuModelDef kvm64_model() {
+  return from_qemu({
+      .name = "kvm64",
+      .description = "Common KVM processor (Intel vendor, family 15)",
+      .vendor = Vendor::Intel,
+      .vendor_id = "GenuineIntel",
+      .family = 15, .model = 6, .stepping = 1,
+      .level = 0xd, .xlevel = 0x80000008,
+      .brand = "Common KVM processor",
+      .features = {},
+      .caches = kLegacy, .amd_caches = kLegacyAmd, .leaf2 = kLegacyLeaf2, .hybrid = std::nullopt,
+      .engine = EngineCpuModel::Qemu64,
+      .qemu_features = {{FW::Leaf1Edx, 0x078bfbfd}, {FW::Leaf1Ecx, 0x80002001}, {FW::Ext1Edx, 0x20100800}},
+      .qemu_filtered = {},
+  });
+}
+
+// The Intel client and server parts run on the engine's Skylake-Server CPU:
+// it executes everything of theirs that Unicorn 2.1.3 can.
+CpuModelDef intel_model(std::string name, std::string description, unsigned model, unsigned stepping, std::string brand,
+                        std::map<FeatureWord, uint32_t> qemu, std::vector<std::string_view> filtered) {
+  return from_qemu({
+      .name = std::move(name),
+      .description = std::move(description),
+      .vendor = Vendor::Intel,
+      .vendor_id = "GenuineIntel",
+      .family = 6, .model = model, .stepping = stepping,
+      .level = 0xd, .xlevel = 0x80000008,
+      .brand = std::move(brand),
+      .features = {},
+      .caches = kLegacy, .amd_caches = kLegacyAmd, .leaf2 = kLegacyLeaf2, .hybrid = std::nullopt,
+      .engine = EngineCpuModel::SkylakeServer,
+      .qemu_features = std::move(qemu),
+      .qemu_filtered = std::move(filtered),
+  });
+}
+
+CpuModelDef amd_model(std::string name, std::string description, unsigned family, unsigned model, unsigned stepping,
+                      uint32_t level, uint32_t xlevel, std::string brand, EngineCpuModel engine,
+                      std::map<FeatureWord, uint32_t> qemu, std::vector<std::string_view> filtered) {
+  return from_qemu({
+      .name = std::move(name),
+      .description = std::move(description),
+      .vendor = Vendor::Amd,
+      .vendor_id = "AuthenticAMD",
+      .family = family, .model = model, .stepping = stepping,
+      .level = level, .xlevel = xlevel,
+      .brand = std::move(brand),
+      .features = {},
+      .caches = kLegacy, .amd_caches = kLegacyAmd, .leaf2 = kLegacyLeaf2, .hybrid = std::nullopt,
+      .engine = engine,
+      .qemu_features = std::move(qemu),
+      .qemu_filtered = std::move(filtered),
+  });
+}
+
+// EPYC-Rome's own caches (QEMU 7.2 epyc_rome_cache_info): 32 KiB 8-way L1d
+// and L1i, a 512 KiB 8-way L2 per core, 16 MiB 16-way L3 per CCX (die).
+constexpr CacheInfo kRomeL1i{CacheType::Instruction, 1, 32 * 1024, 64, 8, 1, 64, 1, true, true, false, false, CacheScope::Core};
+constexpr CacheInfo kRomeL3{CacheType::Unified, 3, 16 * 1024 * 1024, 64, 16, 1, 16384, 1, true, false, true, true, CacheScope::Die};
+constexpr CacheSet kEpycRome{kEpycL1d, kRomeL1i, kEpycL2, kRomeL3};
+
+CpuModelDef epyc_rome_model() {
+  CpuModelDef def = amd_model(
+      "EPYC-Rome", "AMD EPYC-Rome Processor (Zen 2, family 23 model 49)", 23, 49, 0, 0xd, 0x8000001e,
+      "AMD EPYC-Rome Processor", EngineCpuModel::Epyc,
+      {{FW::Leaf1Edx, 0x078bfbfd}, {FW::Leaf1Ecx, 0xf6d8320b}, {FW::Leaf6Eax, 0x00000004},
+       {FW::Leaf7Ebx, 0x019801a9}, {FW::Leaf7Ecx, 0x00000004}, {FW::Ext1Edx, 0x2dd3fbfd},
+       {FW::Ext1Ecx, 0x00000075}, {FW::SvmEdx, 0x00000001}, {FW::XsaveEax, 0x00000005}},
+      {"rdseed", "sha-ni", "rdpid", "fxsr-opt", "misalignsse", "3dnowprefetch", "osvw", "topoext", "perfctr-core",
+       "clzero", "xsaveerptr", "wbnoinvd", "ibpb", "amd-stibp", "nrip-save", "xsavec", "xsaves"});
+  // TOPOEXT kept, as for EPYC: QEMU 7.2's TCG drops it, but it only
+  // describes topology, and without it no guest reads 0x8000001D/1E.
+  def.features[FW::Ext1Ecx] |= 1u << 22;
+  def.caches = def.amd_caches = kEpycRome;
+  def.leaf2 = {};
+  return def;
+}
+
+std::vector<CpuModelDef> make_models() {
+  // Opteron_G3 and later run on the engine's EPYC CPU: POPCNT, ABM and
+  // CR8LEGACY need it (its qemu64 CPU runs LZCNT as BSR).
+  constexpr auto kEpycEngine = EngineCpuModel::Epyc;
+  return {
+      qemu64_model(),
+      max_model(),
+      kvm64_model(),
+      intel_model("IvyBridge", "Intel Xeon E3-12xx v2 (Ivy Bridge), family 6 model 58", 58, 9,
+                  "Intel Xeon E3-12xx v2 (Ivy Bridge)",
+                  {{FW::Leaf1Edx, 0x078bfbfd}, {FW::Leaf1Ecx, 0xf6982203}, {FW::Leaf6Eax, 0x00000004},
+                   {FW::Leaf7Ebx, 0x00000281}, {FW::Ext1Edx, 0x28100800}, {FW::Ext1Ecx, 0x00000001},
+                   {FW::XsaveEax, 0x00000001}},
+                  {"x2apic", "tsc-deadline"}),
+      intel_model("Haswell", "Intel Core Processor (Haswell), family 6 model 60", 60, 4, "Intel Core Processor (Haswell)",
+                  {{FW::Leaf1Edx, 0x078bfbfd}, {FW::Leaf1Ecx, 0xf6d83203}, {FW::Leaf6Eax, 0x00000004},
+                   {FW::Leaf7Ebx, 0x000003a9}, {FW::Ext1Edx, 0x28100800}, {FW::Ext1Ecx, 0x00000021},
+                   {FW::XsaveEax, 0x00000001}},
+                  {"pcid", "x2apic", "tsc-deadline", "hle", "invpcid", "rtm"}),
+      intel_model("Skylake-Client", "Intel Core Processor (Skylake), family 6 model 94", 94, 3,
+                  "Intel Core Processor (Skylake)",
+                  {{FW::Leaf1Edx, 0x078bfbfd}, {FW::Leaf1Ecx, 0xf6d83203}, {FW::Leaf6Eax, 0x00000004},
+                   {FW::Leaf7Ebx, 0x001803a9}, {FW::Ext1Edx, 0x28100800}, {FW::Ext1Ecx, 0x00000021},
+                   {FW::XsaveEax, 0x00000005}},
+                  {"pcid", "x2apic", "tsc-deadline", "hle", "invpcid", "rtm", "rdseed", "3dnowprefetch", "xsavec"}),
+      skylake_server_model(),
+      intel_model("Icelake-Server", "Intel Xeon Processor (Icelake), family 6 model 134", 134, 0,
+                  "Intel Xeon Processor (Icelake)",
+                  {{FW::Leaf1Edx, 0x078bfbfd}, {FW::Leaf1Ecx, 0xf6d83203}, {FW::Leaf6Eax, 0x00000004},
+                   {FW::Leaf7Ebx, 0x019803a9}, {FW::Leaf7Ecx, 0x0001020c}, {FW::Ext1Edx, 0x2c100800},
+                   {FW::Ext1Ecx, 0x00000021}, {FW::XsaveEax, 0x00000005}},
+                  {"pcid", "x2apic", "tsc-deadline", "hle", "invpcid", "rtm", "avx512f", "avx512dq", "rdseed",
+                   "avx512cd", "avx512bw", "avx512vl", "avx512vbmi", "avx512vbmi2", "gfni", "vpclmulqdq",
+                   "avx512vnni", "avx512bitalg", "avx512-vpopcntdq", "spec-ctrl", "ssbd", "3dnowprefetch",
+                   "wbnoinvd", "xsavec"}),
+      alderlake_model(),
+      amd_model("Opteron_G1", "AMD Opteron 240 (Gen 1 Class Opteron), family 15", 15, 6, 1, 0x5, 0x80000008,
+                "AMD Opteron 240 (Gen 1 Class Opteron)", EngineCpuModel::Qemu64,
+                {{FW::Leaf1Edx, 0x078bfbfd}, {FW::Leaf1Ecx, 0x80000001}, {FW::Ext1Edx, 0x2193fbfd}}, {}),
+      amd_model("Opteron_G2", "AMD Opteron 22xx (Gen 2 Class Opteron), family 15", 15, 6, 1, 0x5, 0x8000000a,
+                "AMD Opteron 22xx (Gen 2 Class Opteron)", EngineCpuModel::Qemu64,
+                {{FW::Leaf1Edx, 0x078bfbfd}, {FW::Leaf1Ecx, 0x80002001}, {FW::Ext1Edx, 0x2193fbfd},
+                 {FW::Ext1Ecx, 0x00000005}},
+                {}),
+      amd_model("Opteron_G3", "AMD Opteron 23xx (Gen 3 Class Opteron), family 16", 16, 2, 3, 0x5, 0x8000000a,
+                "AMD Opteron 23xx (Gen 3 Class Opteron)", kEpycEngine,
+                {{FW::Leaf1Edx, 0x078bfbfd}, {FW::Leaf1Ecx, 0x80802009}, {FW::Ext1Edx, 0x2993fbfd},
+                 {FW::Ext1Ecx, 0x00000065}},
+                {"misalignsse"}),
+      amd_model("Opteron_G4", "AMD Opteron 62xx class CPU, family 21", 21, 1, 2, 0xd, 0x8000001a,
+                "AMD Opteron 62xx class CPU", kEpycEngine,
+                {{FW::Leaf1Edx, 0x078bfbfd}, {FW::Leaf1Ecx, 0x96982203}, {FW::Ext1Edx, 0x2d93fbfd},
+                 {FW::Ext1Ecx, 0x00000065}, {FW::SvmEdx, 0x00000001}},
+                {"misalignsse", "3dnowprefetch", "xop", "fma4", "nrip-save"}),
+      amd_model("Opteron_G5", "AMD Opteron 63xx class CPU, family 21", 21, 2, 0, 0xd, 0x8000001a,
+                "AMD Opteron 63xx class CPU", kEpycEngine,
+                {{FW::Leaf1Edx, 0x078bfbfd}, {FW::Leaf1Ecx, 0xb6983203}, {FW::Ext1Edx, 0x2d93fbfd},
+                 {FW::Ext1Ecx, 0x00000065}, {FW::SvmEdx, 0x00000001}},
+                {"misalignsse", "3dnowprefetch", "xop", "fma4", "tbm", "nrip-save"}),
+      epyc_model(),
+      epyc_rome_model(),
+  };
 }
 
 bool parse_switch(std::string_view key, std::string_view value) {
@@ -203,23 +570,45 @@ uint32_t parse_leaf(std::string_view key, std::string_view value) {
   return v;
 }
 
-void apply_property(CpuConfig& cfg, std::string_view prop) {
+// What the user switched by name, to tell `enforce` apart from the model.
+using FlagRequests = std::map<std::string_view, bool>;
+
+// The reason a flag cannot be advertised on `def`, or "" when it can.
+std::string refusal_on(const FeatureFlag& f, const CpuModelDef& def) {
+  if (f.backed_on(def.engine)) return "";
+  if (!f.backed) return f.refusal;
+  return fmt::format("{} runs on the engine's {} CPU model, which does not execute it (measured; "
+                     "docs/cpu_models.md)",
+                     def.name, engine_cpu_model_name(def.engine));
+}
+
+void apply_property(CpuConfig& cfg, FlagRequests& requests, std::string_view prop) {
   CpuModelDef& m = cfg.model;
   auto set_flag = [&](std::string_view name, bool on) {
-    const FeatureFlag* f = find_flag(name);
-    if (!f)
-      throw ConfigError(fmt::format("-cpu: unknown feature '{}' for {} (known: {})", name, m.name, known_flag_names()));
+    const FeatureFlag* f = find_flag_spelled(name);
+    if (!f) throw ConfigError(fmt::format("-cpu: unknown feature '{}' for {} (`topolab models` lists them)", name, m.name));
+    if (on) {
+      std::string why = refusal_on(*f, m);
+      if (!why.empty()) {
+        // Dropped, never advertised; refused once all properties are read
+        // if enforce is among them.
+        cfg.dropped_requests.push_back(fmt::format("cannot give {}: {}", f->name, why));
+        requests[f->name] = false;
+        return;
+      }
+    }
     uint32_t& word = m.features[f->word];
     word = on ? (word | (1u << f->bit)) : (word & ~(1u << f->bit));
+    requests[f->name] = on;
   };
   if (prop.starts_with('+') || prop.starts_with('-')) {
     set_flag(prop.substr(1), prop[0] == '+');
     return;
   }
+  // A bare name is name=on, as in QEMU (`enforce`, `x2apic`).
   size_t eq = prop.find('=');
-  if (eq == std::string_view::npos)
-    throw ConfigError(fmt::format("-cpu: property '{}' needs a value, or + / - in front of a feature", prop));
-  std::string_view key = prop.substr(0, eq), value = prop.substr(eq + 1);
+  std::string_view key = prop.substr(0, eq);
+  std::string_view value = eq == std::string_view::npos ? std::string_view("on") : prop.substr(eq + 1);
   if (key == "l3-cache") {
     cfg.l3_cache = parse_switch(key, value);
   } else if (key == "vendor") {
@@ -236,22 +625,88 @@ void apply_property(CpuConfig& cfg, std::string_view prop) {
     cfg.xlevel_explicit = true;
     if (m.xlevel < 0x80000000 || m.xlevel > 0x800000ff)
       throw ConfigError(fmt::format("-cpu: xlevel must be in 0x80000000..0x800000ff, got {:#x}", m.xlevel));
+  } else if (key == "family" || key == "model" || key == "stepping") {
+    // QEMU's limits: family 0..0xff+0xf, model 0..0xff, stepping 0..0xf.
+    uint32_t v = parse_leaf(key, value);
+    uint32_t max = key == "family" ? 0xff + 0xf : key == "model" ? 0xff : 0xf;
+    if (v > max) throw ConfigError(fmt::format("-cpu: {} must be at most {:#x}, got {:#x}", key, max, v));
+    (key == "family" ? m.family : key == "model" ? m.model : m.stepping) = v;
   } else if (key == "x-force-cpuid-0x1f") {
     cfg.force_cpuid_0x1f = parse_switch(key, value);
   } else if (key == "model-id") {
     if (value.size() > 47) throw ConfigError("-cpu: model-id is longer than the 47 characters CPUID holds");
     m.brand = std::string(value);
-  } else if (find_flag(key)) {
+  } else if (key == "phys-bits") {
+    // QEMU 7.2 x86_cpu_realizefn, for a CPU with long mode.
+    uint32_t bits = parse_leaf(key, value);
+    if (bits < 32 || bits > 52) throw ConfigError(fmt::format("-cpu: phys-bits should be between 32 and 52 (but is {})", bits));
+    cfg.phys_bits = bits;
+  } else if (key == "host-phys-bits") {
+    if (parse_switch(key, value))
+      throw ConfigError(
+          "-cpu: host-phys-bits=on copies the host CPU's physical address width, which topolab's TCG vCPUs do "
+          "not take from the host; use phys-bits=N");
+  } else if (key == "host-cache-info") {
+    if (parse_switch(key, value))
+      throw ConfigError("-cpu: host-cache-info=on copies the host's caches; topolab's vCPUs take none from the host");
+  } else if (key == "migratable") {
+    cfg.migratable = parse_switch(key, value);
+  } else if (key == "pmu") {
+    cfg.pmu = parse_switch(key, value);
+  } else if (key == "enforce") {
+    cfg.enforce = parse_switch(key, value);
+  } else if (key == "check") {
+    // QEMU warns about filtered features; topolab refuses a requested one
+    // anyway, and drops the model's own ones as documented.
+    parse_switch(key, value);
+  } else if (find_flag_spelled(key)) {
     set_flag(key, parse_switch(key, value));
   } else {
-    throw ConfigError(fmt::format("-cpu: unknown property '{}' (known: l3-cache, vendor, level, xlevel, model-id, "
-                                  "x-force-cpuid-0x1f, {})",
-                                  key,
-                                  known_flag_names()));
+    throw ConfigError(fmt::format("-cpu: unknown property '{}' (`topolab models` lists the properties and features)", key));
   }
 }
 
 }  // namespace
+
+const char* engine_cpu_model_name(EngineCpuModel engine) {
+  switch (engine) {
+    case EngineCpuModel::Qemu64: return "qemu64";
+    case EngineCpuModel::SkylakeServer: return "Skylake-Server";
+    case EngineCpuModel::Epyc: return "EPYC";
+  }
+  return "?";
+}
+
+const FeatureFlag* find_feature_flag(std::string_view name) { return find_flag_spelled(name); }
+
+std::string_view cpu_property_help() {
+  return "l3-cache=on|off, vendor=ID, level=N, xlevel=N, model-id=TEXT, family=N, model=N, stepping=N, "
+         "phys-bits=32..52, host-phys-bits=off, host-cache-info=off, pmu=on|off, migratable=on|off, enforce, "
+         "check, x-force-cpuid-0x1f=on|off";
+}
+
+std::vector<DroppedFeature> dropped_features(const CpuModelDef& model) {
+  std::vector<DroppedFeature> out;
+  auto filtered = [&](std::string_view name) {
+    return std::find(model.qemu_filtered.begin(), model.qemu_filtered.end(), name) != model.qemu_filtered.end();
+  };
+  for (const FeatureFlag& f : kFlags) {
+    auto has = [&](const std::map<FeatureWord, uint32_t>& words) {
+      auto it = words.find(f.word);
+      return it != words.end() && (it->second >> f.bit) & 1;
+    };
+    bool in_qemu = has(model.qemu_features), in_def = in_qemu || filtered(f.name);
+    if (!in_def || has(model.features)) continue;
+    std::string why = refusal_on(f, model);
+    if (why.empty())
+      why = in_qemu ? fmt::format("kept out of {} as measured on Unicorn 2.0.1, so that its CPUID stays as it was; "
+                                  "Unicorn 2.1.3 executes it here (+{} gives it)",
+                                  model.name, f.name)
+                    : fmt::format("QEMU 7.2's TCG drops it from {}; topolab backs it (+{} gives it)", model.name, f.name);
+    out.push_back({f.name, std::move(why)});
+  }
+  return out;
+}
 
 const std::vector<CpuModelDef>& cpu_models() {
   static const std::vector<CpuModelDef> models = make_models();
@@ -271,6 +726,10 @@ CpuConfig parse_cpu(std::string_view arg) {
   std::string_view rest = arg;
   size_t comma = rest.find(',');
   std::string_view name = rest.substr(0, comma);
+  if (name == "host")
+    throw ConfigError(
+        "-cpu: CPU model 'host' requires KVM or HVF, as QEMU's TCG says: topolab's vCPUs are TCG (Unicorn) and "
+        "pass no host CPU through (-cpu max is the nearest)");
   const auto& models = cpu_models();
   auto it = std::find_if(models.begin(), models.end(), [&](const CpuModelDef& m) { return m.name == name; });
   if (it == models.end()) {
@@ -278,13 +737,25 @@ CpuConfig parse_cpu(std::string_view arg) {
     for (const auto& m : models) known += fmt::format("{}{}", known.empty() ? "" : ", ", m.name);
     throw ConfigError(fmt::format("-cpu: unknown CPU model '{}' (known: {})", name, known));
   }
-  CpuConfig cfg{.model = *it, .arg = std::string(arg)};
+  CpuConfig cfg{.model = *it, .pmu = it->pmu, .dropped_requests = {}, .arg = std::string(arg)};
+  FlagRequests requests;
   while (comma != std::string_view::npos) {
     rest.remove_prefix(comma + 1);
     comma = rest.find(',');
     std::string_view prop = rest.substr(0, comma);
     if (prop.empty()) throw ConfigError(fmt::format("-cpu: empty property in '{}'", arg));
-    apply_property(cfg, prop);
+    apply_property(cfg, requests, prop);
+  }
+  if (cfg.enforce && !cfg.dropped_requests.empty())
+    throw ConfigError(fmt::format("-cpu {},enforce: {}", it->name, cfg.dropped_requests.front()));
+  if (cfg.enforce) {
+    // QEMU's enforce: every feature of the definition the user did not
+    // switch off must be there.
+    std::string missing;
+    for (const DroppedFeature& d : dropped_features(*it))
+      if (!requests.contains(d.name)) missing += fmt::format("{}{} ({})", missing.empty() ? "" : "; ", d.name, d.reason);
+    if (!missing.empty())
+      throw ConfigError(fmt::format("-cpu {},enforce: topolab cannot give {}: {}", it->name, it->name, missing));
   }
   return cfg;
 }

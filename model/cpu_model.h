@@ -73,9 +73,18 @@ enum class FeatureWord {
   Ext7Edx,    // 0x80000007
   Ext8Ebx,    // 0x80000008
   SvmEdx,     // 0x8000000A: SVM sub-features
+  XsaveEax,   // 0xD subleaf 1: XSAVE extensions (named only: no model has XSAVE)
 };
 
 enum class Vendor { Intel, Amd };
+
+// The engine's own CPU model a vCPU runs on. Unicorn gates instructions on
+// its model's feature words (Unicorn 2.1.3's QEMU 5.0 TCG: POPCNT, SSSE3,
+// PKU, CLWB ... raise #UD on a model without them), so a CPUID model can only
+// advertise what its engine model executes. emu/ maps these one to one onto
+// the engine (emu/vcpu.h EngineCpu); docs/cpu_models.md has the measurement.
+enum class EngineCpuModel : uint8_t { Qemu64, SkylakeServer, Epyc };
+const char* engine_cpu_model_name(EngineCpuModel engine);
 
 struct CpuModelDef {
   std::string name;
@@ -95,13 +104,37 @@ struct CpuModelDef {
   Leaf2Descriptors leaf2;
   // Hybrid parts only: a topology with E-modules needs it.
   std::optional<HybridDef> hybrid;
+  // The engine CPU this model runs on (see EngineCpuModel).
+  EngineCpuModel engine = EngineCpuModel::Qemu64;
+  // What QEMU 7.2's TCG shows a guest for this model (its definition less
+  // the TCG_*_FEATURES filter), as a cpuid_dump guest reads it under
+  // qemu-system-x86_64 7.2 -accel tcg; empty for topolab's own models.
+  std::map<FeatureWord, uint32_t> qemu_features;
+  // The features of QEMU 7.2's definition that its TCG filter drops (QEMU's
+  // "TCG doesn't support requested feature" warnings): `enforce` refuses them.
+  std::vector<std::string_view> qemu_filtered;
+  // QEMU's pmu property default (on for max).
+  bool pmu = false;
 };
 
-// A named feature bit that -cpu +name / -name / name=on|off can change.
+// Who carries out a feature: bit i set for EngineCpuModel i when that engine
+// CPU executes it (measured), kBackedByMachine when topolab's machine
+// implements it whatever the engine (the local APIC, the MONITOR/MWAIT and
+// RDTSCP traps, CPUID itself).
+inline constexpr uint8_t kBackedByMachine = 0x80;
+
+// A named feature bit that -cpu +name / -name / name=on|off can change,
+// with QEMU 7.2's name (target/i386/cpu.c feature_word_info).
 struct FeatureFlag {
   std::string_view name;
   FeatureWord word;
   unsigned bit;
+  uint8_t backed = 0;  // engines that execute it, | kBackedByMachine
+  // Why topolab cannot advertise it on any engine (backed == 0).
+  const char* refusal = nullptr;
+  bool backed_on(EngineCpuModel engine) const {
+    return (backed & kBackedByMachine) || (backed >> static_cast<unsigned>(engine) & 1);
+  }
 };
 
 // A -cpu argument resolved: the model and every property applied.
@@ -114,6 +147,22 @@ struct CpuConfig {
   // QEMU 10.1's x-force-cpuid-0x1f: report leaf 0x1F even without dies or
   // modules.
   bool force_cpuid_0x1f = false;
+  // CPUID.80000008H:EAX[7:0]; QEMU's TCG default (TCG_PHYS_ADDR_BITS).
+  unsigned phys_bits = 40;
+  // QEMU's pmu: accepted on and off. Under TCG QEMU 7.2 reports no
+  // architectural PMU either way (leaf 0xA is zero), and so does topolab.
+  bool pmu = false;
+  // QEMU's migratable: no effect on TCG (it filters KVM's unmigratable
+  // features only).
+  bool migratable = true;
+  // QEMU's enforce: refuse the model if any feature of its definition is
+  // not advertised.
+  bool enforce = false;
+  // Features asked for that the engine cannot execute, without enforce: not
+  // advertised, each with its reason, as QEMU's TCG warns "TCG doesn't
+  // support requested feature" and drops it. The command prints them as
+  // warnings (kvm-unit-tests lets stderr lines that say "warning" pass).
+  std::vector<std::string> dropped_requests;
   std::string arg;       // the -cpu text this came from, for reports
 
   Vendor vendor() const { return model.vendor; }
@@ -123,6 +172,20 @@ struct CpuConfig {
 // The models topolab knows, in the order `-cpu help` lists them.
 const std::vector<CpuModelDef>& cpu_models();
 const std::vector<FeatureFlag>& feature_flags();
+// The flag named `name` (QEMU's spelling or one of its aliases), or nullptr.
+const FeatureFlag* find_feature_flag(std::string_view name);
+// The -cpu properties other than features, for `topolab models`.
+std::string_view cpu_property_help();
+
+// A feature of QEMU 7.2's definition of a model that topolab does not
+// advertise, and why.
+struct DroppedFeature {
+  std::string_view name;
+  std::string reason;
+};
+// Every feature QEMU 7.2's definition of `model` has (qemu_features plus
+// qemu_filtered) that `model.features` lacks, in feature-table order.
+std::vector<DroppedFeature> dropped_features(const CpuModelDef& model);
 
 // The caches QEMU 10.0's -machine smp-cache.N.cache= names.
 enum class SmpCache { L1d, L1i, L2, L3 };
@@ -145,9 +208,11 @@ struct MachineOptions {
 // ConfigError.
 MachineOptions parse_machine(std::string_view arg);
 
-// Parses QEMU's -cpu syntax: MODEL[,+flag|-flag|flag=on|off|l3-cache=on|off|
-// vendor=ID|level=N|xlevel=N|model-id=TEXT|x-force-cpuid-0x1f=on|off...].
-// Throws ConfigError.
+// Parses QEMU's -cpu syntax: MODEL[,+flag|-flag|flag=on|off|flag|l3-cache=on|off|
+// vendor=ID|level=N|xlevel=N|model-id=TEXT|family=N|model=N|stepping=N|
+// phys-bits=N|host-phys-bits=off|pmu=on|off|migratable=on|off|enforce|check|
+// x-force-cpuid-0x1f=on|off...]. A feature topolab cannot carry out is
+// refused with the reason, never advertised. Throws ConfigError.
 CpuConfig parse_cpu(std::string_view arg);
 
 }  // namespace topolab

@@ -85,8 +85,8 @@ constexpr uint32_t kAmdL1Tlb4K = 0x01ff01ff;
 constexpr uint32_t kAmdL2Tlb2M = 0;           // no L2 TLB for 2M pages
 constexpr uint32_t kAmdL2Tlb4K = 0x42004200;  // 4-way, 512 entries (D and I)
 
-// Physical and linear address widths TCG implements.
-constexpr uint32_t kPhysAddrBits = 40;
+// The linear address width: 48 bits, as no model advertises LA57. The
+// physical width is the CpuConfig's phys-bits (QEMU's TCG default 40).
 constexpr uint32_t kVirtAddrBits = 48;
 
 // The subleaf terminator of the extended-topology leaves (SDM: level type 0,
@@ -158,6 +158,22 @@ CpuidModel::CpuidModel(Topology topology, CpuConfig cpu, MachineOptions machine)
   // kept, as in QEMU; the guest then falls back to leaf 0xB.
   if (reports_leaf_1f() && !cpu_.level_explicit) level_ = std::max<uint32_t>(level_, 0x1F);
   if (has_topoext_ && !cpu_.xlevel_explicit) xlevel_ = std::max<uint32_t>(xlevel_, 0x8000001E);
+  // QEMU's x86_cpu_adjust_feat_level: a feature word that is not empty
+  // raises the level to its leaf (e.g. +smep on Opteron_G1, level 5), and
+  // SVM raises xlevel to 0x8000000A.
+  struct FeatureLeaf {
+    FeatureWord word;
+    uint32_t leaf;
+  };
+  for (auto [word, leaf] : {FeatureLeaf{FeatureWord::Leaf6Eax, 0x6}, FeatureLeaf{FeatureWord::Leaf7Ebx, 0x7},
+                            FeatureLeaf{FeatureWord::Leaf7Ecx, 0x7}, FeatureLeaf{FeatureWord::Leaf7Edx, 0x7},
+                            FeatureLeaf{FeatureWord::Ext1Edx, 0x80000001}, FeatureLeaf{FeatureWord::Ext1Ecx, 0x80000001},
+                            FeatureLeaf{FeatureWord::Ext7Edx, 0x80000007}, FeatureLeaf{FeatureWord::Ext8Ebx, 0x80000008}}) {
+    if (!feature(word)) continue;
+    if (leaf < 0x80000000 && !cpu_.level_explicit) level_ = std::max(level_, leaf);
+    if (leaf >= 0x80000000 && !cpu_.xlevel_explicit) xlevel_ = std::max(xlevel_, leaf);
+  }
+  if ((feature(FeatureWord::Ext1Ecx) & kExt1EcxSvm) && !cpu_.xlevel_explicit) xlevel_ = std::max<uint32_t>(xlevel_, 0x8000000A);
   if (topology_.has_core_type(CoreType::Core)) core_enumeration_ = build_enumeration(CoreType::Core);
   if (topology_.has_core_type(CoreType::Atom)) atom_enumeration_ = build_enumeration(CoreType::Atom);
 }
@@ -218,6 +234,9 @@ CpuidRegs CpuidModel::base_leaf(uint32_t leaf, uint32_t subleaf, CoreType type) 
     case 0x5: return leaf5();
     case 0x6: return leaf6();
     case 0x7: return leaf7(subleaf);
+    // Leaf 0xA: no architectural PMU, with pmu=on or off, as QEMU 7.2's TCG
+    // reports (its leaf 0xA is host data under KVM only).
+    case 0xA: return {};
     case 0xB: return leafB(subleaf, type);
     case 0x1A: return leaf1A(type);
     case 0x1F: return leaf1F(subleaf, type);
@@ -487,7 +506,7 @@ CpuidRegs CpuidModel::ext7() const { return {0, 0, 0, feature(FeatureWord::Ext7E
 
 CpuidRegs CpuidModel::ext8() const {
   CpuidRegs r;
-  r.eax = kPhysAddrBits;
+  r.eax = cpu_.phys_bits;
   if (feature(FeatureWord::Ext1Edx) & kExt1EdxLongMode) r.eax |= kVirtAddrBits << 8;
   r.ebx = feature(FeatureWord::Ext8Ebx);
   // ECX is AMD's (APM); the SDM reserves it on Intel.

@@ -351,7 +351,8 @@ TEST(CpuArg, RejectsWhatItDoesNotKnow) {
            {"qemu64,level=zz", "expects a number"},
            {"qemu64,xlevel=5", "0x80000000"},
            {"qemu64,,+x2apic", "empty property"},
-           {"qemu64,x2apic", "needs a value"}}) {
+           {"qemu64,+vmx,enforce", "cannot execute VMX"},
+           {"host", "requires KVM or HVF"}}) {
     try {
       parse_cpu(arg);
       ADD_FAILURE() << "accepted " << arg;

@@ -7,7 +7,11 @@
 // Pure data: a table of MSR ranges, each with the CPUID bits any one of
 // which announces it, and a lookup evaluated once against a CpuidModel.
 // MSRs not in the table (IA32_APIC_BASE, IA32_MISC_ENABLE: architectural
-// since the P6 / Pentium 4 with no CPUID bit) are not decided here.
+// since the P6 / Pentium 4 with no CPUID bit) are not decided here, nor are
+// those whose existence is a count or a vendor rather than a bit (the PMU
+// counters of CPUID leaf 0AH, AMD's K7 counters, the MTRRs and machine-check
+// banks beyond what IA32_MTRRCAP / IA32_MCG_CAP count): model/msr_file.h
+// decides those.
 #pragma once
 
 #include <array>
@@ -32,7 +36,7 @@ struct CpuidBit {
 struct MsrRequirement {
   uint32_t first, last;  // inclusive range of MSR numbers
   const char* name;
-  std::array<CpuidBit, 3> any_of;  // the MSR exists when any one is set
+  std::array<CpuidBit, 6> any_of;  // the MSR exists when any one is set
 };
 
 // Every MSR whose existence a CPUID bit announces, ordered by number.

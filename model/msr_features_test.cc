@@ -97,6 +97,27 @@ TEST(MsrAvailability, EferAndLongModeMsrs) {
     EXPECT_TRUE(lm.announced(msr)) << std::hex << msr;
 }
 
+// The rows model/msr_file.h relies on: MTRRs with CPUID.01H:EDX[12],
+// machine check with [14], AMD's core counters with PerfCtrExtCore,
+// TSC_ADJUST with CPUID.(07H,0):EBX[1], SPEC_CTRL with Intel's or AMD's bits.
+TEST(MsrAvailability, MtrrMachineCheckAndCounterRows) {
+  FakeCpuid cpu;
+  cpu.leaves[{0, 0}] = {.eax = 7};
+  cpu.leaves[{0x80000000, 0}] = {.eax = 0x80000008};
+  MsrAvailability none(cpu);
+  for (uint32_t msr : {0x3bu, 0x48u, 0x49u, 0xfeu, 0x179u, 0x200u, 0x250u, 0x26fu, 0x2ffu, 0x400u, 0x47fu, 0xc0010200u})
+    EXPECT_FALSE(none.announced(msr)) << std::hex << msr;
+  cpu.leaves[{1, 0}].edx = 1u << 12 | 1u << 14;
+  cpu.leaves[{7, 0}].ebx = 1u << 1;
+  cpu.leaves[{0x80000001, 0}].ecx = 1u << 23;
+  cpu.leaves[{0x80000008, 0}].ebx = 1u << 24;  // AMD SSBD
+  MsrAvailability all(cpu);
+  for (uint32_t msr : {0x3bu, 0x48u, 0xfeu, 0x179u, 0x17bu, 0x200u, 0x250u, 0x26fu, 0x2ffu, 0x400u, 0x47fu, 0xc001020bu})
+    EXPECT_TRUE(all.announced(msr)) << std::hex << msr;
+  EXPECT_FALSE(all.announced(0x49));  // PRED_CMD wants IBPB
+  EXPECT_TRUE(all.announced(0xc0010000));  // K7 counters: not a CPUID bit, not decided here
+}
+
 // Every model topolab knows has the MSRs its guests already use.
 TEST(MsrAvailability, EveryModelHasItsBaseMsrs) {
   for (const auto& model : cpu_models()) {

@@ -103,6 +103,16 @@ static void run_lahf(void) { __asm__ volatile("lahf" ::: "eax"); }
 static void run_abm(void) { __asm__ volatile("lzcnt %%eax, %%eax" ::: "eax", "cc"); }
 static void run_sse4a(void) { __asm__ volatile("extrq $0, $0, %xmm0"); }
 static void run_prefetchw(void) { __asm__ volatile("prefetchw %0" : : "m"(scratch[0])); }
+static void run_cr8legacy(void)
+{
+	unsigned long tpr;
+
+	/* LOCK MOV from CR0 reads CR8 (the TPR) with CR8LEGACY. */
+	__asm__ volatile(".byte 0xf0; mov %%cr0, %0" : "=r"(tpr));
+	(void)tpr;
+}
+static void run_cldemote(void) { __asm__ volatile(".byte 0x0f, 0x1c, 0x06" : : "S"(scratch) : "memory"); /* cldemote (%esi/%rsi) */ }
+static void run_wbnoinvd(void) { __asm__ volatile(".byte 0xf3, 0x0f, 0x09" ::: "memory"); /* wbnoinvd */ }
 #ifdef __x86_64__
 static void run_cx16(void)
 {
@@ -144,12 +154,15 @@ static const struct feature features[] = {
 	{"feature.clflushopt", 7, 'b', 23, run_clflushopt},
 	{"feature.clwb", 7, 'b', 24, run_clwb},
 	{"feature.pku", 7, 'c', 3, run_pku},
+	{"feature.cldemote", 7, 'c', 25, run_cldemote},
 	{"feature.lahf_lm", 0x80000001, 'c', 0, run_lahf},
 	{"feature.abm", 0x80000001, 'c', 5, run_abm},
+	{"feature.cr8legacy", 0x80000001, 'c', 4, run_cr8legacy},
 	{"feature.sse4a", 0x80000001, 'c', 6, run_sse4a},
 	{"feature.3dnowprefetch", 0x80000001, 'c', 8, run_prefetchw},
 	{"feature.mmxext", 0x80000001, 'd', 22, run_mmxext},
 	{"feature.rdtscp", 0x80000001, 'd', 27, run_rdtscp},
+	{"feature.wbnoinvd", 0x80000008, 'b', 9, run_wbnoinvd},
 #ifdef __x86_64__
 	{"feature.cx16", 1, 'c', 13, run_cx16},
 	{"feature.fsgsbase", 7, 'b', 0, run_fsgsbase},

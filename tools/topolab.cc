@@ -133,11 +133,20 @@ struct TopologyFlags {
   std::string cpu = "qemu64";
   std::string machine;    // QEMU -machine: only smp-cache changes CPUID
   MachineOptions machine_options() const { return machine.empty() ? MachineOptions{} : parse_machine(machine); }
-  CpuidModel model() const { return CpuidModel(Topology::parse(smp), parse_cpu(cpu), machine_options()); }
+  CpuidModel model() const {
+    CpuConfig config = parse_cpu(cpu);
+    warn_dropped_features(config);
+    return CpuidModel(Topology::parse(smp), config, machine_options());
+  }
   void parse_into(MachineConfig& config) const {
     config.topology = Topology::parse(smp);
     config.cpu = parse_cpu(cpu);
     config.machine_options = machine_options();
+    warn_dropped_features(config.cpu);
+  }
+  // What -cpu asked for and does not get, as QEMU's TCG warns of it.
+  static void warn_dropped_features(const CpuConfig& cpu) {
+    for (const std::string& why : cpu.dropped_requests) fmt::print(stderr, "topolab: warning: -cpu {}: {}\n", cpu.arg, why);
   }
 };
 
@@ -611,7 +620,7 @@ CLI::App* add_experiment_command(CLI::App& app, ExperimentCli& experiment) {
 
 int print_models() {
   for (const auto& m : cpu_models()) fmt::print("{:<16} {}\n", m.name, m.description);
-  fmt::print("\nproperties: l3-cache=on|off, vendor=ID, level=N, xlevel=N, model-id=TEXT, x-force-cpuid-0x1f=on|off, and +F / -F / F=on|off for F in:\n ");
+  fmt::print("\nproperties: {}, and +F / -F / F=on|off for F in:\n ", cpu_property_help());
   for (const auto& f : feature_flags()) fmt::print(" {}", f.name);
   fmt::print("\n");
   return 0;
