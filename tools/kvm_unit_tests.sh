@@ -198,7 +198,14 @@ fi
 [ $no_doc = 1 ] && exit 0
 
 kut_head=$(git -C "$kut" rev-parse --short=8 HEAD 2>/dev/null || cat "$kut/build-head" 2>/dev/null || echo unknown)
-topolab_head=$(git -C "$repo" rev-parse --short=7 HEAD 2>/dev/null || echo unknown)
+# the commit the runs were made from (kept in WORK, so --doc-only names it too)
+if [ $doc_only = 1 ] && [ -s "$work/topolab.head" ]; then
+  topolab_head=$(cat "$work/topolab.head")
+else
+  topolab_head=$(git -C "$repo" rev-parse --short=7 HEAD 2>/dev/null || echo unknown)
+  git -C "$repo" diff --quiet HEAD -- . ':!docs/kvm-unit-tests.md' 2>/dev/null || topolab_head="$topolab_head+changes"
+  echo "$topolab_head" >"$work/topolab.head"
+fi
 topolab_version=$("$topolab" -version 2>/dev/null | head -1)
 
 mkdir -p "$(dirname "$doc")"
