@@ -666,9 +666,9 @@ int run_qemu(const std::vector<std::string>& args) {
   // still bounded (--time-limit in TOPOLAB_OPTS changes it).
   run.machine.time_limit_seconds = 60.0;
   // Tests that ping-pong between vCPUs without PAUSE (kvm-unit-tests'
-  // 30,000 NMIs of nmi-after-sti) cost a quantum per round trip: 10,000
+  // 30,000 NMIs of nmi-after-sti) cost a quantum per round trip: 2,000
   // instructions keep them within the suite's timeouts (docs/kvm-unit-tests.md).
-  run.machine.quantum = 10'000;
+  run.machine.quantum = 2'000;
   run.flags.smp = q.smp;
   run.flags.cpu = q.cpu;
   run.flags.machine = q.machine_options;
