@@ -44,6 +44,38 @@ constexpr uint64_t kCr4La57 = uint64_t{1} << 12;    // CR4.LA57: 5-level paging
 constexpr uint64_t kCr4Smep = uint64_t{1} << 20;    // CR4.SMEP: supervisor-mode execution prevention
 constexpr uint64_t kCr4Smap = uint64_t{1} << 21;    // CR4.SMAP: supervisor-mode access prevention
 constexpr uint64_t kCr4Pke = uint64_t{1} << 22;     // CR4.PKE: protection keys for user-mode pages
+
+// The CR4 bits a MOV to CR4 may set on a CPU with these CPUID feature words
+// (SDM Vol. 3A 2.5 and 2.6.2.1: setting any other raises #GP(0)). PKS (24)
+// needs CPUID.07H:ECX[31], CET (23) ECX[7].
+constexpr uint64_t cr4_settable_bits(uint32_t leaf1_ecx, uint32_t leaf1_edx, uint32_t leaf7_ebx, uint32_t leaf7_ecx) {
+  auto bit = [](uint32_t word, unsigned b) { return (word >> b) & 1; };
+  uint64_t ok = (uint64_t{1} << 2) | (uint64_t{1} << 3) | (uint64_t{1} << 8);  // TSD, DE, PCE
+  auto allow = [&](bool has, unsigned cr4_bit) {
+    if (has) ok |= uint64_t{1} << cr4_bit;
+  };
+  allow(bit(leaf1_edx, 1), 0);    // VME
+  allow(bit(leaf1_edx, 1), 1);    // PVI
+  allow(bit(leaf1_edx, 3), 4);    // PSE
+  allow(bit(leaf1_edx, 6), 5);    // PAE
+  allow(bit(leaf1_edx, 7), 6);    // MCE
+  allow(bit(leaf1_edx, 13), 7);   // PGE
+  allow(bit(leaf1_edx, 24), 9);   // OSFXSR
+  allow(bit(leaf1_edx, 25), 10);  // OSXMMEXCPT
+  allow(bit(leaf7_ecx, 2), 11);   // UMIP
+  allow(bit(leaf7_ecx, 16), 12);  // LA57
+  allow(bit(leaf1_ecx, 5), 13);   // VMXE
+  allow(bit(leaf1_ecx, 6), 14);   // SMXE
+  allow(bit(leaf7_ebx, 0), 16);   // FSGSBASE
+  allow(bit(leaf1_ecx, 17), 17);  // PCIDE
+  allow(bit(leaf1_ecx, 26), 18);  // OSXSAVE
+  allow(bit(leaf7_ebx, 7), 20);   // SMEP
+  allow(bit(leaf7_ebx, 20), 21);  // SMAP
+  allow(bit(leaf7_ecx, 3), 22);   // PKE
+  allow(bit(leaf7_ecx, 7), 23);   // CET
+  allow(bit(leaf7_ecx, 31), 24);  // PKS
+  return ok;
+}
 constexpr uint64_t kEferSce = uint64_t{1} << 0;     // IA32_EFER.SCE: SYSCALL enable
 constexpr uint64_t kEferLme = uint64_t{1} << 8;     // IA32_EFER.LME: long mode enable
 constexpr uint64_t kEferLma = uint64_t{1} << 10;    // IA32_EFER.LMA: long mode active

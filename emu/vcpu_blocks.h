@@ -47,7 +47,7 @@ inline cs_mode capstone_mode(CodeSize size) {
 // blocking (SDM 6.7.1), and PAUSEs are counted.
 // SYSCALL and SYSENTER are stopped at and emulated too: Unicorn runs them
 // as no-ops that only call a hook (emu/fast_syscall has their rules).
-enum class TrapKind : uint8_t { Rdmsr, Wrmsr, Rdtscp, Monitor, Mwait, Syscall, Sysenter, Iret, Pause, MovToCr8, MovFromCr8 };
+enum class TrapKind : uint8_t { Rdmsr, Wrmsr, Rdtscp, Monitor, Mwait, Syscall, Sysenter, Iret, Pause, MovToCr8, MovFromCr8, MovToCr4 };
 
 inline bool is_watched(TrapKind kind) { return kind == TrapKind::Iret || kind == TrapKind::Pause; }
 
@@ -80,7 +80,7 @@ inline std::span<const uint8_t> trap_opcode(TrapKind kind) {
     case TrapKind::Syscall: return kSyscall;
     case TrapKind::Sysenter: return kSysenter;
     case TrapKind::Iret: case TrapKind::Pause: break;  // watched, never stopped at
-    case TrapKind::MovToCr8: case TrapKind::MovFromCr8: break;  // see cr8_access
+    case TrapKind::MovToCr8: case TrapKind::MovFromCr8: case TrapKind::MovToCr4: break;  // see cr8_access
   }
   throw std::logic_error("no emulated opcode for this trap kind");
 }
@@ -150,7 +150,7 @@ struct Cr8Access {
   unsigned gpr;
 };
 inline std::optional<Cr8Access> cr8_access(std::span<const uint8_t> bytes, CodeSize size) {
-  if (size != CodeSize::Bits64) return std::nullopt;
+  if (size == CodeSize::Bits16) return std::nullopt;
   size_t i = 0;
   uint8_t rex = 0;
   while (i < bytes.size() && is_prefix(bytes[i], size)) {
@@ -159,7 +159,11 @@ inline std::optional<Cr8Access> cr8_access(std::span<const uint8_t> bytes, CodeS
   }
   if (i + 3 > bytes.size() || bytes[i] != 0x0F || (bytes[i + 1] != 0x22 && bytes[i + 1] != 0x20)) return std::nullopt;
   const uint8_t modrm = bytes[i + 2];
-  if (!(rex & 0x04) || ((modrm >> 3) & 7) != 0) return std::nullopt;  // CR8 is REX.R with reg 0
+  const unsigned cr = ((modrm >> 3) & 7u) | ((rex & 0x04u) << 1);
+  // MOV to CR4 too (any mode but real): its reserved bits must #GP, which
+  // QEMU 5.0's TCG does not check (at_cr4).
+  if (cr == 4 && bytes[i + 1] == 0x22) return Cr8Access{TrapKind::MovToCr4, (modrm & 7u) | ((rex & 0x01u) << 3)};
+  if (size != CodeSize::Bits64 || cr != 8) return std::nullopt;  // CR8 is REX.R with reg 0
   return Cr8Access{bytes[i + 1] == 0x22 ? TrapKind::MovToCr8 : TrapKind::MovFromCr8,
                    (modrm & 7u) | ((rex & 0x01u) << 3)};
 }
@@ -445,7 +449,7 @@ class Disassembler {
     if (auto kind = trap_kind(insn.id)) block.traps.push_back({insn.address, *kind, static_cast<uint8_t>(insn.size)});
     else if (cr8) {
       block.traps.push_back({insn.address, cr8->kind, static_cast<uint8_t>(insn.size), static_cast<uint8_t>(cr8->gpr)});
-      if (cr8->kind == TrapKind::MovToCr8) block.has_side_effects = true;  // the TPR
+      if (cr8->kind != TrapKind::MovFromCr8) block.has_side_effects = true;  // the TPR, CR4
     }
     block.ends_with_software_interrupt = is_software_interrupt(insn.id);
     block.ends_with_hlt = insn.id == X86_INS_HLT;

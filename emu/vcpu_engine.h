@@ -525,6 +525,8 @@ struct UnicornVcpu::Engine {
   };
   std::unordered_map<uint64_t, HookedTrap> trap_hooks;  // by instruction address
   void at_cr8(const HookedTrap& trap, uint64_t address);
+  void at_cr4(const HookedTrap& trap, uint64_t address);
+  std::optional<uint64_t> cr4_settable;  // from CPUID, on the first MOV to CR4
   uc_hook trace_hook = 0;
   std::FILE* trace_out = nullptr;
 

@@ -98,6 +98,8 @@ void UnicornVcpu::Engine::on_trap_site(uc_engine*, uint64_t address, uint32_t, v
   }
   if (it != e.trap_hooks.end() && (it->second.kind == TrapKind::MovToCr8 || it->second.kind == TrapKind::MovFromCr8))
     return e.guarded([&] { e.at_cr8(it->second, address); });
+  if (it != e.trap_hooks.end() && it->second.kind == TrapKind::MovToCr4)
+    return e.guarded([&] { e.at_cr4(it->second, address); });
   e.guarded([&] { e.stop_at_trap_site(address); });
 }
 
@@ -109,6 +111,24 @@ void UnicornVcpu::Engine::on_trap_site(uc_engine*, uint64_t address, uint32_t, v
 // run when TPR[7:4] is 0, which is what the engine reads anyway. A read of
 // another TPR, and a write with reserved bits set, stop to be emulated
 // (execute_trap). At CPL > 0 the engine raises the #GP itself.
+// MOV to CR4 runs in the engine, which checks no reserved bits (QEMU 5.0's
+// TCG): a bit the CPU's CPUID does not allow (CR4.OSXSAVE without XSAVE,
+// say) stops it, to raise #GP(0) as the SDM says (execute_trap).
+void UnicornVcpu::Engine::at_cr4(const HookedTrap& trap, uint64_t address) {
+  call_host_mid_block([&] {
+    if (current_cpl() != 0) return;  // the engine's own #GP
+    if (!cr4_settable) {
+      const CpuidRegs leaf1 = host.describe_cpuid(1, 0), leaf7 = host.describe_cpuid(7, 0);
+      // A host that describes no CPUID (zeros: unknown) gets no check.
+      cr4_settable = leaf1.ecx == 0 && leaf1.edx == 0 ? ~uint64_t{0}
+                                                      : x86::cr4_settable_bits(leaf1.ecx, leaf1.edx, leaf7.ebx, leaf7.ecx);
+    }
+    uint64_t value = read_reg(kCr8Gprs[trap.gpr]);
+    if (!current || current->code_size != CodeSize::Bits64) value = static_cast<uint32_t>(value);
+    if (value & ~*cr4_settable) stop_at_trap_site(address);
+  });
+}
+
 void UnicornVcpu::Engine::at_cr8(const HookedTrap& trap, uint64_t address) {
   call_host_mid_block([&] {
     if (current_cpl() != 0) return;
@@ -172,8 +192,8 @@ void UnicornVcpu::Engine::stop_at_trap_site(uint64_t address) {
   const std::span<uint8_t> bytes = std::span(buffer).first(trap.length);
   if (!peek_linear_into(address, bytes)) return;
   // The instruction is still the one decoded (code may have changed since).
-  if (trap.kind == TrapKind::MovToCr8 || trap.kind == TrapKind::MovFromCr8) {
-    const std::optional<Cr8Access> cr8 = cr8_access(bytes, CodeSize::Bits64);
+  if (trap.kind == TrapKind::MovToCr8 || trap.kind == TrapKind::MovFromCr8 || trap.kind == TrapKind::MovToCr4) {
+    const std::optional<Cr8Access> cr8 = cr8_access(bytes, current ? current->code_size : code_size_from_registers());
     if (!cr8 || cr8->kind != trap.kind) return;
   } else if (const auto opcode = trap_opcode(trap.kind);
              !std::equal(opcode.begin(), opcode.end(), bytes.end() - opcode.size())) {
@@ -225,8 +245,14 @@ void UnicornVcpu::Engine::on_trace(uc_engine*, uint64_t address, uint32_t size, 
   e.guarded([&] {
     // Trapped instructions are printed when run() emulates them: the trap
     // hook may stop the run before this hook is called. Watched IRETs and PAUSEs run.
+    // MOV CR4/CR8 usually run too (at_cr4, at_cr8): printed here unless
+    // their hook stopped the run to emulate them.
     auto it = e.trap_hooks.find(address);
-    if (it == e.trap_hooks.end() || is_watched(it->second.kind)) e.trace_instruction(address, size);
+    const bool stopped_here = e.stop_cause == StopCause::TrapSite && e.trap_address == address;
+    const TrapKind kind = it == e.trap_hooks.end() ? TrapKind::Pause : it->second.kind;
+    const bool control_register = kind == TrapKind::MovToCr4 || kind == TrapKind::MovToCr8 || kind == TrapKind::MovFromCr8;
+    if (it == e.trap_hooks.end() || is_watched(kind) || (control_register && !stopped_here))
+      e.trace_instruction(address, size);
   });
 }
 
@@ -725,6 +751,11 @@ std::optional<UnicornVcpu::Engine::TrapFault> UnicornVcpu::Engine::execute_trap(
     case TrapKind::Iret:
     case TrapKind::Pause:
       break;  // never stopped at: on_trap_site lets it run
+    case TrapKind::MovToCr4:
+      // at_cr4 stops here only for a value with a bit this CPU cannot set.
+      return TrapFault{{.vector = x86::kGeneralProtection, .error_code = 0},
+                       fmt::format("mov cr4 of {:#x}: a bit CPUID does not allow (settable {:#x})",
+                                   read_reg(kCr8Gprs[trap_hooks.at(trap_address).gpr]), cr4_settable.value_or(0))};
     case TrapKind::MovToCr8:
     case TrapKind::MovFromCr8: {
       // CR access is CPL 0 only; MOV to CR8 with bits 63:4 set is #GP(0).

@@ -105,9 +105,25 @@ class FakeHost final : public VcpuHost {
     return value;
   }
 
+  std::optional<int64_t> hypercall(const KvmHypercall& call) override {
+    hypercalls.push_back(call);
+    return hypercall_answer;
+  }
+  uint64_t read_cr8() override { return cr8; }
+  CpuidRegs describe_cpuid(uint32_t leaf, uint32_t) override {
+    const auto it = described.find(leaf);
+    return it == described.end() ? CpuidRegs{} : it->second;
+  }
+  std::map<uint32_t, CpuidRegs> described;  // what describe_cpuid answers (zeros: unknown)
+  void write_cr8(uint64_t value) override { cr8_writes.push_back({value, now()}); cr8 = value; }
+
   uint64_t now() const { return cpu ? cpu->instructions() : 0; }
 
   UnicornVcpu* cpu = nullptr;
+  std::optional<int64_t> hypercall_answer;  // nullopt: no KVM-like host
+  std::vector<KvmHypercall> hypercalls;
+  uint64_t cr8 = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> cr8_writes;  // value, instructions() during the call
   CpuidRegs cpuid_answer;
   std::map<uint16_t, uint32_t> in_values;
   std::map<uint32_t, uint64_t> msrs;
@@ -564,6 +580,91 @@ TEST_F(VcpuTest, RdmsrClearsTheUpperHalvesIn64BitMode) {
   run_expecting(VcpuExit::Reason::Halt);
   EXPECT_EQ(cpu.state().rax, 0xFEE0'0900u);
   EXPECT_EQ(cpu.state().rdx, 0x1234'5678u);
+}
+
+// --- VMCALL / VMMCALL and MOV CR8: answered by the host -------------------
+
+TEST_F(VcpuTest, VmcallIsAHypercallOfAKvmLikeHost) {
+  host.hypercall_answer = 7;
+  boot64({
+      0x48, 0xc7, 0xc0, 0x0a, 0x00, 0x00, 0x00,  // 2001: mov rax, 10 (KVM_HC_SEND_IPI)
+      0x48, 0xc7, 0xc3, 0x05, 0x00, 0x00, 0x00,  // 2008: mov rbx, 5
+      0x48, 0xc7, 0xc6, 0x40, 0x40, 0x00, 0x00,  // 200f: mov rsi, 0x4040
+      0x0f, 0x01, 0xc1,                          // 2016: vmcall
+      0x0f, 0x01, 0xd9,                          // 2019: vmmcall
+      0xf4,                                      // 201c: hlt
+  });
+  run_expecting(VcpuExit::Reason::Halt);
+  ASSERT_EQ(host.hypercalls.size(), 2u);
+  EXPECT_EQ(host.hypercalls[0].nr, KVM_HC_SEND_IPI);
+  EXPECT_EQ(host.hypercalls[0].a0, 5u);
+  EXPECT_EQ(host.hypercalls[0].a3, 0x4040u);
+  EXPECT_TRUE(host.hypercalls[0].long_mode);
+  EXPECT_EQ(host.hypercalls[0].cpl, 0u);
+  EXPECT_EQ(host.hypercalls[1].nr, 7u);  // the first one's result
+  EXPECT_EQ(cpu.state().rax, 7u);
+}
+
+TEST_F(VcpuTest, VmcallWithoutAHypervisorIsInvalidOpcode) {
+  boot64({
+      0x0f, 0x01, 0xc1,  // 2001: vmcall
+      0xf4,              // 2004: hlt
+  });
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::TripleFault);  // no IDT for the #UD
+  EXPECT_NE(exit.detail.find("#UD"), std::string::npos) << exit.detail;
+  EXPECT_EQ(host.hypercalls.size(), 1u);
+}
+
+// The engine has no APIC: CR8 is the host's (its APIC's TPR[7:4]).
+TEST_F(VcpuTest, MovCr8ReachesTheHost) {
+  host.cr8 = 0;
+  boot64({
+      0x48, 0xc7, 0xc1, 0x09, 0x00, 0x00, 0x00,  // 2001: mov rcx, 9
+      0x44, 0x0f, 0x22, 0xc1,                    // 2008: mov cr8, rcx
+      0x44, 0x0f, 0x20, 0xc2,                    // 200c: mov rdx, cr8
+      0x49, 0xc7, 0xc1, 0x00, 0x00, 0x00, 0x00,  // 2010: mov r9, 0
+      0x45, 0x0f, 0x22, 0xc1,                    // 2017: mov cr8, r9
+      0x45, 0x0f, 0x20, 0xc2,                    // 201b: mov r10, cr8
+      0xf4,                                      // 201f: hlt
+  });
+  run_expecting(VcpuExit::Reason::Halt);
+  ASSERT_EQ(host.cr8_writes.size(), 2u);
+  EXPECT_EQ(host.cr8_writes[0].first, 9u);
+  EXPECT_EQ(host.cr8_writes[1].first, 0u);
+  // Exact instruction counts during the calls: three instructions apart.
+  EXPECT_EQ(host.cr8_writes[1].second - host.cr8_writes[0].second, 3u);
+  EXPECT_EQ(cpu.state().rdx, 9u);
+  EXPECT_EQ(cpu.state().r10, 0u);
+  EXPECT_EQ(host.cr8, 0u);
+}
+
+TEST_F(VcpuTest, MovToCr8WithReservedBitsIsGeneralProtection) {
+  boot64({
+      0x48, 0xc7, 0xc0, 0x10, 0x00, 0x00, 0x00,  // 2001: mov rax, 0x10
+      0x44, 0x0f, 0x22, 0xc0,                    // 2008: mov cr8, rax
+      0xf4,                                      // 200c: hlt
+  });
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::TripleFault);
+  EXPECT_NE(exit.detail.find("bits 63:4 are reserved"), std::string::npos) << exit.detail;
+  EXPECT_TRUE(host.cr8_writes.empty());
+}
+
+// SDM Vol. 3A 2.5: a CR4 bit CPUID does not allow is #GP(0), which the
+// engine itself does not check.
+TEST_F(VcpuTest, MovToCr4OfABitCpuidDoesNotAllowIsGeneralProtection) {
+  host.described[1] = {.eax = 0, .ebx = 0, .ecx = 0, .edx = 1u << 6};  // PAE, no XSAVE
+  boot32({
+      0x0f, 0x20, 0xe0,                    // 1000: mov eax, cr4
+      0x83, 0xc8, 0x20,                    // 1003: or eax, 0x20 (PAE: allowed)
+      0x0f, 0x22, 0xe0,                    // 1006: mov cr4, eax
+      0x0d, 0x00, 0x00, 0x04, 0x00,        // 1009: or eax, 0x40000 (OSXSAVE)
+      0x0f, 0x22, 0xe0,                    // 100e: mov cr4, eax
+      0xf4,                                // 1011: hlt
+  });
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::TripleFault);  // no IDT for the #GP
+  EXPECT_EQ(exit.rip, 0x100eu);
+  EXPECT_NE(exit.detail.find("mov cr4 of 0x40020"), std::string::npos) << exit.detail;
+  EXPECT_EQ(cpu.state().cr4 & 0x40020, 0x20u);
 }
 
 TEST_F(VcpuTest, RdmsrOfAnUnknownMsrIsGeneralProtectionAtTheInstruction) {
