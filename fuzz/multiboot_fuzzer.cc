@@ -41,8 +41,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const ImageError&) {
     return 0;
   }
-  FUZZ_CHECK(boot.image_start >= kFirstMiB && boot.image_start < boot.image_end, "image [{:#x}, {:#x})",
+  // Below 1 MiB only conventional memory above the IVT and BIOS data area
+  // (firmware/multiboot.cc); the boot information always goes above 1 MiB.
+  FUZZ_CHECK(boot.image_start >= 0x500 && boot.image_start < boot.image_end, "image [{:#x}, {:#x})",
              boot.image_start, boot.image_end);
+  FUZZ_CHECK(boot.info_address >= kFirstMiB, "info block at {:#x}, inside the first MiB", boot.info_address);
   FUZZ_CHECK(boot.image_end <= boot.end_of_boot_data && boot.end_of_boot_data <= ram.size(), "boot data end {:#x}",
              boot.end_of_boot_data);
   FUZZ_CHECK(boot.entry >= boot.image_start && boot.entry < boot.image_end, "entry {:#x}", boot.entry);

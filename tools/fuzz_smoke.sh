@@ -62,18 +62,24 @@ fuzz_one() {
     "build-fuzz/corpus/$h" "$seeds/$h" >"build-fuzz/findings/$h/last.log" 2>&1
   echo $? >"build-fuzz/findings/$h/status"
 }
-running=0
+# Each job is waited for by its PID: `wait -n` followed by a bare `wait`
+# once left a harness unfinished when its status was read.
+pids=()
 for h in "${harnesses[@]}"; do
   fuzz_one "$h" &
-  running=$((running + 1))
-  if [ "$running" -ge "$(nproc)" ]; then wait -n || true; running=$((running - 1)); fi
+  pids+=($!)
+  if [ "${#pids[@]}" -ge "$(nproc)" ]; then
+    wait "${pids[0]}" || true
+    pids=("${pids[@]:1}")
+  fi
 done
-wait
+for pid in "${pids[@]}"; do wait "$pid" || true; done
 
 status=0
 for h in "${harnesses[@]}"; do
   log=build-fuzz/findings/$h/last.log
-  if [ "$(cat "build-fuzz/findings/$h/status")" -ne 0 ]; then
+  harness_status=$(cat "build-fuzz/findings/$h/status" 2>/dev/null || echo "no status")
+  if [ "$harness_status" != 0 ]; then
     echo "fuzz_smoke: $h: FINDING (see $log and build-fuzz/findings/$h/):"
     grep -E "invariant failed|ERROR: |runtime error|SUMMARY" "$log" | head -5 | sed 's/^/    /'
     status=1
