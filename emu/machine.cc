@@ -106,12 +106,10 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
       pic_slave_(PicStub::Role::kSlave),
       measure_port_([this](MeasurePort::Mark mark) { on_measure_mark(mark); }),
       ioapic_window_(
-          [this](uint64_t offset, unsigned size) -> uint64_t {
-            if (Cpu* cpu = accessing_cpu()) cpu->charge_exit(ExitKind::Io);
+          *this, [this](uint64_t offset, unsigned size) -> uint64_t {
             return ioapic_.mmio_read(static_cast<uint32_t>(offset), size);
           },
           [this](uint64_t offset, unsigned size, uint64_t value) {
-            if (Cpu* cpu = accessing_cpu()) cpu->charge_exit(ExitKind::Io);
             send_device_interrupts(ioapic_.mmio_write(static_cast<uint32_t>(offset), size, static_cast<uint32_t>(value)));
           }),
       pci_host_([this] { request_shutdown("the guest reset the machine through the reset control register (0xCF9)"); }),
@@ -181,12 +179,10 @@ void Machine::attach_platform_devices() {
     pci_host_.plug(memory_map::kPciTestdevSlot, pci_testdev_->function());
     ports_.attach(memory_map::kPciTestdevIoBar, PciTestdev::kIoBarSize, *pci_testdev_);
     pci_testdev_mmio_.emplace(
-        [this](uint64_t offset, unsigned size) -> uint64_t {
-          if (Cpu* cpu = accessing_cpu()) cpu->charge_exit(ExitKind::Io);
+        *this, [this](uint64_t offset, unsigned size) -> uint64_t {
           return pci_testdev_->mem_read(offset, size);
         },
         [this](uint64_t offset, unsigned size, uint64_t value) {
-          if (Cpu* cpu = accessing_cpu()) cpu->charge_exit(ExitKind::Io);
           pci_testdev_->mem_write(offset, size, value);
         });
     platform_.mmio_windows.push_back({memory_map::kPciTestdevMemBar, PciTestdev::kMemBarSize, &*pci_testdev_mmio_});
@@ -196,12 +192,10 @@ void Machine::attach_platform_devices() {
     ports_.attach(PcTestdev::kBase, PcTestdev::kPortCount, *pc_testdev_);
     ports_.attach(PcTestdev::kIrqLineBase, PcTestdev::kIrqLines, pc_testdev_->irq_lines());
     pc_testdev_iomem_.emplace(
-        [this](uint64_t offset, unsigned size) -> uint64_t {
-          if (Cpu* cpu = accessing_cpu()) cpu->charge_exit(ExitKind::Io);
+        *this, [this](uint64_t offset, unsigned size) -> uint64_t {
           return pc_testdev_->iomem_read(offset, size);
         },
         [this](uint64_t offset, unsigned size, uint64_t value) {
-          if (Cpu* cpu = accessing_cpu()) cpu->charge_exit(ExitKind::Io);
           pc_testdev_->iomem_write(offset, size, value);
         });
     platform_.mmio_windows.push_back({PcTestdev::kIomemBase, PcTestdev::kIomemSize, &*pc_testdev_iomem_});

@@ -150,15 +150,27 @@ class Machine final : private CpuEvents {
   }
 
   // The platform devices (machine.cc).
-  // A device's MMIO window in every engine, handled by the machine.
+  // A device's MMIO window in every engine, handled by the machine. Each
+  // access is an I/O exit, charged to the vCPU that makes it.
   class DeviceWindow final : public MmioHandler {
    public:
-    DeviceWindow(std::function<uint64_t(uint64_t, unsigned)> read, std::function<void(uint64_t, unsigned, uint64_t)> write)
-        : read_(std::move(read)), write_(std::move(write)) {}
-    uint64_t read(uint64_t offset, unsigned size) override { return read_(offset, size); }
-    void write(uint64_t offset, unsigned size, uint64_t value) override { write_(offset, size, value); }
+    DeviceWindow(Machine& machine, std::function<uint64_t(uint64_t, unsigned)> read,
+                 std::function<void(uint64_t, unsigned, uint64_t)> write)
+        : machine_(machine), read_(std::move(read)), write_(std::move(write)) {}
+    uint64_t read(uint64_t offset, unsigned size) override {
+      charge_exit();
+      return read_(offset, size);
+    }
+    void write(uint64_t offset, unsigned size, uint64_t value) override {
+      charge_exit();
+      write_(offset, size, value);
+    }
 
    private:
+    void charge_exit() {
+      if (Cpu* cpu = machine_.accessing_cpu()) cpu->charge_exit(ExitKind::Io);
+    }
+    Machine& machine_;
     std::function<uint64_t(uint64_t, unsigned)> read_;
     std::function<void(uint64_t, unsigned, uint64_t)> write_;
   };
