@@ -95,6 +95,7 @@ constexpr uint32_t kMsrTsc = 0x10;
 constexpr uint32_t kMsrTscAdjust = 0x3B;
 constexpr uint32_t kMsrSpecCtrl = 0x48;
 constexpr uint32_t kMsrPredCmd = 0x49;
+constexpr uint32_t kMsrBiosSignId = 0x8B;             // IA32_BIOS_SIGN_ID: the microcode revision in [63:32]
 constexpr uint32_t kMsrPmc0 = 0xC1;                   // IA32_PMCi = 0xC1 + i
 constexpr uint32_t kMsrMtrrCap = 0xFE;
 constexpr uint32_t kMsrArchCapabilities = 0x10A;

@@ -3,6 +3,7 @@
 // and the machine's RAM limit must agree on, spelled once.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 namespace topolab::memory_map {
@@ -44,5 +45,20 @@ inline constexpr uint8_t kResetControlValue = 0x06;
 
 // Guest RAM stays below the 32-bit PCI hole and the APIC page.
 inline constexpr uint64_t kMaxRamMib = 3 * 1024;
+
+// The memory map QEMU's e820 table gives a PC, which both the Multiboot
+// information block and Linux's boot_params carry (ACPI 6.4 table 15.312:
+// type 1 is RAM, 2 reserved).
+struct E820Region {
+  uint64_t base, length;
+  uint32_t type;
+};
+inline constexpr uint32_t kE820Ram = 1, kE820Reserved = 2;
+inline constexpr std::array<E820Region, 4> e820_regions(uint64_t ram_size) {
+  return {{{0, kEbdaBase, kE820Ram},
+           {kEbdaBase, kEbdaSize, kE820Reserved},
+           {kBiosAreaBase, kBiosAreaSize, kE820Reserved},
+           {kFirstMiB, ram_size - kFirstMiB, kE820Ram}}};
+}
 
 }  // namespace topolab::memory_map

@@ -1,5 +1,8 @@
 #include "devices/uart16550.h"
 
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace topolab {
@@ -42,6 +45,42 @@ TEST(Uart16550, LoopbackKeepsBytesAndScratchRemembers) {
   uart.write(7, 1, 0x5a);
   EXPECT_EQ(uart.read(7, 1), 0x5au);
   EXPECT_EQ(uart.read(2, 1) & 1, 1u);  // IIR: no interrupt pending
+}
+
+// What Linux's 8250 driver does to send from user space: enable the THRE
+// interrupt, take it (IIR says THRE, which acknowledges it), write bytes,
+// each of which raises the line again, and disable it when done.
+TEST(Uart16550, ThreInterruptAsQemuGivesIt) {
+  std::string out;
+  std::vector<bool> edges;
+  Uart16550 uart([&](uint8_t b) { out.push_back(static_cast<char>(b)); }, [&](bool level) { edges.push_back(level); });
+  EXPECT_EQ(uart.read(2, 1), 0x01u);  // nothing pending while IER is 0
+  uart.write(0, 1, 'a');              // a byte with the interrupt off: no edge
+  EXPECT_TRUE(edges.empty());
+  uart.write(1, 1, 0x02);  // IER.ETBEI with THR empty: pending at once
+  EXPECT_EQ(edges, std::vector<bool>{true});
+  EXPECT_EQ(uart.read(2, 1), 0x02u);  // IIR: THRE, which the read clears
+  EXPECT_EQ(edges, (std::vector<bool>{true, false}));
+  EXPECT_EQ(uart.read(2, 1), 0x01u);
+  uart.write(0, 1, 'b');  // sent at once, so THRE is pending again
+  EXPECT_EQ(edges, (std::vector<bool>{true, false, true}));
+  uart.write(0, 1, 'c');  // the line falls and rises: one edge per byte
+  EXPECT_EQ(edges, (std::vector<bool>{true, false, true, false, true}));
+  uart.write(1, 1, 0x00);  // the driver stops the transmitter interrupt
+  EXPECT_EQ(edges.back(), false);
+  EXPECT_EQ(uart.read(2, 1), 0x01u);
+  EXPECT_EQ(out, "abc");
+}
+
+// Linux's UART_BUG_THRE probe: THRE must be reasserted each time IER.ETBEI
+// is set again while the transmitter is idle.
+TEST(Uart16550, ReenablingThreReassertsIt) {
+  Uart16550 uart([](uint8_t) {});
+  uart.write(1, 1, 0x02);
+  EXPECT_EQ(uart.read(2, 1), 0x02u);
+  uart.write(1, 1, 0x00);
+  uart.write(1, 1, 0x02);
+  EXPECT_EQ(uart.read(2, 1), 0x02u);
 }
 
 }  // namespace

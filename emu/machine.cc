@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -93,7 +94,8 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
       msrs_([this](uint32_t leaf, uint32_t subleaf) { return cpuid_.query(0, leaf, subleaf); }),
       make_vcpu_(std::move(make_vcpu)),
       ram_(checked_ram_bytes(config.ram_mib)),
-      uart_(std::move(serial_out)),
+      uart_(std::move(serial_out),
+            [this](bool asserted) { send_device_interrupts(ioapic_.set_pin(Uart16550::kCom1Gsi, asserted)); }),
       debug_exit_([this] {
         if (running_ && running_->vcpu()) running_->vcpu()->request_stop();
       }),
@@ -134,13 +136,24 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
 
   build_acpi_tables(ram_, cpuid_.topology());
   std::vector<uint8_t> image = read_image_file(config.image, ram_.size());
-  std::vector<MultibootModule> modules = read_modules(config.initrd, ram_.size());
-  // The guest sees the file name without its directories (QEMU passes the
-  // path as typed), so where the image sits cannot change what it does.
-  MultibootBoot boot = load_multiboot(
-      ram_, image,
-      config.image_name.empty() ? std::filesystem::path(config.image).filename().string() : config.image_name,
-      config.append, modules);
+  // As QEMU's -kernel: a setup header makes it Linux, anything else must be
+  // Multiboot.
+  std::optional<LinuxBoot> linux_boot;
+  std::optional<MultibootBoot> multiboot;
+  if (is_linux_image(image)) {
+    if (config.initrd.size() > 1) throw ImageError("a Linux kernel takes one -initrd file");
+    std::vector<uint8_t> initrd;
+    if (!config.initrd.empty()) initrd = read_image_file(config.initrd.front(), ram_.size());
+    linux_boot = load_linux(ram_, image, config.append, initrd);
+  } else {
+    std::vector<MultibootModule> modules = read_modules(config.initrd, ram_.size());
+    // The guest sees the file name without its directories (QEMU passes the
+    // path as typed), so where the image sits cannot change what it does.
+    multiboot = load_multiboot(
+        ram_, image,
+        config.image_name.empty() ? std::filesystem::path(config.image).filename().string() : config.image_name,
+        config.append, modules);
+  }
 
   cpus_.reserve(cpuid_.topology().cpus());
   std::vector<const LocalApic*> apics;
@@ -149,7 +162,11 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
     apics.push_back(&cpus_.back()->apic());
   }
   bus_.emplace(std::move(apics), [this](uint32_t id) { return cpuid_.topology().index_of_apic_id(id); });
-  cpus_[0]->vcpu()->enter_multiboot(boot.entry, MultibootBoot::kBootloaderMagic, boot.info_address);
+  if (linux_boot)
+    cpus_[0]->vcpu()->enter_linux32(linux_boot->entry, linux_boot->boot_params, linux_boot->gdt,
+                                    linux_boot->gdt_limit);
+  else
+    cpus_[0]->vcpu()->enter_multiboot(multiboot->entry, MultibootBoot::kBootloaderMagic, multiboot->info_address);
 }
 
 Machine::~Machine() = default;

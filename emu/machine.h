@@ -48,6 +48,7 @@
 #include "emu/machine_cpu.h"
 #include "emu/stats.h"
 #include "emu/vcpu.h"
+#include "firmware/linux_boot.h"
 #include "firmware/multiboot.h"
 
 namespace topolab {

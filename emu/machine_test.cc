@@ -59,6 +59,7 @@ class FakeVcpu final : public Vcpu {
 
   // --- Vcpu ---
   void enter_multiboot(uint32_t, uint32_t, uint32_t) override {}
+  void enter_linux32(uint32_t, uint32_t, uint32_t, uint16_t) override {}
   void reset_for_init() override { waiting_for_sipi_ = true; }
   void start_at_sipi(uint8_t vector) override {
     waiting_for_sipi_ = false;

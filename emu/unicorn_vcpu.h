@@ -24,6 +24,7 @@ class UnicornVcpu final : public Vcpu {
   UnicornVcpu& operator=(const UnicornVcpu&) = delete;
 
   void enter_multiboot(uint32_t entry, uint32_t eax, uint32_t ebx) override;
+  void enter_linux32(uint32_t entry, uint32_t boot_params, uint32_t gdt, uint16_t gdt_limit) override;
   void reset_for_init() override;
   void start_at_sipi(uint8_t vector) override;
   bool waiting_for_sipi() const override;

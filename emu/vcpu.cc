@@ -173,6 +173,10 @@ VcpuFactory unicorn_vcpu_factory() {
 
 void UnicornVcpu::enter_multiboot(uint32_t entry, uint32_t eax, uint32_t ebx) { engine_->enter_multiboot(entry, eax, ebx); }
 
+void UnicornVcpu::enter_linux32(uint32_t entry, uint32_t boot_params, uint32_t gdt, uint16_t gdt_limit) {
+  engine_->enter_linux32(entry, boot_params, gdt, gdt_limit);
+}
+
 VcpuExit UnicornVcpu::run(uint64_t budget) { return engine_->run(budget); }
 
 void UnicornVcpu::reset_for_init() { engine_->reset_for_init(); }

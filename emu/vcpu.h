@@ -144,6 +144,12 @@ class Vcpu {
   // guest must load its own GDT before it reloads a segment register.
   virtual void enter_multiboot(uint32_t entry, uint32_t eax, uint32_t ebx) = 0;
 
+  // The state Linux's 32-bit boot protocol asks for (boot.rst, "32-bit boot
+  // protocol"): protected mode with paging and interrupts off, GDTR at a
+  // table in guest RAM whose 0x10 is flat code (CS) and 0x18 flat data (the
+  // other segments), ESI the boot_params address, EBP, EDI and EBX zero.
+  virtual void enter_linux32(uint32_t entry, uint32_t boot_params, uint32_t gdt, uint16_t gdt_limit) = 0;
+
   // INIT (SDM Vol. 3A 9.1.1, table 9-1): real mode, CR0 = 0x60000010, CR3,
   // CR4 and EFER clear, RFLAGS = 2, general registers 0, GDTR/IDTR base 0
   // limit 0xFFFF, data segments 0. CS:IP = F000:FFF0 but with the real-mode

@@ -138,6 +138,9 @@ inline constexpr uint64_t kFlatCode32Descriptor = 0x00CF'9A00'0000'FFFF;
 inline constexpr uint64_t kFlatDataDescriptor = 0x00CF'9200'0000'FFFF;
 inline constexpr uint16_t kMultibootCodeSelector = 0x08;
 inline constexpr uint16_t kMultibootDataSelector = 0x10;
+// Linux's 32-bit boot protocol: __BOOT_CS and __BOOT_DS.
+inline constexpr uint16_t kLinuxBootCodeSelector = 0x10;
+inline constexpr uint16_t kLinuxBootDataSelector = 0x18;
 
 inline void check(uc_err err, const char* what) {
   if (err != UC_ERR_OK) throw std::runtime_error(fmt::format("unicorn: {}: {}", what, uc_strerror(err)));
@@ -447,8 +450,10 @@ struct UnicornVcpu::Engine {
   std::optional<uint64_t> read_msr(uint32_t msr);
   bool write_msr(uint32_t msr, uint64_t value);
   void write_edx_eax(uint64_t value);
-  void load_flat_protected_mode();
+  void load_flat_protected_mode(uint16_t code, uint16_t data);
+  void enter_flat_protected_mode(uint32_t entry, uint16_t code, uint16_t data, const uc_x86_mmr& gdtr);
   void enter_multiboot(uint32_t entry, uint32_t eax, uint32_t ebx);
+  void enter_linux32(uint32_t entry, uint32_t boot_params, uint32_t gdt, uint16_t gdt_limit);
   void set_trace(std::FILE* out);
   void flush_translations();
   void invalidate_translated_code();

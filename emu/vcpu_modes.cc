@@ -84,15 +84,17 @@ void UnicornVcpu::Engine::write_edx_eax(uint64_t value) {
 // scratch UC_MODE_32 engine loads flat descriptors from a GDT in its own
 // memory, and its CPU context (registers, descriptor caches, CR0, EFER) is
 // copied into ours, as the notes do for INIT/SIPI.
-void UnicornVcpu::Engine::load_flat_protected_mode() {
+void UnicornVcpu::Engine::load_flat_protected_mode(uint16_t code, uint16_t data) {
   UcHandle scratch(UC_MODE_32);
   uc_engine* s = scratch.get();
-  const std::array<uint64_t, 3> gdt = {0, kFlatCode32Descriptor, kFlatDataDescriptor};
+  // A table holding just the two descriptors, at the selectors asked for.
+  std::array<uint64_t, 4> gdt{};
+  gdt.at(code >> 3) = kFlatCode32Descriptor;
+  gdt.at(data >> 3) = kFlatDataDescriptor;
   check(uc_mem_map(s, 0, kPageSize, UC_PROT_ALL), "uc_mem_map (scratch)");
   check(uc_mem_write(s, 0, gdt.data(), sizeof gdt), "uc_mem_write (scratch GDT)");
   uc_x86_mmr gdtr{.selector = 0, .base = 0, .limit = sizeof gdt - 1, .flags = 0};
   check(uc_reg_write(s, UC_X86_REG_GDTR, &gdtr), "uc_reg_write (scratch GDTR)");
-  const uint16_t code = kMultibootCodeSelector, data = kMultibootDataSelector;
   check(uc_reg_write(s, UC_X86_REG_CS, &code), "uc_reg_write (scratch CS)");
   for (int reg : {UC_X86_REG_DS, UC_X86_REG_ES, UC_X86_REG_SS, UC_X86_REG_FS, UC_X86_REG_GS})
     check(uc_reg_write(s, reg, &data), "uc_reg_write (scratch data segment)");
@@ -100,22 +102,33 @@ void UnicornVcpu::Engine::load_flat_protected_mode() {
   UcContext(s).restore_into(uc);
 }
 
-void UnicornVcpu::Engine::enter_multiboot(uint32_t entry, uint32_t eax, uint32_t ebx) {
+void UnicornVcpu::Engine::enter_flat_protected_mode(uint32_t entry, uint16_t code, uint16_t data,
+                                                    const uc_x86_mmr& gdtr) {
   // Leaving protected mode makes Unicorn flush its TLB (cpu_x86_update_cr0),
   // which copying in a context does not: no stale paging entry survives.
   write_reg(UC_X86_REG_CR0, 0);
-  load_flat_protected_mode();
-  uc_x86_mmr no_gdt{};
-  check(uc_reg_write(uc, UC_X86_REG_GDTR, &no_gdt), "uc_reg_write (GDTR)");
-  write_reg(UC_X86_REG_CR4, 0);  // as after reset, and as QEMU's loader leaves it
+  load_flat_protected_mode(code, data);
+  check(uc_reg_write(uc, UC_X86_REG_GDTR, &gdtr), "uc_reg_write (GDTR)");
+  write_reg(UC_X86_REG_CR4, 0);  // as after reset, and as QEMU's loaders leave it
   write_reg(UC_X86_REG_RFLAGS, kRflagsInterruptsOff);
-  write_reg(UC_X86_REG_RAX, eax);
-  write_reg(UC_X86_REG_RBX, ebx);
   write_reg(UC_X86_REG_RIP, entry);
-  known_cs = {kMultibootCodeSelector, 0};
+  known_cs = {code, 0};
   shadow = false;
   waits_for_sipi = false;
   flush_translations();
+}
+
+void UnicornVcpu::Engine::enter_multiboot(uint32_t entry, uint32_t eax, uint32_t ebx) {
+  enter_flat_protected_mode(entry, kMultibootCodeSelector, kMultibootDataSelector, uc_x86_mmr{});
+  write_reg(UC_X86_REG_RAX, eax);
+  write_reg(UC_X86_REG_RBX, ebx);
+}
+
+void UnicornVcpu::Engine::enter_linux32(uint32_t entry, uint32_t boot_params, uint32_t gdt, uint16_t gdt_limit) {
+  enter_flat_protected_mode(entry, kLinuxBootCodeSelector, kLinuxBootDataSelector,
+                            uc_x86_mmr{.selector = 0, .base = gdt, .limit = gdt_limit, .flags = 0});
+  write_reg(UC_X86_REG_RSI, boot_params);
+  for (int reg : {UC_X86_REG_RBP, UC_X86_REG_RDI, UC_X86_REG_RBX}) write_reg(reg, 0);
 }
 
 // ---------------------------------------------------------------------------

@@ -182,17 +182,10 @@ void put32(std::vector<uint8_t>& v, uint32_t x) {
   for (int i = 0; i < 4; ++i) v.push_back(static_cast<uint8_t>(x >> (8 * i)));
 }
 
-// The memory map QEMU's e820 table gives a PC (types: 1 RAM, 2 reserved).
+// The e820 map in the Multiboot layout: each entry preceded by its size.
 std::vector<uint8_t> e820_map(uint64_t ram_size) {
-  struct Region {
-    uint64_t base, length;
-    uint32_t type;
-  };
-  using namespace memory_map;
-  const Region regions[] = {{0, kEbdaBase, 1}, {kEbdaBase, kEbdaSize, 2}, {kBiosAreaBase, kBiosAreaSize, 2},
-                            {kFirstMiB, ram_size - kFirstMiB, 1}};
   std::vector<uint8_t> out;
-  for (const Region& r : regions) {
+  for (const memory_map::E820Region& r : memory_map::e820_regions(ram_size)) {
     put32(out, 20);  // size of the entry, not counting this field
     put32(out, static_cast<uint32_t>(r.base));
     put32(out, static_cast<uint32_t>(r.base >> 32));

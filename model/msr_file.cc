@@ -20,6 +20,8 @@ constexpr uint64_t low_bits(unsigned width) { return width >= 64 ? ~uint64_t{0} 
 // CPUID.0 vendor strings in EBX, EDX, ECX order.
 constexpr CpuidRegs kAuthenticAmd{.ebx = 0x68747541, .ecx = 0x444d4163, .edx = 0x69746e65};
 constexpr CpuidRegs kHygonGenuine{.ebx = 0x6f677948, .ecx = 0x656e6975, .edx = 0x6e65476e};
+// QEMU's default microcode revisions (X86CPU::ucode_rev) for IA32_BIOS_SIGN_ID.
+constexpr uint64_t kIntelMicrocodeRevision = 0x1'0000'0000, kAmdMicrocodeRevision = 0x0100'0065;
 
 // IA32_DEBUGCTL (SDM Vol. 4 table 2-2): of its bits only BTF (1), which
 // every Intel and AMD CPU has; LBR, BTS and the freeze bits need LBR/DS
@@ -154,6 +156,7 @@ MsrFile::Slot MsrFile::locate(uint32_t msr) const {
     case kMsrTsc: return {Kind::Tsc};
     case kMsrTscAdjust: return {Kind::TscAdjust};
     case kMsrTscAux: return {Kind::TscAux};
+    case kMsrBiosSignId: return {Kind::BiosSignId};
     case kMsrSpecCtrl: return {Kind::SpecCtrl};
     case kMsrPredCmd: return {Kind::PredCmd};
     case kMsrArchCapabilities: return {Kind::ArchCapabilities};
@@ -242,6 +245,10 @@ std::optional<uint64_t> MsrFile::read(uint32_t msr, uint64_t virtual_tsc) const 
     case Kind::Tsc: return tsc(virtual_tsc);
     case Kind::TscAdjust: return tsc_adjust_;
     case Kind::TscAux: return tsc_aux_;
+    // QEMU's ucode_rev defaults (target/i386/cpu.c): Linux reads the
+    // revision here after writing 0 and running CPUID(1), and warns about
+    // old microcode, so an Intel CPU reports a revision in [63:32].
+    case Kind::BiosSignId: return cpu_.amd ? kAmdMicrocodeRevision : kIntelMicrocodeRevision;
     case Kind::SpecCtrl: return spec_ctrl_;
     case Kind::PredCmd: return std::nullopt;  // write-only (SDM: "IA32_PRED_CMD (WO)")
     case Kind::ArchCapabilities: return options_.arch_capabilities;
@@ -287,6 +294,7 @@ bool MsrFile::write(uint32_t msr, uint64_t value, uint64_t virtual_tsc) {
       tsc_offset_ += value - tsc_adjust_;
       tsc_adjust_ = value;
       return true;
+    case Kind::BiosSignId: return true;  // the write that asks for the revision; it stays
     case Kind::TscAux:
       if (value >> 32) return false;  // IA32_TSC_AUX[63:32] are reserved
       tsc_aux_ = value;

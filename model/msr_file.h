@@ -99,7 +99,7 @@ class MsrFile {
 
  private:
   enum class Kind : uint8_t {
-    None, Tsc, TscAdjust, TscAux, SpecCtrl, PredCmd, ArchCapabilities, MiscEnable, DebugCtl,
+    None, Tsc, TscAdjust, TscAux, BiosSignId, SpecCtrl, PredCmd, ArchCapabilities, MiscEnable, DebugCtl,
     MtrrCap, MtrrDefType, MtrrFixed, MtrrPhysBase, MtrrPhysMask,
     McgCap, McgStatus, McgCtl, McCtl, McStatus, McAddr, McMisc,
     PerfCapabilities, Pmc, PerfEvtSel, FixedCtr, FixedCtrCtrl, GlobalStatus, GlobalCtrl, GlobalOvfCtrl,

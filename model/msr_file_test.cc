@@ -336,6 +336,14 @@ TEST(MsrFile, TscAuxKeepsBits31To0) {
   EXPECT_FALSE(of("qemu64,-rdtscp").exists(kMsrTscAux));
 }
 
+// Linux's early_init_intel writes 0 and reads the revision back (the SDM's
+// "Microcode Update Signature"); the revision is QEMU's, whatever is written.
+TEST(MsrFile, BiosSignIdReportsTheMicrocodeRevision) {
+  MsrFile intel_cpu = of("Skylake-Server");
+  EXPECT_EQ(write_read(intel_cpu, kMsrBiosSignId, 0), 0x1'0000'0000u);
+  EXPECT_EQ(of("EPYC").read(kMsrBiosSignId, 0), 0x0100'0065u);
+}
+
 // --- MTRRs --------------------------------------------------------------------------
 
 TEST(MsrFile, MtrrsOnlyWithCpuid1Edx12) {
