@@ -311,6 +311,7 @@ std::optional<std::string> Machine::deliver_pending(Cpu& cpu) {
     uint8_t vector = cpu.apic().acknowledge();
     if (Injection injection = vcpu.inject_interrupt(vector); !injection)
       return fmt::format("interrupt {:#x} has no usable handler: {}", vector, injection.detail);
+    ++stats_.vcpu(cpu.index()).interrupts_taken[vector];
   }
   return std::nullopt;
 }

@@ -61,6 +61,7 @@ VcpuStats VcpuStats::minus(const VcpuStats& e) const {
   d.ipis_sent_by_shorthand = minus_array(ipis_sent_by_shorthand, e.ipis_sent_by_shorthand);
   d.sent_by_vector = minus_map(sent_by_vector, e.sent_by_vector);
   d.received_by_vector = minus_map(received_by_vector, e.received_by_vector);
+  d.interrupts_taken = minus_map(interrupts_taken, e.interrupts_taken);
   d.wakes = minus_array(wakes, e.wakes);
   d.mwait_hints = minus_map(mwait_hints, e.mwait_hints);
   d.exits = minus_array(exits, e.exits);

@@ -124,7 +124,7 @@ TEST(MsrCpuid, MaxPhyAddrWithoutLeaf80000008) {
 
 TEST(MsrFile, UnknownMsrsDoNotExist) {
   MsrFile f = of("qemu64");
-  for (uint32_t msr : {0x0u, 0x1u, 0x8bu, 0x198u, 0x480u, 0x4b564dffu, 0xc0010008u, 0xc0010200u, 0xdeadbeefu}) {
+  for (uint32_t msr : {0x0u, 0x1u, 0x198u, 0x480u, 0x4b564dffu, 0xc0010008u, 0xc0010200u, 0xdeadbeefu}) {
     EXPECT_FALSE(f.exists(msr)) << std::hex << msr;
     EXPECT_TRUE(faults_read(f, msr)) << std::hex << msr;
     EXPECT_FALSE(f.write(msr, 0, 0)) << std::hex << msr;

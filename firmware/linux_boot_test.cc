@@ -1,0 +1,162 @@
+#include "firmware/linux_boot.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace topolab {
+namespace {
+
+// A bzImage as the kernel's build lays one out, with only the fields the
+// loader reads: `setup_sects` sectors of setup after the boot sector, then
+// `payload` as the protected-mode kernel.
+struct FakeKernel {
+  uint16_t protocol = 0x20f;
+  uint8_t setup_sects = 4;
+  uint8_t loadflags = 0x01;  // LOADED_HIGH
+  uint32_t cmdline_size = 2047;
+  uint32_t initrd_addr_max = 0x7fffffff;
+  uint64_t pref_address = 0x1000000;
+  uint32_t init_size = 8 << 20;
+  std::vector<uint8_t> payload = std::vector<uint8_t>(4096, 0x90);
+
+  std::vector<uint8_t> build() const {
+    std::vector<uint8_t> image((setup_sects + 1) * 512, 0);
+    auto put = [&](size_t at, auto v) { std::memcpy(image.data() + at, &v, sizeof v); };
+    image[0x1f1] = setup_sects;
+    image[0x1ef] = 0xff;  // a byte before the header the loader must not copy (the sentinel)
+    put(0x1f4, static_cast<uint32_t>(payload.size() / 16));
+    put(0x1fe, uint16_t{0xaa55});
+    image[0x201] = 0x6a;  // the header runs to 0x26c
+    put(0x202, uint32_t{0x53726448});
+    put(0x206, protocol);
+    image[0x211] = loadflags;
+    put(0x214, uint32_t{0x100000});
+    put(0x22c, initrd_addr_max);
+    put(0x238, cmdline_size);
+    put(0x258, pref_address);
+    put(0x260, init_size);
+    image.insert(image.end(), payload.begin(), payload.end());
+    return image;
+  }
+};
+
+std::string expect_error(GuestRam& ram, const std::vector<uint8_t>& image, const std::string& cmdline = "",
+                         const std::vector<uint8_t>& initrd = {}) {
+  try {
+    load_linux(ram, image, cmdline, initrd);
+  } catch (const ImageError& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    return e.what();
+  }
+  ADD_FAILURE() << "the kernel was accepted";
+  return "";
+}
+
+TEST(LinuxBoot, RecognisesTheSetupHeaderMagic) {
+  EXPECT_TRUE(is_linux_image(FakeKernel{}.build()));
+  std::vector<uint8_t> elf = {0x7f, 'E', 'L', 'F'};
+  EXPECT_FALSE(is_linux_image(elf));
+  EXPECT_FALSE(is_linux_image(std::vector<uint8_t>(0x100, 0)));
+}
+
+TEST(LinuxBoot, LoadsKernelCommandLineAndBootParams) {
+  GuestRam ram(64 << 20);
+  FakeKernel k;
+  k.payload[0] = 0xfc;  // cld, startup_32's first instruction
+  std::vector<uint8_t> image = k.build();
+  LinuxBoot boot = load_linux(ram, image, "console=ttyS0 quiet", {});
+  EXPECT_EQ(boot.entry, 0x100000u);
+  EXPECT_EQ(boot.protocol, 0x20f);
+  EXPECT_EQ(ram.read<uint8_t>(0x100000), 0xfc);
+  EXPECT_EQ(boot.kernel_end, 0x100000u + 4096);
+  const uint64_t bp = boot.boot_params;
+  EXPECT_EQ(ram.read<uint32_t>(bp + 0x202), 0x53726448u);  // the header is the kernel's own...
+  EXPECT_EQ(ram.read<uint8_t>(bp + 0x1ef), 0);             // ...and nothing before it
+  EXPECT_EQ(ram.read<uint8_t>(bp + 0x210), 0xff);          // type_of_loader: undefined
+  EXPECT_EQ(ram.read<uint32_t>(bp + 0x228), boot.cmdline);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(ram.bytes(boot.cmdline, 20).data())), "console=ttyS0 quiet");
+  EXPECT_EQ(ram.read<uint32_t>(bp + 0x218), 0u);  // no initrd
+  EXPECT_EQ(ram.read<uint32_t>(bp + 0x21c), 0u);
+  // The GDT has flat code at 0x10 and flat data at 0x18.
+  EXPECT_EQ(boot.gdt_limit, 31);
+  EXPECT_EQ(ram.read<uint64_t>(boot.gdt + 0x10), 0x00CF'9A00'0000'FFFFu);
+  EXPECT_EQ(ram.read<uint64_t>(boot.gdt + 0x18), 0x00CF'9200'0000'FFFFu);
+}
+
+TEST(LinuxBoot, E820MapMatchesTheMachine) {
+  GuestRam ram(64 << 20);
+  LinuxBoot boot = load_linux(ram, FakeKernel{}.build(), "", {});
+  const uint64_t bp = boot.boot_params;
+  ASSERT_EQ(ram.read<uint8_t>(bp + 0x1e8), 4);
+  struct Entry {
+    uint64_t base, length;
+    uint32_t type;
+  };
+  const Entry want[] = {{0, 0x9fc00, 1}, {0x9fc00, 0x400, 2}, {0xe0000, 0x20000, 2}, {0x100000, (64 << 20) - 0x100000, 1}};
+  for (int i = 0; i < 4; ++i) {
+    const uint64_t at = bp + 0x2d0 + 20 * i;
+    EXPECT_EQ(ram.read<uint64_t>(at), want[i].base) << i;
+    EXPECT_EQ(ram.read<uint64_t>(at + 8), want[i].length) << i;
+    EXPECT_EQ(ram.read<uint32_t>(at + 16), want[i].type) << i;
+  }
+}
+
+TEST(LinuxBoot, InitrdGoesPageAlignedToTheTopOfRam) {
+  GuestRam ram(64 << 20);
+  std::vector<uint8_t> initrd(10000, 0x5a);
+  LinuxBoot boot = load_linux(ram, FakeKernel{}.build(), "", initrd);
+  EXPECT_EQ(boot.initrd_start % 4096, 0u);
+  EXPECT_EQ(boot.initrd_start, ((64u << 20) - 10000) / 4096 * 4096);
+  EXPECT_EQ(ram.read<uint32_t>(boot.boot_params + 0x218), boot.initrd_start);
+  EXPECT_EQ(ram.read<uint32_t>(boot.boot_params + 0x21c), 10000u);
+  EXPECT_EQ(ram.read<uint8_t>(boot.initrd_start + 9999), 0x5a);
+}
+
+TEST(LinuxBoot, InitrdStaysBelowInitrdAddrMax) {
+  GuestRam ram(64 << 20);
+  FakeKernel k;
+  k.initrd_addr_max = (32 << 20) - 1;
+  LinuxBoot boot = load_linux(ram, k.build(), "", std::vector<uint8_t>(4096, 1));
+  EXPECT_EQ(boot.initrd_start, (32u << 20) - 4096);
+}
+
+TEST(LinuxBoot, RefusesBadImagesInOneLine) {
+  GuestRam ram(64 << 20);
+  std::vector<uint8_t> image = FakeKernel{}.build();
+  std::vector<uint8_t> truncated(image.begin(), image.end() - 100);
+  EXPECT_NE(expect_error(ram, truncated).find("truncated"), std::string::npos);
+  std::vector<uint8_t> header_only(image.begin(), image.begin() + 0x210);
+  EXPECT_NE(expect_error(ram, header_only).find("truncated"), std::string::npos);
+
+  FakeKernel old;
+  old.protocol = 0x204;
+  EXPECT_NE(expect_error(ram, old.build()).find("boot protocol 2.04"), std::string::npos);
+  FakeKernel zimage;
+  zimage.loadflags = 0;
+  EXPECT_NE(expect_error(ram, zimage.build()).find("zImage"), std::string::npos);
+}
+
+TEST(LinuxBoot, RefusesACommandLineOverTheKernelsLimit) {
+  GuestRam ram(64 << 20);
+  FakeKernel k;
+  k.cmdline_size = 16;
+  EXPECT_NO_THROW(load_linux(ram, k.build(), std::string(16, 'x'), {}));
+  EXPECT_EQ(expect_error(ram, k.build(), std::string(17, 'x')),
+            "the kernel command line is 17 bytes; this kernel takes at most 16");
+}
+
+TEST(LinuxBoot, RefusesKernelsAndInitrdsThatDoNotFit) {
+  GuestRam small(16 << 20);
+  EXPECT_NE(expect_error(small, FakeKernel{}.build()).find("too small for this Linux kernel"), std::string::npos);
+  GuestRam ram(64 << 20);
+  // The kernel decompresses into [16 MiB, 24 MiB): 40 MiB would overlap it.
+  EXPECT_NE(expect_error(ram, FakeKernel{}.build(), "", std::vector<uint8_t>(41 << 20, 0)).find("does not fit"),
+            std::string::npos);
+  EXPECT_NO_THROW(load_linux(ram, FakeKernel{}.build(), "", std::vector<uint8_t>(39 << 20, 0)));
+}
+
+}  // namespace
+}  // namespace topolab
