@@ -200,9 +200,10 @@ def build(args):
 
 
 def compress(data):
-    """gzip with mtime 0 and no name; level 9 as the kernel's own tools do."""
+    """gzip with mtime 0 and no name, at gzip's default level 6: level 9
+    takes three times as long (5 s for the Linux guest) for 0.6% less."""
     buf = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, compresslevel=9, mtime=0) as gz:
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, compresslevel=6, mtime=0) as gz:
         gz.write(data)
     return buf.getvalue()
 
