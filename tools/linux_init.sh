@@ -19,6 +19,7 @@
 #   topolab-cache cpu0 index0 level=1 type=Data shared_cpu_list=0 ... (every file)
 #   topolab-node node0 cpulist=0-1 distance=10
 #   topolab-sched-domain cpu0 domain0 name=MC flags=SD_...|SD_... span_map=3 ...
+#     (span_map: a hex CPU mask; "topolab-sched-domains none" if there are none)
 #   topolab-topology-end
 #   topolab-interrupts-before SPEC / (cat /proc/interrupts) / topolab-interrupts-end
 #   topolab-bench-begin SPEC / (perf's output) / topolab-bench-end SPEC status=N
@@ -121,14 +122,18 @@ print_sched_domains() {
   fi
   # Each domain's span is only in /proc/schedstat ("domainN MASK stats...").
   spans=$(awk '/^cpu[0-9]/ { c = $1 } /^domain[0-9]/ { print c, $1, $2 }' /proc/schedstat 2>/dev/null)
+  count=0
   for n in $(numbered $domains cpu); do
     for m in $(numbered $domains/cpu$n domain); do
+      count=$((count + 1))
       d=$domains/cpu$n/domain$m
       span=$(echo "$spans" | awk -v c=cpu$n -v d=domain$m '$1 == c && $2 == d { print $3 }')
       # max_newidle_lb_cost is a running average: it would differ run to run.
       echo "topolab-sched-domain cpu$n domain$m name=$(value $d/name) flags=$(value $d/flags '|') span_map=${span:-?}$(fields $d name flags max_newidle_lb_cost)"
     done
   done
+  # One CPU has none: there is nothing to balance.
+  [ "$count" != 0 ] || echo "topolab-sched-domains none"
 }
 
 print_interrupts() {
