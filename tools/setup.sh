@@ -18,6 +18,7 @@ packages=(
   python3               # tools/cpuid_diff.py and the report checks
   python3-pip           # fetches the Unicorn wheel below
   unzip
+  binutils              # readelf: tools/linux_guest.sh follows perf's NEEDED libraries
   clang libclang-rt-14-dev  # libFuzzer and the sanitizer runtimes (fuzz/, tools/fuzz_smoke.sh)
   chromium              # renders the --html pages headless (tools/tests/html_page.sh)
 )
