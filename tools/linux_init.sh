@@ -136,9 +136,15 @@ print_sched_domains() {
   [ "$count" != 0 ] || echo "topolab-sched-domains none"
 }
 
+# print_interrupts before|after SPEC: /proc/interrupts, read by
+# topolab-window, which also opens (before) or closes (after) topolab's
+# measuring window right beside the read, so topolab's counts of the window
+# and these deltas cover the same stretch. The last benchmark's window is the
+# one topolab reports.
 print_interrupts() {
   echo "topolab-interrupts-$1 $2"
-  cat /proc/interrupts || error "cannot read /proc/interrupts"
+  case $1 in before) mark=begin ;; *) mark=end ;; esac
+  topolab-window $mark || error "cannot read /proc/interrupts"
   echo "topolab-interrupts-end"
 }
 
