@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/build.sh
+# The Linux guest (Debian packages, into .deps/linux) for the linux.* tests.
+tools/linux_guest.sh >/dev/null
 (cd build && ctest --output-on-failure -j"$(nproc)" --timeout 600)
 tools/sanitize_units.sh
 tools/fuzz_smoke.sh 30

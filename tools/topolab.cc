@@ -19,7 +19,10 @@
 #include <sys/prctl.h>
 
 #include "base/memory_map.h"
+#include "model/consumer_views.h"
 #include "model/cpuid.h"
+#include "model/cpuid_dump.h"
+#include "model/linux_sysfs.h"
 #include "report/cpuid_report.h"
 #include "report/html_report.h"
 #include "emu/machine.h"
@@ -220,11 +223,28 @@ class SerialSink {
   }
   void put(uint8_t byte) {
     if (out_) std::fputc(byte, out_);
+    watch_for_panic(byte);
   }
+  // The first "Kernel panic - not syncing: ..." a Linux guest printed, from
+  // those words on: whatever the run's end (a reboot with panic=-1, a halt,
+  // the time limit), it is what failed.
+  const std::string& kernel_panic() const { return panic_; }
 
  private:
+  static constexpr size_t kMaxLine = 4096;
+  void watch_for_panic(uint8_t byte) {
+    if (!panic_.empty()) return;
+    if (byte != '\n' && byte != '\r') {
+      if (line_.size() < kMaxLine) line_.push_back(static_cast<char>(byte));
+      return;
+    }
+    if (size_t at = line_.find("Kernel panic - not syncing"); at != std::string::npos) panic_ = line_.substr(at);
+    line_.clear();
+  }
+
   std::FILE* out_ = nullptr;
   bool owned_ = false;
+  std::string line_, panic_;
 };
 
 // QEMU's exit status for a run's outcome: (value << 1) | 1 from
@@ -310,6 +330,10 @@ int run_machine(const RunOptions& o) {
   RunResult r = machine.run();
   std::fflush(stdout);
   int status = report_outcome(o, r);
+  if (!serial.kernel_panic().empty()) {
+    fmt::print(stderr, "topolab: the guest's kernel panicked: {}\n", serial.kernel_panic());
+    status = std::max(status, kExitGuestFailed);
+  }
   // A run that ended cleanly gets the full report after its closing line; a
   // failure stays one line (and still gets a report file when asked for).
   if (r.outcome == RunResult::Outcome::GuestExit && status < kExitTimeLimit) {
@@ -344,7 +368,9 @@ int run_cpuid(const CpuidOptions& o) {
                o.output);
     return 0;
   }
-  std::string text = o.format == "raw" ? format_cpuid_raw(model) : format_topology_table(model);
+  std::string text = o.format == "raw"     ? format_cpuid_raw(model)
+                     : o.format == "linux" ? format_linux_sysfs(decode_as(Consumer::Linux6, raw_cpuid_of(model, "")))
+                                           : format_topology_table(model);
   if (o.output.empty()) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return 0;
@@ -538,8 +564,11 @@ void add_sweep_options(CLI::App* experiment_cmd, ExperimentCli& experiment) {
 CLI::App* add_cpuid_command(CLI::App& app, CpuidOptions& cpuid) {
   CLI::App* cpuid_cmd = app.add_subcommand("cpuid", "show the CPUID leaves of a topology, with no guest running");
   add_topology_options(cpuid_cmd, cpuid.flags);
-  cpuid_cmd->add_option("--format", cpuid.format, "table (for a person), raw (cpuid -r), hwloc (HWLOC_CPUID_PATH dir)")
-      ->check(CLI::IsMember({"table", "raw", "hwloc"}))
+  cpuid_cmd
+      ->add_option("--format", cpuid.format,
+                   "table (for a person), raw (cpuid -r), hwloc (HWLOC_CPUID_PATH dir), linux (the sysfs topology "
+                   "and cache lists Linux should show, as the Linux guest's /init prints them)")
+      ->check(CLI::IsMember({"table", "raw", "hwloc", "linux"}))
       ->capture_default_str();
   cpuid_cmd->add_option("--output", cpuid.output, "write to this file (raw, table) or directory (hwloc)");
   cpuid_cmd->add_option("--html", cpuid.html, "also write one self-contained HTML page about the topology here");

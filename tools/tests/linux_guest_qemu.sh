@@ -21,7 +21,7 @@ status=0
 # -nic none: no network card, so no iPXE option ROM to wait for.
 timeout 300 qemu-system-x86_64 -accel tcg -m 512 -smp 2,sockets=1,cores=1,threads=2 -cpu Skylake-Server \
   -display none -no-reboot -nic none -serial "file:$out" \
-  -kernel "$dir/vmlinuz" -initrd "$dir/initramfs.cpio.gz" \
+  -kernel "$dir/vmlinuz" -initrd "$dir/initramfs.cpio" \
   -append "console=ttyS0 panic=-1 topolab.bench=messaging:1:2" 2>/dev/null || status=$?
 
 # The kernel's serial console ends lines with CR LF.

@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Checks a Linux guest's run on topolab against topolab's own view.
+
+  linux_check.py --console LOG --expect EXPECTED [--report JSON]
+
+LOG is the guest's console (tools/linux_init.sh's marker lines among the
+kernel's), EXPECTED what `topolab cpuid --format linux` predicts for the same
+-smp/-cpu, JSON topolab's run report (--report json). It checks:
+
+- topology: every key of every predicted line (the *_list files and each
+  cache's level, type and shared_cpu_list) equals the guest's, and the
+  guest's physical_package_id, die_id and core_id split the CPUs into the
+  same packages, dies and cores as the predicted lists;
+- the kernel said nothing about a broken topology ("BUG: arch topology
+  borken", "[Firmware Bug]", a "mismatch" from smpboot), and did not panic;
+- IPIs: for the last benchmark /init ran, each CPU's RES and CAL deltas of
+  /proc/interrupts equal the interrupts topolab's window saw that vCPU take
+  at vector 0xFD (RES) and 0xFB/0xFC (CAL).
+
+Prints one line per finding and a summary; exit 0 when there are none.
+"""
+
+import argparse
+import json
+import re
+import sys
+
+RES_VECTORS = ["0xfd"]
+CAL_VECTORS = ["0xfb", "0xfc"]
+COMPLAINTS = [
+    re.compile(r"BUG: arch topology borken"),
+    re.compile(r"\[Firmware Bug\]"),
+    re.compile(r"smpboot: .*mismatch", re.I),
+    re.compile(r"sched: CPU #\d+'s llc-sibling CPU #\d+ is not on the same node"),
+]
+
+
+def fields(line):
+    """'topolab-topology cpu0 a=1 b=2' -> ('cpu0', {'a': '1', 'b': '2'})."""
+    words = line.split()
+    key = " ".join(w for w in words[1:] if "=" not in w)
+    return key, dict(w.split("=", 1) for w in words[1:] if "=" in w)
+
+
+def read_lines(path):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return [line.rstrip("\r\n").replace("\r", "") for line in f]
+
+
+def view(lines):
+    out = {}
+    for line in lines:
+        if line.startswith("topolab-topology ") or line.startswith("topolab-cache "):
+            key, kv = fields(line)
+            out[line.split()[0] + " " + key] = kv
+    return out
+
+
+def parse_cpu_list(text):
+    cpus = set()
+    for part in text.split(","):
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return frozenset(cpus)
+
+
+def partition_by(guest, keys):
+    groups = {}
+    for name, kv in guest.items():
+        if not name.startswith("topolab-topology "):
+            continue
+        cpu = int(name.split()[1][3:])
+        groups.setdefault(tuple(kv.get(k) for k in keys), set()).add(cpu)
+    return sorted((frozenset(g) for g in groups.values()), key=sorted)
+
+
+def predicted_partition(expected, list_key):
+    return sorted({parse_cpu_list(kv[list_key]) for name, kv in expected.items()
+                   if name.startswith("topolab-topology ")}, key=sorted)
+
+
+def check_topology(guest, expected, findings):
+    for name, want in expected.items():
+        got = guest.get(name)
+        if got is None:
+            findings.append(f"topology: the guest printed no '{name}'")
+            continue
+        for k, v in want.items():
+            if got.get(k) != v:
+                findings.append(f"topology: {name} {k}: the guest says {got.get(k)}, topolab cpuid says {v}")
+    for ids, list_key in ((["physical_package_id"], "package_cpus_list"),
+                          (["physical_package_id", "die_id"], "die_cpus_list"),
+                          (["physical_package_id", "die_id", "core_id"], "core_cpus_list")):
+        got, want = partition_by(guest, ids), predicted_partition(expected, list_key)
+        if got != want:
+            findings.append(f"topology: CPUs grouped by {'+'.join(ids)} are {[sorted(g) for g in got]}, "
+                            f"but {list_key} says {[sorted(g) for g in want]}")
+
+
+def interrupt_blocks(lines):
+    """The last benchmark's /proc/interrupts before and after, as {row: [per cpu]}."""
+    blocks, current, name = {}, None, None
+    for line in lines:
+        m = re.match(r"topolab-interrupts-(before|after) (\S+)", line)
+        if m:
+            name, current = m.group(1), []
+            continue
+        if line == "topolab-interrupts-end" and current is not None:
+            blocks[name] = current
+            current = None
+            continue
+        if current is not None:
+            current.append(line)
+    return {k: table(v) for k, v in blocks.items()}
+
+
+def table(rows):
+    out = {}
+    for row in rows:
+        label, _, rest = row.strip().partition(":")
+        if not rest:
+            continue
+        counts = []
+        for w in rest.split():
+            if not w.isdigit():
+                break
+            counts.append(int(w))
+        out[label.strip()] = counts
+    return out
+
+
+def check_ipis(lines, report, findings):
+    blocks = interrupt_blocks(lines)
+    if "before" not in blocks or "after" not in blocks:
+        findings.append("ipis: the guest printed no /proc/interrupts before and after a benchmark")
+        return None
+    window = report.get("window")
+    if not window or not window.get("ended_by_guest"):
+        findings.append("ipis: topolab's report has no window the guest closed")
+        return None
+    rows = []
+    for cpu, v in enumerate(window["vcpus"]):
+        taken = v.get("interrupts_taken", {})
+        for label, vectors in (("RES", RES_VECTORS), ("CAL", CAL_VECTORS)):
+            before, after = blocks["before"].get(label, []), blocks["after"].get(label, [])
+            if cpu >= len(before) or cpu >= len(after):
+                findings.append(f"ipis: /proc/interrupts has no {label} count for CPU{cpu}")
+                continue
+            guest = after[cpu] - before[cpu]
+            topolab = sum(taken.get(vec, 0) for vec in vectors)
+            rows.append((cpu, label, guest, topolab))
+            if guest != topolab:
+                findings.append(f"ipis: CPU{cpu} {label}: /proc/interrupts rose by {guest}, "
+                                f"topolab counted {topolab} at {'/'.join(vectors)}")
+    return rows
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--console", required=True)
+    p.add_argument("--expect", required=True)
+    p.add_argument("--report")
+    args = p.parse_args(argv)
+    lines = read_lines(args.console)
+    findings = []
+    for line in lines:
+        if any(c.search(line) for c in COMPLAINTS):
+            findings.append(f"kernel: {line.strip()}")
+        if "Kernel panic - not syncing" in line:
+            findings.append(f"kernel: {line.strip()}")
+    if not any(line.startswith("topolab-topology-begin") for line in lines):
+        findings.append("init: the guest never printed its topology (did it reach /init?)")
+    guest, expected = view(lines), view(read_lines(args.expect))
+    if not expected:
+        findings.append(f"{args.expect}: no predicted lines")
+    check_topology(guest, expected, findings)
+    checked = f"{len(expected)} topology and cache lines"
+    if args.report:
+        with open(args.report, encoding="utf-8") as f:
+            rows = check_ipis(lines, json.load(f), findings)
+        if rows:
+            res = sum(r[2] for r in rows if r[1] == "RES")
+            cal = sum(r[2] for r in rows if r[1] == "CAL")
+            checked += f", RES {res} and CAL {cal} over {len(rows) // 2} CPUs"
+    for finding in findings:
+        print(f"linux_check: {finding}")
+    print(f"linux_check: {'ok' if not findings else f'{len(findings)} findings'}: {checked}")
+    return 0 if not findings else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

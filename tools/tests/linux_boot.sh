@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Debian's Linux 6.1 on topolab (the guest of tools/linux_guest.sh).
+#
+#   linux_boot.sh TOPOLAB OUT boot NAME   boot on 2 vCPUs, run a short perf
+#       bench sched messaging, power off; check the guest's topology files
+#       against `topolab cpuid --format linux` and its /proc/interrupts RES
+#       and CAL deltas against topolab's window (tools/linux_check.py);
+#       keep the console and report as OUT/NAME.{console,json}
+#   linux_boot.sh TOPOLAB OUT same A B    the two boots gave the same bytes
+#   linux_boot.sh TOPOLAB OUT bad-input   one-line refusals of broken input
+#
+# Without a complete .deps/linux (tools/linux_guest.sh, which needs the
+# network; tools/test.sh runs it first) the test is skipped (exit 77).
+set -euo pipefail
+topolab=$1 out=$2 mode=$3
+top=$(cd "$(dirname "$0")/../.." && pwd)
+dir=$top/.deps/linux
+if [ ! -f "$dir/.complete" ]; then
+  echo "SKIP: no $dir/.complete (tools/linux_guest.sh fetches the guest)"
+  exit 77
+fi
+mkdir -p "$out"
+kernel=$dir/vmlinuz initrd=$dir/initramfs.cpio
+smp=2 cpu=Skylake-Server
+# The command line README.md's "Linux" section explains.
+append="console=ttyS0 panic=-1 no_timer_check topolab.bench=messaging:1:5"
+
+case $mode in
+  boot)
+    name=$4
+    # Offline with the cache complete: this only (re)builds the initramfs.
+    flock "$dir/.lock" true
+    "$top/tools/linux_guest.sh" >/dev/null
+    status=0
+    "$topolab" run "$kernel" --initrd "$initrd" -m 512 --smp $smp --cpu $cpu --append "$append" \
+      --time-limit 30 --report-file "$out/$name.json" --report json >"$out/$name.console" 2>"$out/$name.stderr" ||
+      status=$?
+    if [ "$status" != 0 ]; then
+      echo "FAIL: topolab exited with $status"; tail -20 "$out/$name.console"; cat "$out/$name.stderr"; exit 1
+    fi
+    grep -q "powered the machine off (ACPI S5" "$out/$name.stderr" || { echo "FAIL: no ACPI power-off"; cat "$out/$name.stderr"; exit 1; }
+    "$topolab" cpuid --smp $smp --cpu $cpu --format linux >"$out/$name.expected"
+    python3 "$top/tools/linux_check.py" --console "$out/$name.console" --expect "$out/$name.expected" \
+      --report "$out/$name.json"
+    ;;
+  same)
+    for ext in console json stderr; do
+      cmp "$out/$4.$ext" "$out/$5.$ext" || { echo "FAIL: the two boots' $ext differ"; exit 1; }
+    done
+    echo "ok: two boots gave byte-identical console output, report and closing line"
+    ;;
+  bad-input)
+    expect_error() {  # STATUS PATTERN ARGS...: exits with STATUS and one stderr line matching PATTERN
+      local want=$1 pattern=$2 status=0
+      shift 2
+      "$topolab" run "$@" >/dev/null 2>"$out/bad.err" || status=$?
+      [ "$status" = "$want" ] || { echo "FAIL: $* exited $status, not $want"; cat "$out/bad.err"; exit 1; }
+      [ "$(wc -l <"$out/bad.err")" = 1 ] || { echo "FAIL: $* said more than one line"; cat "$out/bad.err"; exit 1; }
+      grep -q "$pattern" "$out/bad.err" || { echo "FAIL: $*: '$(cat "$out/bad.err")' lacks '$pattern'"; exit 1; }
+      echo "ok: $(cat "$out/bad.err")"
+    }
+    head -c 1000000 "$kernel" >"$out/truncated.bzImage"
+    expect_error 125 "is truncated" "$out/truncated.bzImage"
+    expect_error 125 "does not fit in guest RAM" "$kernel" --initrd "$initrd" -m 96
+    expect_error 125 "too small for this Linux kernel" "$kernel" -m 32
+    expect_error 125 "this kernel takes at most 2047" "$kernel" --append "$(printf 'x%.0s' $(seq 2100))"
+    expect_error 125 "takes one -initrd file" "$kernel" --initrd "$initrd,$initrd"
+    ;;
+  *) echo "usage: linux_boot.sh TOPOLAB OUT boot NAME | same A B | bad-input" >&2; exit 2 ;;
+esac
