@@ -34,11 +34,20 @@ std::vector<ExperimentCase> l3_cache_cases(const ExperimentOptions& o) {
   for (const char* workload : kWorkloads) {
     unsigned loops = scaled(std::string(workload) == "pipe" ? kPipeLoops : kMessagingLoops, o.scale_percent);
     for (const Machine3& m : kL3Machines)
-      for (const char* l3 : {"off", "on"})
+      for (const char* l3 : {"off", "on"}) {
+        const std::string cpu = fmt::format("{},l3-cache={}", m.cpu, l3);
+        if (o.guest == "linux") {
+          // perf bench sched itself, with the sched guest's sizes: messaging -g 1 -l L, pipe -l L.
+          const std::string bench =
+              std::string(workload) == "pipe" ? fmt::format("pipe:{}", loops) : fmt::format("messaging:1:{}", loops);
+          cases.push_back({workload, m.name, fmt::format("l3-cache={}", l3), 0, linux_config(o, m.smp, cpu, bench), true});
+          continue;
+        }
         cases.push_back({workload, m.name, fmt::format("l3-cache={}", l3), 0,
-                         base_config(o, m.smp, fmt::format("{},l3-cache={}", m.cpu, l3),
+                         base_config(o, m.smp, cpu,
                                      fmt::format("workload={} loops={} wakelist={} quiet=1", workload, loops,
                                                  wakelist_for(o.kernel)))});
+      }
   }
   return cases;
 }
@@ -62,11 +71,17 @@ std::string l3_tables(const ExperimentOptions& o, const std::vector<CaseMeasurem
   for (const char* workload : kWorkloads) {
     const std::vector<const CaseMeasurement*> rows = rows_of(results, workload);
     if (rows.empty()) continue;
-    appendf(out, "== {}: {}, {} loops, op_ns {}; {}; {} run(s) each\n", workload,
-            std::string(workload) == "pipe" ? "two tasks ping-ponging (perf bench sched pipe)"
-                                            : "20 senders x 20 receivers (perf bench sched messaging -g 1)",
-            rows.front()->sched_number("loops"), rows.front()->sched_number("op_ns"), kernel_words(o.kernel),
-            rows.front()->runs);
+    if (o.guest == "linux")
+      appendf(out, "== {}: perf bench sched {} on Debian's Linux 6.1; {} run(s) each\n", workload,
+              std::string(workload) == "pipe" ? fmt::format("pipe -l {}", rows.front()->sched_number("loops"))
+                                              : fmt::format("messaging -g 1 -l {}", rows.front()->sched_number("loops")),
+              rows.front()->runs);
+    else
+      appendf(out, "== {}: {}, {} loops, op_ns {}; {}; {} run(s) each\n", workload,
+              std::string(workload) == "pipe" ? "two tasks ping-ponging (perf bench sched pipe)"
+                                              : "20 senders x 20 receivers (perf bench sched messaging -g 1)",
+              rows.front()->sched_number("loops"), rows.front()->sched_number("op_ns"), kernel_words(o.kernel),
+              rows.front()->runs);
     appendf(out, "{:<46} {:<8} {:>8} {:>8} {:>9} {:>15} {:>8} {:>8} {:>13} {:>9} {:>6}\n", "machine", "l3-cache",
             "RES/s", "CAL/s", "RES+CAL/s", "(spread)", "HLT/s", "time ms", "(spread)", "IPIs/vCPU", "%CPU");
     for (const auto& [off_row, on_row] : off_on_pairs(rows)) {
@@ -90,6 +105,10 @@ std::string l3_tables(const ExperimentOptions& o, const std::vector<CaseMeasurem
     }
     appendf(out, "\n");
   }
+  if (o.guest == "linux")
+    appendf(out, "Linux guest: RES = vector 0xFD, CAL = 0xFB + 0xFC, as the guest's handlers took them (each vCPU's\n"
+                 "counts equal its /proc/interrupts deltas, checked in every run); time = perf's benchmark window\n"
+                 "as topolab-window marks it (fork and exec of perf included); perf's own Total time is in the JSON.\n");
   appendf(out, "RES = vector 0xFD, CAL = vector 0xFB, received in the guest's measuring window; rates are totals\n"
                "over all runs of a case divided by their total virtual time, (spread) the lowest and highest run;\n"
                "time = mean virtual run time; IPIs/vCPU = (RES + CAL) received per vCPU and run; %CPU = modelled\n"

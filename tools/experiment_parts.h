@@ -21,6 +21,13 @@ unsigned scaled(unsigned loops, unsigned percent);
 std::string wakelist_for(const std::string& kernel);
 // A machine of the sched kernel with the experiment's options.
 MachineConfig base_config(const ExperimentOptions& o, const char* smp, std::string cpu, std::string append);
+// The Linux guest's command line (README.md, "Linux"): the serial console,
+// a reboot at once on a panic, no IO-APIC timer check (the PIT raises no
+// IRQ 0 here), and only warnings and worse on the console.
+inline constexpr const char* kLinuxCommandLine = "console=ttyS0 panic=-1 no_timer_check quiet";
+// A machine of the Linux guest (options.linux_dir) whose /init runs `bench`
+// (tools/linux_init.sh: messaging:G:L or pipe:L).
+MachineConfig linux_config(const ExperimentOptions& o, const char* smp, std::string cpu, const std::string& bench);
 
 // Table cells: "+12%", "1.2K", the spread of a case's runs.
 std::string change(double before, double after);

@@ -7,9 +7,12 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <filesystem>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+
+#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -29,6 +32,9 @@ namespace {
 // Linux x86's vectors, which the sched kernel uses too.
 constexpr uint8_t kReschedVector = 0xFD;
 constexpr uint8_t kCallFunctionVector = 0xFB;
+// Linux's other CAL vector (CALL_FUNCTION_VECTOR: smp_call_function_many),
+// which /proc/interrupts counts on the CAL line with 0xFB.
+constexpr uint8_t kCallFunctionManyVector = 0xFC;
 
 // The quanta of the repeats, in percent of the base quantum.
 constexpr unsigned kQuantumPercent[kMaxRepeats] = {100, 60, 80, 125, 160, 70, 90, 110, 140, 200};
@@ -45,6 +51,15 @@ std::vector<ExperimentCase> with_repeats(const ExperimentOptions& o, const std::
       out.push_back(run);
     }
   return out;
+}
+
+uint64_t sum_taken(const Stats& stats, uint8_t vector) {
+  uint64_t n = 0;
+  for (unsigned i = 0; i < stats.vcpu_count(); ++i) {
+    auto it = stats.vcpu(i).interrupts_taken.find(vector);
+    if (it != stats.vcpu(i).interrupts_taken.end()) n += it->second;
+  }
+  return n;
 }
 
 uint64_t sum_received(const Stats& stats, uint8_t vector) {
@@ -71,11 +86,142 @@ CaseMeasurement run_case(const ExperimentCase& spec) {
   }
 }
 
+// The lines of the serial output, without the console's CRs.
+std::vector<std::string> serial_lines(const std::string& serial) {
+  std::vector<std::string> lines;
+  size_t at = 0;
+  while (at < serial.size()) {
+    size_t end = serial.find('\n', at);
+    if (end == std::string::npos) end = serial.size();
+    std::string line = serial.substr(at, end - at);
+    std::erase(line, '\r');
+    lines.push_back(std::move(line));
+    at = end + 1;
+  }
+  return lines;
+}
+
+// What perf bench sched printed for the benchmark /init ran last
+// (tools/linux_init.sh): "bench" (messaging:1:100), "loops", and perf's
+// "total_sec", "usecs_per_op", "ops_per_sec" where it gives them.
+std::map<std::string, std::string> parse_perf_bench(const std::string& serial) {
+  std::map<std::string, std::string> out;
+  bool inside = false;
+  for (const std::string& line : serial_lines(serial)) {
+    if (line.starts_with("topolab-bench-begin ")) {
+      out.clear();
+      out["bench"] = line.substr(20);
+      out["loops"] = out["bench"].substr(out["bench"].rfind(':') + 1);
+      inside = true;
+      continue;
+    }
+    if (line.starts_with("topolab-bench-end ")) inside = false;
+    if (!inside) continue;
+    std::istringstream words(line);
+    std::string a, b, c;
+    words >> a >> b >> c;
+    if (a == "Total" && b == "time:") out["total_sec"] = c;
+    if (b == "usecs/op") out["usecs_per_op"] = a;
+    if (b == "ops/sec") out["ops_per_sec"] = a;
+  }
+  return out;
+}
+
+// Each CPU's RES and CAL rise between the last /proc/interrupts /init printed
+// before a benchmark and the one after.
+struct LinuxInterruptDeltas {
+  std::vector<uint64_t> res, cal;
+};
+LinuxInterruptDeltas linux_interrupt_deltas(const std::string& serial) {
+  std::map<std::string, std::vector<uint64_t>> before, after, *block = nullptr;
+  for (const std::string& line : serial_lines(serial)) {
+    if (line.starts_with("topolab-interrupts-before ")) { block = &before; block->clear(); continue; }
+    if (line.starts_with("topolab-interrupts-after ")) { block = &after; block->clear(); continue; }
+    if (line == "topolab-interrupts-end") { block = nullptr; continue; }
+    if (!block) continue;
+    std::istringstream words(line);
+    std::string label, word;
+    words >> label;
+    if (label != "RES:" && label != "CAL:") continue;
+    std::vector<uint64_t>& counts = (*block)[label];
+    while (words >> word && !word.empty() && std::all_of(word.begin(), word.end(), ::isdigit))
+      counts.push_back(std::stoull(word));
+  }
+  LinuxInterruptDeltas d;
+  auto delta = [&](const std::string& label, std::vector<uint64_t>& out) {
+    const auto &b = before[label], &a = after[label];
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) out.push_back(a[i] - b[i]);
+  };
+  delta("RES:", d.res);
+  delta("CAL:", d.cal);
+  return d;
+}
+
+// The window's counts. `taken`: IPIs as the guest's handlers count them (the
+// Linux guest, whose RES and CAL lines must agree); else as the APIC
+// received them (the sched guest's tables, as they always were).
+void fill_window_counts(const MeasureWindow& w, CaseMeasurement& m, bool taken) {
+  m.window_ns = w.end_ns - w.begin_ns;
+  m.vcpus = w.stats.vcpu_count();
+  if (taken) {
+    m.res_ipis = sum_taken(w.stats, kReschedVector);
+    m.cal_ipis = sum_taken(w.stats, kCallFunctionVector) + sum_taken(w.stats, kCallFunctionManyVector);
+  } else {
+    m.res_ipis = sum_received(w.stats, kReschedVector);
+    m.cal_ipis = sum_received(w.stats, kCallFunctionVector);
+  }
+  for (unsigned i = 0; i < w.stats.vcpu_count(); ++i) {
+    const VcpuStats& s = w.stats.vcpu(i);
+    m.hlt_exits += s.exits[static_cast<size_t>(ExitKind::Hlt)];
+    m.halt_poll_hits += s.halt_poll_hits;
+    m.mwait_wakes += s.wakes[static_cast<size_t>(WakeCause::MwaitStore)];
+  }
+  m.host_cpu_percent = host_cpu_percent(w.stats, m.window_ns);
+}
+
+// The Linux guest's run: it must have powered off after /init finished, and
+// its own /proc/interrupts deltas must equal what topolab's window saw.
+void measure_linux_case(const std::string& serial, const RunResult& r, const MeasureWindow* w, CaseMeasurement& m,
+                        const std::function<std::string()>& where) {
+  if (size_t at = serial.find("Kernel panic - not syncing"); at != std::string::npos)
+    throw std::runtime_error(fmt::format("{}: the guest's kernel panicked: {}", where(),
+                                         serial.substr(at, serial.find('\n', at) - at)));
+  if (r.outcome != RunResult::Outcome::Shutdown || serial.find("topolab-init: done") == std::string::npos) {
+    std::string error;
+    if (size_t at = serial.find("topolab-init: error"); at != std::string::npos)
+      error = serial.substr(at, serial.find('\n', at) - at);
+    throw std::runtime_error(fmt::format("{}: the guest failed: {}", where(), !error.empty() ? error : r.diagnosis));
+  }
+  m.sched = parse_perf_bench(serial);
+  if (!w || !w->ended_by_guest)
+    throw std::runtime_error(fmt::format("{}: /init did not mark its measuring window (topolab-window)", where()));
+  const LinuxInterruptDeltas guest = linux_interrupt_deltas(serial);
+  for (unsigned i = 0; i < w->stats.vcpu_count(); ++i) {
+    const auto& taken = w->stats.vcpu(i).interrupts_taken;
+    auto count = [&](uint8_t v) { return taken.count(v) ? taken.at(v) : 0; };
+    const uint64_t res = count(kReschedVector), cal = count(kCallFunctionVector) + count(kCallFunctionManyVector);
+    if (i >= guest.res.size() || i >= guest.cal.size() || guest.res[i] != res || guest.cal[i] != cal)
+      throw std::runtime_error(fmt::format(
+          "{}: CPU{}'s /proc/interrupts deltas (RES {}, CAL {}) differ from the interrupts topolab saw taken "
+          "(RES {}, CAL {})",
+          where(), i, i < guest.res.size() ? std::to_string(guest.res[i]) : "?",
+          i < guest.cal.size() ? std::to_string(guest.cal[i]) : "?", res, cal));
+  }
+}
+
 CaseMeasurement measure_case(const ExperimentCase& spec) {
   std::string serial;
   Machine machine(spec.config, [&serial](uint8_t b) { serial.push_back(static_cast<char>(b)); }, unicorn_vcpu_factory());
   RunResult r = machine.run();
   auto where = [&] { return fmt::format("{} on {} with {}", spec.workload, spec.topology, spec.setting); };
+  const std::optional<MeasureWindow>& w = machine.window();
+  if (spec.linux_guest) {
+    CaseMeasurement m;
+    m.spec = spec;
+    measure_linux_case(serial, r, w ? &*w : nullptr, m, where);
+    fill_window_counts(*w, m, true);
+    return m;
+  }
   if (r.outcome != RunResult::Outcome::GuestExit || r.guest_value != 0u) {
     std::string last_line;
     if (size_t fail = serial.rfind("FAIL"); fail != std::string::npos)
@@ -91,20 +237,9 @@ CaseMeasurement measure_case(const ExperimentCase& spec) {
   if (!sched) throw std::runtime_error(fmt::format("{}: the guest printed no sched-result line", where()));
   m.sched = *sched;
   m.ns_per_op_sum = m.sched_number("ns_per_op");
-  const std::optional<MeasureWindow>& w = machine.window();
   if (!w || !w->ended_by_guest)
     throw std::runtime_error(fmt::format("{}: the guest did not mark its measuring window (port 0x4a0)", where()));
-  m.window_ns = w->end_ns - w->begin_ns;
-  m.vcpus = w->stats.vcpu_count();
-  m.res_ipis = sum_received(w->stats, kReschedVector);
-  m.cal_ipis = sum_received(w->stats, kCallFunctionVector);
-  for (unsigned i = 0; i < w->stats.vcpu_count(); ++i) {
-    const VcpuStats& s = w->stats.vcpu(i);
-    m.hlt_exits += s.exits[static_cast<size_t>(ExitKind::Hlt)];
-    m.halt_poll_hits += s.halt_poll_hits;
-    m.mwait_wakes += s.wakes[static_cast<size_t>(WakeCause::MwaitStore)];
-  }
-  m.host_cpu_percent = host_cpu_percent(w->stats, m.window_ns);
+  fill_window_counts(*w, m, false);
   return m;
 }
 
@@ -127,6 +262,15 @@ MachineConfig base_config(const ExperimentOptions& o, const char* smp, std::stri
   c.time_limit_seconds = kCaseTimeLimitSeconds;
   c.cost = o.cost;
   c.spin_skip = o.spin_skip;
+  return c;
+}
+
+MachineConfig linux_config(const ExperimentOptions& o, const char* smp, std::string cpu, const std::string& bench) {
+  MachineConfig c = base_config(o, smp, std::move(cpu), fmt::format("{} topolab.bench={}", kLinuxCommandLine, bench));
+  c.image = (std::filesystem::path(o.linux_dir) / "vmlinuz").string();
+  c.initrd = {(std::filesystem::path(o.linux_dir) / "initramfs.cpio").string()};
+  c.image_name.clear();
+  c.ram_mib = 1024;
   return c;
 }
 
@@ -371,6 +515,7 @@ nlohmann::ordered_json recorded_options_json(const ExperimentOptions& o) {
   j["repeats"] = o.repeats;
   j["scale_percent"] = o.scale_percent;
   j["spin_skip"] = o.spin_skip;
+  if (o.guest != "sched") j["guest"] = o.guest;  // the sched guest's JSON stays as it was
   return j;
 }
 

@@ -27,6 +27,7 @@ struct ExperimentCase {
   std::string setting;   // what this case changes: "l3-cache=on", "haltpoll=10000"
   unsigned repeat = 0;   // which perturbation of the case (its quantum)
   MachineConfig config;
+  bool linux_guest = false;  // the Linux guest: perf bench's output, /proc/interrupts
 };
 
 // "pipe on 8 vCPUs ... with l3-cache=on, quantum 600": what the progress
@@ -62,6 +63,11 @@ std::optional<std::map<std::string, std::string>> parse_sched_result(const std::
 struct ExperimentOptions {
   std::string name;         // l3-cache or halt-poll
   std::string sched_image;  // testcases/sched.elf
+  // The guest: "sched" (testcases/sched.elf, the default) or "linux", Debian's
+  // Linux 6.1 with tools/linux_guest.sh's initramfs from `linux_dir`
+  // (vmlinuz, initramfs.cpio), running perf bench sched itself.
+  std::string guest = "sched";
+  std::string linux_dir;
   std::string output_dir;   // results.json and the SVG charts; empty: none
   bool json = false;        // print JSON instead of the tables
   std::string kernel = "2016";  // 2016: wake lists send RES; 6.x: CAL

@@ -381,6 +381,9 @@ int run_cpuid(const CpuidOptions& o) {
   return 0;
 }
 
+inline constexpr uint64_t kLinuxExperimentQuantum = 10'000;
+inline constexpr unsigned kLinuxExperimentRepeats = 2;
+
 struct ExperimentCli {
   ExperimentOptions options;
   std::string format = "table";
@@ -473,6 +476,14 @@ int run_experiment(ExperimentCli& cli, const std::filesystem::path& self) {
   o.json = cli.format == "json";
   o.cost = CostModel::parse(cli.cost_spec, CostModel::defaults());
   if (o.sched_image.empty()) o.sched_image = (self.parent_path() / "testcases" / "sched.elf").string();
+  if (o.guest == "linux") {
+    if (o.name != "l3-cache") throw ConfigError(fmt::format("--guest linux: only the l3-cache experiment runs on Linux"));
+    if (o.linux_dir.empty()) o.linux_dir = (self.parent_path().parent_path() / ".deps" / "linux").string();
+    for (const char* file : {"vmlinuz", "initramfs.cpio"})
+      if (!std::filesystem::exists(std::filesystem::path(o.linux_dir) / file))
+        throw ConfigError(fmt::format("--guest linux: no {}/{} (tools/linux_guest.sh fetches and builds the guest)",
+                                      o.linux_dir, file));
+  }
   const std::vector<ExperimentCase> cases = experiment_cases(o);
   if (cli.list_cases) {
     fmt::print("{}", format_case_list(cases));
@@ -648,6 +659,15 @@ CLI::App* add_experiment_command(CLI::App& app, ExperimentCli& experiment) {
       ->capture_default_str();
   experiment_cmd->add_option("--cost", experiment.cost_spec, "cost model over the defaults, as for run");
   experiment_cmd->add_option("--image", experiment.options.sched_image, "the sched kernel (default: beside topolab)");
+  experiment_cmd
+      ->add_option("--guest", experiment.options.guest,
+                   "sched (testcases/sched, the default) or linux (Debian's Linux 6.1 running perf bench sched; "
+                   "l3-cache only)")
+      ->check(CLI::IsMember({"sched", "linux"}))
+      ->capture_default_str();
+  experiment_cmd->add_option("--linux", experiment.options.linux_dir,
+                             "the Linux guest's directory, as tools/linux_guest.sh fills it (default: .deps/linux "
+                             "of the checkout topolab was built in)");
   experiment_cmd->add_option("--html", experiment.html,
                              "also write one self-contained HTML page with the charts, tables and machines");
   add_sweep_options(experiment_cmd, experiment);
@@ -795,7 +815,16 @@ int main(int argc, char** argv) {
       run.machine.cost = CostModel::parse(run.cost_spec, CostModel::defaults());
       return run_machine(run);
     }
-    if (*experiment_cmd) return run_experiment(experiment, std::filesystem::canonical("/proc/self/exe"));
+    if (*experiment_cmd) {
+      // A Linux guest boots for seconds of host time before each benchmark:
+      // fewer, coarser runs unless asked (its quantum does not change what the
+      // guest does, only how finely the vCPUs interleave).
+      if (experiment.options.guest == "linux") {
+        if (!experiment_cmd->count("--quantum")) experiment.options.quantum = kLinuxExperimentQuantum;
+        if (!experiment_cmd->count("--repeats")) experiment.options.repeats = kLinuxExperimentRepeats;
+      }
+      return run_experiment(experiment, std::filesystem::canonical("/proc/self/exe"));
+    }
     if (*models_cmd) return print_models();
     return run_demo(std::filesystem::canonical("/proc/self/exe"));
   } catch (const CLI::CallForHelp& e) {
