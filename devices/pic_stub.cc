@@ -46,4 +46,18 @@ void PicStub::write(uint16_t offset, unsigned, uint32_t value) {
   }
 }
 
+// Byte by byte, as QEMU splits a wider access between the two registers.
+uint32_t Elcr::read(uint16_t offset, unsigned size) {
+  uint32_t value = 0;
+  for (unsigned i = 0; i < size && i < 4; ++i)
+    value |= uint32_t{offset + i < kPortCount ? elcr_[offset + i] : uint8_t{0xff}} << (8 * i);
+  return value;
+}
+
+void Elcr::write(uint16_t offset, unsigned size, uint32_t value) {
+  static constexpr uint8_t kMasks[kPortCount] = {kMasterMask, kSlaveMask};
+  for (unsigned i = 0; i < size && i < 4; ++i)
+    if (offset + i < kPortCount) elcr_[offset + i] = (value >> (8 * i)) & kMasks[offset + i];
+}
+
 }  // namespace topolab

@@ -15,8 +15,24 @@
 //
 // Deviations: the IMR starts at 0xFF (all masked) instead of the data
 // sheet's undefined state or QEMU's 0, since masked is the truth here.
-// EOIs, rotation, special mask mode and the ELCR (0x4D0/0x4D1) are
-// accepted or absent, never acted on.
+// EOIs, rotation, special mask mode and auto-EOI are accepted, never acted
+// on.
+//
+// Linux 6.1 (arch/x86/kernel/i8259.c) gets what it checks: probe_8259A
+// writes 0xFF to the slave's IMR and 0xFB to the master's and reads 0xFB
+// back (anything else would make it use the null PIC, and then
+// quick_pit_calibrate and pit_calibrate_tsc refuse to run); init_8259A
+// sends ICW1-ICW4 (vectors 0x30 and 0x38, ICW4 auto-EOI when check_timer
+// re-initialises) and restores the masks; i8259A_irq_pending and
+// i8259A_irq_real read IRR and ISR, both 0. With an I/O APIC, Linux
+// routes the PIT through pin 2 and never needs an interrupt from here;
+// without one (noapic, or a timer that fails check_timer) it would wait
+// for IRQ 0 through ExtINT, which this stub cannot give.
+//
+// Elcr is PIIX3's edge/level control register pair (0x4D0 for IRQ 0-7,
+// 0x4D1 for IRQ 8-15): storage with QEMU's masks (IRQ 0, 1, 2, 8 and 13
+// are always edge), read by Linux's save_ELCR and written by
+// elcr_set_level_irq in PIC mode.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +67,24 @@ class PicStub : public PortDevice {
   bool single_ = false, needs_icw4_ = false;
   uint8_t imr_ = 0xff;
   uint8_t vector_base_ = 0;
+};
+
+class Elcr : public PortDevice {
+ public:
+  static constexpr uint16_t kBase = 0x4d0;
+  static constexpr uint32_t kPortCount = 2;  // offset 0 IRQ 0-7, offset 1 IRQ 8-15
+  // The bits that can be level (QEMU's elcr_mask for the two PICs).
+  static constexpr uint8_t kMasterMask = 0xf8, kSlaveMask = 0xde;
+
+  std::string name() const override { return "elcr"; }
+  uint32_t read(uint16_t offset, unsigned size) override;
+  void write(uint16_t offset, unsigned size, uint32_t value) override;
+
+  // Bit n: IRQ n is level triggered.
+  uint16_t level_triggered() const { return static_cast<uint16_t>(elcr_[0] | elcr_[1] << 8); }
+
+ private:
+  uint8_t elcr_[2] = {0, 0};  // all edge, as at reset
 };
 
 }  // namespace topolab

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
+#include <vector>
+
+#include "devices/port_bus.h"
+
 namespace topolab {
 namespace {
 
@@ -100,6 +105,160 @@ TEST(Pit8254, BadAccessesAreHarmless) {
   (void)r.read16(0);
   EXPECT_EQ(r.pit.count_at(5, r.now), 0u);
   EXPECT_FALSE(r.pit.out_at(5, r.now));
+}
+
+// Linux 6.1's TSC calibration when CPUID 0x15/0x16 give no frequency
+// (arch/x86/kernel/tsc.c), replayed on a bus: every IN and OUT costs the
+// I/O exit's virtual time (io_exit_ns, 2 us by default), get_cycles()
+// reads a 2 GHz TSC of the same virtual clock.
+struct LinuxGuest {
+  static constexpr uint64_t kTscKhz = 2'000'000;
+  static constexpr uint64_t kPitTickRate = 1'193'182;  // PIT_TICK_RATE
+
+  explicit LinuxGuest(uint64_t io_ns) : io_ns(io_ns) {
+    bus.attach(Pit8254::kBase, Pit8254::kPortCount, pit);
+    bus.attach(Pit8254::kPortB, 1, pit.port_b());
+  }
+  uint8_t inb(uint16_t port) {
+    now += io_ns;
+    return static_cast<uint8_t>(bus.read(port, 1));
+  }
+  void outb(uint8_t value, uint16_t port) {
+    now += io_ns;
+    bus.write(port, 1, value);
+  }
+  uint64_t get_cycles() {
+    now += insn_ns;
+    return now * kTscKhz / 1'000'000;
+  }
+
+  bool pit_verify_msb(uint8_t val) {
+    (void)inb(0x42);  // ignore the LSB
+    return inb(0x42) == val;
+  }
+  bool pit_expect_msb(uint8_t val, uint64_t* tscp, uint64_t* deltap) {
+    int count;
+    uint64_t tsc = 0, prev_tsc = 0;
+    for (count = 0; count < 50000; count++) {
+      if (!pit_verify_msb(val)) break;
+      prev_tsc = tsc;
+      tsc = get_cycles();
+    }
+    *deltap = get_cycles() - prev_tsc;
+    *tscp = tsc;
+    return count > 5;
+  }
+  // quick_pit_calibrate: 0 when it fails ("Fast TSC calibration failed").
+  uint64_t quick_pit_calibrate() {
+    constexpr int kMaxQuickPitIterations = 50 * kPitTickRate / 1000 / 256;
+    outb(static_cast<uint8_t>((inb(0x61) & ~0x02) | 0x01), 0x61);
+    outb(0xb0, 0x43);
+    outb(0xff, 0x42);
+    outb(0xff, 0x42);
+    pit_verify_msb(0);
+    uint64_t tsc, delta, d1, d2;
+    if (pit_expect_msb(0xff, &tsc, &d1)) {
+      for (int i = 1; i <= kMaxQuickPitIterations; i++) {
+        if (!pit_expect_msb(static_cast<uint8_t>(0xff - i), &delta, &d2)) break;
+        delta -= tsc;
+        if (i == 1 && d1 + d2 >= (delta * kMaxQuickPitIterations) >> 11) return 0;
+        if (d1 + d2 >= delta >> 11) continue;
+        if (!pit_verify_msb(static_cast<uint8_t>(0xfe - i))) break;
+        quick_iterations = i;
+        return delta * kPitTickRate / (uint64_t(i) * 256 * 1000);
+      }
+    }
+    return 0;
+  }
+  // pit_calibrate_tsc: ULONG_MAX when it fails.
+  uint64_t pit_calibrate_tsc(uint32_t latch, uint64_t ms, int loopmin) {
+    outb(static_cast<uint8_t>((inb(0x61) & ~0x02) | 0x01), 0x61);
+    outb(0xb0, 0x43);
+    outb(latch & 0xff, 0x42);
+    outb(static_cast<uint8_t>(latch >> 8), 0x42);
+    uint64_t tsc, t1, t2;
+    tsc = t1 = t2 = get_cycles();
+    int pitcnt = 0;
+    uint64_t tscmax = 0, tscmin = ULONG_MAX;
+    while ((inb(0x61) & 0x20) == 0) {
+      t2 = get_cycles();
+      const uint64_t delta = t2 - tsc;
+      tsc = t2;
+      tscmin = std::min(tscmin, delta);
+      tscmax = std::max(tscmax, delta);
+      pitcnt++;
+    }
+    if (pitcnt < loopmin || tscmax > 10 * tscmin) return ULONG_MAX;
+    return (t2 - t1) / ms;
+  }
+
+  uint64_t now = 0;
+  uint64_t io_ns;
+  uint64_t insn_ns = 10;  // a few instructions around each get_cycles()
+  int quick_iterations = 0;
+  Pit8254 pit{[this] { return now; }};
+  PortBus bus;
+};
+
+TEST(Pit8254, Linux61QuickPitCalibrateSeesTheMsbFallOneByOne) {
+  LinuxGuest g(2'000);
+  g.outb(static_cast<uint8_t>((g.inb(0x61) & ~0x02) | 0x01), 0x61);
+  g.outb(0xb0, 0x43);
+  g.outb(0xff, 0x42);
+  g.outb(0xff, 0x42);
+  std::vector<uint8_t> msbs;
+  std::vector<int> reads;
+  for (int n = 0; n < 2000; ++n) {  // 8 ms of pairs at 4 us each
+    (void)g.inb(0x42);
+    const uint8_t msb = g.inb(0x42);
+    if (msbs.empty() || msbs.back() != msb) {
+      msbs.push_back(msb);
+      reads.push_back(0);
+    }
+    ++reads.back();
+  }
+  ASSERT_GE(msbs.size(), 30u);
+  for (size_t k = 0; k < msbs.size(); ++k) EXPECT_EQ(msbs[k], 0xff - k) << k;  // no MSB skipped
+  // 256 ticks (214.5 us) per MSB: 53 or 54 pairs of 4 us, well over the 5
+  // pit_expect_msb requires.
+  for (size_t k = 1; k + 1 < reads.size(); ++k) EXPECT_TRUE(reads[k] == 53 || reads[k] == 54) << k;
+}
+
+TEST(Pit8254, Linux61QuickPitCalibrateMeasuresTheTscWithin500Ppm) {
+  for (uint64_t io_ns : {0ull, 500ull, 2'000ull, 3'000ull}) {
+    LinuxGuest g(io_ns);
+    const uint64_t khz = g.quick_pit_calibrate();
+    EXPECT_GE(khz, LinuxGuest::kTscKhz - LinuxGuest::kTscKhz / 2000) << io_ns;
+    EXPECT_LE(khz, LinuxGuest::kTscKhz + LinuxGuest::kTscKhz / 2000) << io_ns;
+    EXPECT_GT(g.quick_iterations, 0) << io_ns;
+    EXPECT_LE(g.quick_iterations, 233) << io_ns;
+  }
+}
+
+TEST(Pit8254, Linux61QuickPitCalibrateNeedsIoExitsUnderAbout3Us) {
+  // d1 and d2 each span two LSB/MSB pairs (4 accesses); their sum must fall
+  // below 1/2048 of at most 233 MSB steps (50 ms, 24.4 us), so 8 accesses
+  // under 24.4 us. At the default 2 us it succeeds after 154 steps (33 ms
+  // of virtual time); at 3.25 us it gives up at the first step and Linux
+  // falls back to pit_calibrate_tsc against the PM timer.
+  LinuxGuest fast(2'000);
+  EXPECT_NE(fast.quick_pit_calibrate(), 0u);
+  EXPECT_EQ(fast.quick_iterations, 154);
+  LinuxGuest slow(3'250);
+  EXPECT_EQ(slow.quick_pit_calibrate(), 0u);
+  EXPECT_LT(slow.now, 1'000'000u);
+}
+
+TEST(Pit8254, Linux61PitCalibrateTscWaitsForOut2AndPassesItsSanityChecks) {
+  // pit_hpet_ptimer_calibrate_cpu: CAL_LATCH (10 ms, 1000 loops at least),
+  // then CAL2_LATCH (50 ms, 5000 loops), one after the other on one PIT.
+  LinuxGuest g(2'000);
+  const uint64_t cal = g.pit_calibrate_tsc(LinuxGuest::kPitTickRate / (1000 / 10), 10, 1000);
+  ASSERT_NE(cal, ULONG_MAX);
+  EXPECT_NEAR(static_cast<double>(cal), 2e6, 2e6 * 0.001);  // 11931 ticks are 9.9994 ms
+  const uint64_t cal2 = g.pit_calibrate_tsc(LinuxGuest::kPitTickRate / (1000 / 50), 50, 5000);
+  ASSERT_NE(cal2, ULONG_MAX);
+  EXPECT_NEAR(static_cast<double>(cal2), 2e6, 2e6 * 0.001);
 }
 
 }  // namespace

@@ -131,6 +131,7 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
   ports_.attach(FwCfg::kBase, FwCfg::kPortCount, fw_cfg_);
   ports_.attach(PicStub::kMasterBase, PicStub::kPortCount, pic_master_);
   ports_.attach(PicStub::kSlaveBase, PicStub::kPortCount, pic_slave_);
+  ports_.attach(Elcr::kBase, Elcr::kPortCount, elcr_);
   ports_.attach(MeasurePort::kBase, MeasurePort::kPortCount, measure_port_);
   attach_platform_devices();
 
@@ -189,6 +190,9 @@ void Machine::attach_platform_devices() {
     ports_.attach(Pit8254::kBase, Pit8254::kPortCount, *pit_);
     ports_.attach(Pit8254::kPortB, 1, pit_->port_b());
   }
+  // RAM stays below 4 GiB (memory_map::kMaxRamMib), all of it "below 4G".
+  cmos_rtc_.emplace([this] { return device_now_ns(); }, CmosRtc::Config{.below_4g_ram_bytes = ram_.size()});
+  ports_.attach(CmosRtc::kBase, CmosRtc::kPortCount, *cmos_rtc_);
   ports_.attach(PciHost::kBase, PciHost::kPortCount, pci_host_);
   pci_host_.plug(0, host_bridge_);
   if (config_.pci_testdev) {

@@ -27,6 +27,7 @@
 #include "devices/acpi_pm.h"
 #include "devices/apic_bus.h"
 #include "devices/bochs_shutdown.h"
+#include "devices/cmos_rtc.h"
 #include "devices/debug_exit.h"
 #include "devices/fw_cfg.h"
 #include "devices/i8042.h"
@@ -252,6 +253,7 @@ class Machine final : private CpuEvents {
   DebugExit debug_exit_;
   FwCfg fw_cfg_;
   PicStub pic_master_, pic_slave_;
+  Elcr elcr_;
   MeasurePort measure_port_;
   IoApic ioapic_;
   DeviceWindow ioapic_window_;
@@ -265,6 +267,7 @@ class Machine final : private CpuEvents {
   AcpiPm acpi_pm_;
   BochsShutdown bochs_shutdown_;
   std::optional<Pit8254> pit_;
+  std::optional<CmosRtc> cmos_rtc_;
   std::optional<std::string> shutdown_;  // how the guest reset or powered off
   Stats stats_;
   ActivityLog activity_;
