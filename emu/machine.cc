@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <optional>
 
@@ -31,6 +32,18 @@ void check_run_limits(const MachineConfig& config) {
     throw ConfigError(fmt::format("--time-limit must be between 0 and {} seconds of virtual time",
                                   MachineConfig::kMaxTimeLimitSeconds));
   if (config.quantum == 0) throw ConfigError("--quantum must be at least 1 instruction");
+}
+
+// Whether `path` starts like a bzImage (any error: no; reading it for real
+// reports the error).
+bool file_is_linux_kernel(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) return false;  // a FIFO would block the open
+  std::ifstream in(path, std::ios::binary);
+  std::vector<uint8_t> head(0x210);
+  in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  return is_linux_image(head);
 }
 
 std::vector<MultibootModule> read_modules(const std::vector<std::string>& specs, uint64_t ram_bytes) {
@@ -120,10 +133,11 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
       acpi_pm_([this] { return device_now_ns(); },
                [this] { request_shutdown("the guest powered the machine off (ACPI S5 through PM1a_CNT)"); }),
       bochs_shutdown_([this] { request_shutdown("the guest powered the machine off (\"Shutdown\" to port 0x8900)"); }),
+      clock_(config.synced_clocks.value_or(file_is_linux_kernel(config.image))),
       stats_(cpuid_.topology().cpus()),
       activity_(cpuid_.topology().cpus()),
       platform_{.cpuid = cpuid_, .msrs = msrs_, .cost = config_.cost, .ram = ram_, .ports = ports_,
-                .stats = stats_, .activity = activity_, .make_vcpu = make_vcpu_, .events = *this,
+                .stats = stats_, .activity = activity_, .make_vcpu = make_vcpu_, .events = *this, .clock = clock_,
                 .pause_loop_exiting = pause_loop_exiting(config)} {
   check_run_limits(config);
   ports_.attach(Uart16550::kCom1Base, Uart16550::kPortCount, uart_);
@@ -228,7 +242,8 @@ void Machine::request_shutdown(std::string how) {
   if (running_ && running_->vcpu()) running_->vcpu()->request_stop();
 }
 
-uint64_t Machine::device_now_ns() const { return running_ ? running_->now() : settled_time(); }
+// Devices read time as the TSC does (emu/guest_clock.h).
+uint64_t Machine::device_now_ns() { return clock_.read(running_ ? running_->now() : settled_time()); }
 
 void Machine::send_device_interrupts(const IoApicMessages& messages) {
   if (messages.empty()) return;

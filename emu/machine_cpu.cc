@@ -273,7 +273,7 @@ std::optional<uint64_t> MachineCpu::read_msr(uint32_t msr) {
 
 // The TSC before any guest write: virtual time at the TSC's frequency.
 std::optional<uint64_t> MachineCpu::read_machine_msr(uint32_t msr) {
-  return msr_file_.read(msr, platform_.cost.tsc_for_ns(now()));
+  return msr_file_.read(msr, platform_.cost.tsc_for_ns(platform_.clock.read(now())));
 }
 
 bool MachineCpu::write_msr(uint32_t msr, uint64_t value) {
@@ -295,10 +295,10 @@ bool MachineCpu::write_msr(uint32_t msr, uint64_t value) {
 }
 
 bool MachineCpu::write_machine_msr(uint32_t msr, uint64_t value) {
-  return msr_file_.write(msr, value, platform_.cost.tsc_for_ns(now()));
+  return msr_file_.write(msr, value, platform_.cost.tsc_for_ns(platform_.clock.read(now())));
 }
 
-uint64_t MachineCpu::read_tsc() { return msr_file_.tsc(platform_.cost.tsc_for_ns(now())); }
+uint64_t MachineCpu::read_tsc() { return msr_file_.tsc(platform_.cost.tsc_for_ns(platform_.clock.read(now()))); }
 
 uint64_t MachineCpu::read_cr8() { return apic_.read_cr8(); }
 

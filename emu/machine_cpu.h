@@ -23,6 +23,7 @@
 #include "base/guest_ram.h"
 #include "devices/local_apic.h"
 #include "devices/port_bus.h"
+#include "emu/guest_clock.h"
 #include "emu/activity_log.h"
 #include "emu/event_queue.h"
 #include "emu/stats.h"
@@ -85,6 +86,8 @@ struct CpuPlatform {
   ActivityLog& activity;
   const VcpuFactory& make_vcpu;
   CpuEvents& events;
+  // What the guest reads of time (TSC, TSC MSRs): never earlier than any vCPU read before.
+  GuestClock& clock;
   // Spin skipping on: the engines' pause-loop exiting (nullopt: off).
   std::optional<PauseLoopExiting> pause_loop_exiting;
   // The I/O APIC page and the like; the APIC page may not move onto one.
