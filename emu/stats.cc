@@ -62,6 +62,7 @@ VcpuStats VcpuStats::minus(const VcpuStats& e) const {
   d.sent_by_vector = minus_map(sent_by_vector, e.sent_by_vector);
   d.received_by_vector = minus_map(received_by_vector, e.received_by_vector);
   d.interrupts_taken = minus_map(interrupts_taken, e.interrupts_taken);
+  d.exceptions_taken = minus_map(exceptions_taken, e.exceptions_taken);
   d.wakes = minus_array(wakes, e.wakes);
   d.mwait_hints = minus_map(mwait_hints, e.mwait_hints);
   d.exits = minus_array(exits, e.exits);

@@ -29,6 +29,8 @@ struct VcpuStats {
   // guest's own counters count (Linux's RES line is 0xFD here). Two IPIs of
   // one vector that meet in IRR are two receptions but one interrupt taken.
   std::map<uint8_t, uint64_t> interrupts_taken;
+  // Exceptions delivered through the IDT, by vector (14: page faults).
+  std::map<uint8_t, uint64_t> exceptions_taken;
   uint64_t received_while_halted = 0;
   uint64_t received_while_running = 0;
   uint64_t ipis_to_nobody = 0;  // messages that matched no APIC

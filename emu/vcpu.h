@@ -47,6 +47,9 @@ class VcpuHost {
   // A load or store at a physical address where there is no RAM and no
   // device: the load read all ones (open bus) and the store was dropped.
   virtual void open_bus_access(uint64_t physical, unsigned size, bool write) {}
+  // An exception the engine raised (a fault, trap or abort, not INT n) went
+  // through the guest's IDT: each one stops the engine, so they count.
+  virtual void exception_taken(uint8_t vector) {}
   // VMCALL or VMMCALL (devices/kvm_hypercall.h): what RAX receives from a
   // KVM-like host, or nullopt where there is none, and the instruction is
   // #UD as on bare metal.

@@ -119,6 +119,7 @@ std::optional<VcpuExit> UnicornVcpu::Engine::deliver(const x86::Event& event, co
                    fmt::format("cpu {} cannot enter the handler of {} (raised by {} at {:#x}): {}", index,
                                x86::describe(event), origin, linear, *why));
   shadow = false;
+  if (event.kind == x86::EventKind::kHardwareException) host.exception_taken(event.vector);
   return std::nullopt;
 }
 

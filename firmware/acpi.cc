@@ -37,7 +37,7 @@ constexpr uint32_t kFadtSize = 276;
 constexpr uint32_t kFadtFirmwareCtrl = 36, kFadtDsdt = 40, kFadtSciInt = 46, kFadtSmiCmd = 48,
                    kFadtPm1aEvtBlk = 56, kFadtPm1aCntBlk = 64, kFadtPmTmrBlk = 76, kFadtPm1EvtLen = 88,
                    kFadtPm1CntLen = 89, kFadtPmTmrLen = 91, kFadtPLvl2Lat = 96, kFadtPLvl3Lat = 98,
-                   kFadtIapcBootArch = 109, kFadtFlags = 112, kFadtResetReg = 116, kFadtResetValue = 128,
+                   kFadtCentury = 108, kFadtIapcBootArch = 109, kFadtFlags = 112, kFadtResetReg = 116, kFadtResetValue = 128,
                    kFadtMinorVersion = 131, kFadtXPm1aEvtBlk = 148, kFadtXPm1aCntBlk = 172, kFadtXPmTmrBlk = 208;
 constexpr uint32_t kFadtFlagWbinvd = 1u << 0;
 constexpr uint32_t kFadtFlagProcC1 = 1u << 2;
@@ -58,10 +58,12 @@ constexpr uint8_t kFacsVersionValue = 2;
 // soft-off sleep type QEMU's pc gives PIIX4 (SLP_TYP 0 powers off).
 constexpr uint8_t kDsdtAml[] = {0x08, '\\', '_', 'S', '5', '_', 0x12, 0x06, 0x04, 0x00, 0x00, 0x00, 0x00};
 // IA-PC boot architecture flags (§5.2.9.3): a COM port at 0x3F8 is an
-// undiscoverable legacy device; there is no 8042, no VGA and no CMOS RTC.
+// undiscoverable legacy device; there is no 8042 and no VGA. The CMOS RTC
+// (devices/cmos_rtc.h) is there, with its century at CMOS 0x32 as QEMU's
+// FADT says (Linux registers rtc_cmos only when the flag says so).
 constexpr uint16_t kIapcLegacyDevices = 1u << 0;
 constexpr uint16_t kIapcVgaNotPresent = 1u << 2;
-constexpr uint16_t kIapcCmosRtcNotPresent = 1u << 5;
+constexpr uint8_t kCmosCenturyIndex = 0x32;
 
 constexpr uint8_t kDsdtRevision = 2;  // §5.2.11.1: 2 = 64-bit AML integers
 
@@ -220,7 +222,8 @@ void put_fadt(Image& img, uint32_t addr, uint32_t dsdt, uint32_t facs) {
   img.put<uint8_t>(addr + kFadtPmTmrLen, 4);
   img.put<uint16_t>(addr + kFadtPLvl2Lat, kNoC2Latency);
   img.put<uint16_t>(addr + kFadtPLvl3Lat, kNoC3Latency);
-  img.put<uint16_t>(addr + kFadtIapcBootArch, kIapcLegacyDevices | kIapcVgaNotPresent | kIapcCmosRtcNotPresent);
+  img.put<uint16_t>(addr + kFadtIapcBootArch, kIapcLegacyDevices | kIapcVgaNotPresent);
+  img.put<uint8_t>(addr + kFadtCentury, kCmosCenturyIndex);
   // TMR_VAL_EXT clear: the PM timer is 24 bits wide, as PIIX4's.
   img.put<uint32_t>(addr + kFadtFlags,
                     kFadtFlagWbinvd | kFadtFlagProcC1 | kFadtFlagPwrButton | kFadtFlagSlpButton | kFadtFlagResetRegSup);

@@ -73,14 +73,16 @@ nlohmann::ordered_json vcpu_json(const VcpuStats& s) {
   v["ipis_sent_by_shorthand"] = shorthands;
   v["ipis_received"] = received;
   ordered_json sv = ordered_json::object(), rv = ordered_json::object(), taken = ordered_json::object(),
-               hints = ordered_json::object();
+               faults = ordered_json::object(), hints = ordered_json::object();
   for (auto [vec, n] : s.sent_by_vector) sv[fmt::format("{:#04x}", vec)] = n;
   for (auto [vec, n] : s.received_by_vector) rv[fmt::format("{:#04x}", vec)] = n;
   for (auto [vec, n] : s.interrupts_taken) taken[fmt::format("{:#04x}", vec)] = n;
+  for (auto [vec, n] : s.exceptions_taken) faults[fmt::format("{:#04x}", vec)] = n;
   for (auto [hint, n] : s.mwait_hints) hints[fmt::format("{:#04x}", hint)] = n;
   v["sent_by_vector"] = sv;
   v["received_by_vector"] = rv;
   v["interrupts_taken"] = taken;
+  v["exceptions_taken"] = faults;
   put_counters(v, s, "received_while_halted", "ipis_to_nobody");
   v["wakes"] = wake;
   put_counters(v, s, "pauses", "skipped_ns");
