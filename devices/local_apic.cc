@@ -365,6 +365,10 @@ ApicWrite LocalApic::write_msr_register(uint32_t msr, uint64_t value, uint64_t n
     slot(REG_ICR_HIGH) = static_cast<uint32_t>(value >> 32);
     return {.message = send(value)};
   }
+  // An LVT's delivery status and remote IRR are read-only, not reserved:
+  // writing them changes nothing, as KVM and QEMU take it. Linux's
+  // disconnect_bsp_APIC sets both in LINT0 on the way to power-off.
+  if (is_lvt(offset)) value &= ~uint64_t{LVT_DELIVERY_STATUS | LVT_REMOTE_IRR};
   if ((value >> 32) != 0 || (value & ~static_cast<uint64_t>(reg->write_mask)) != 0) return kFault;
   return {.message = write_register(*reg, offset, static_cast<uint32_t>(value), now)};
 }

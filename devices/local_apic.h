@@ -80,6 +80,7 @@ inline constexpr uint32_t APIC_VERSION = 0x14 | (6u << 16);
 
 inline constexpr uint32_t LVT_VECTOR = 0xff;
 inline constexpr uint32_t LVT_DELIVERY_STATUS = 1u << 12;
+inline constexpr uint32_t LVT_REMOTE_IRR = 1u << 14;  // LINT0/LINT1, read-only
 inline constexpr uint32_t LVT_MASKED = 1u << 16;
 inline constexpr uint32_t LVT_TIMER_MODE = 3u << 17;
 inline constexpr uint32_t TIMER_MODE_ONE_SHOT = 0u << 17;

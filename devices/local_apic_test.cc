@@ -116,6 +116,18 @@ TEST(LocalApicTable, X2apicReservedBitsFaultAndMaskedValuesStick) {
   }
 }
 
+// Linux's disconnect_bsp_APIC writes LINT0 as ExtINT with remote IRR and
+// delivery status set (0x5700): read-only bits, ignored rather than
+// reserved, as KVM takes them. Any other stray bit still faults.
+TEST(LocalApicTable, X2apicLvtReadOnlyBitsAreIgnored) {
+  LocalApic apic = x2apic();
+  const uint32_t lint0 = msr_of(REG_LVT_LINT0);
+  ASSERT_FALSE(apic.wrmsr(lint0, 0x5700, kNow).gp);
+  EXPECT_EQ(apic.rdmsr(lint0, kNow), 0x0700u);
+  EXPECT_TRUE(apic.wrmsr(lint0, 0x5700 | (1u << 20), kNow).gp);
+  EXPECT_FALSE(apic.wrmsr(msr_of(REG_LVT_ERROR), LVT_DELIVERY_STATUS | 0xf0, kNow).gp);
+}
+
 TEST(LocalApicMmio, UnknownOffsetsReadZeroAndLogIllegalAddress) {
   LocalApic apic = xapic();
   EXPECT_EQ(rd(apic, 0x000), 0u);

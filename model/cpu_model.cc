@@ -655,6 +655,8 @@ void apply_property(CpuConfig& cfg, FlagRequests& requests, std::string_view pro
     cfg.pmu = parse_switch(key, value);
   } else if (key == "enforce") {
     cfg.enforce = parse_switch(key, value);
+  } else if (key == "kvm") {
+    cfg.kvm_signature = parse_switch(key, value);
   } else if (key == "check") {
     // QEMU warns about filtered features; topolab refuses a requested one
     // anyway, and drops the model's own ones as documented.
@@ -682,7 +684,7 @@ const FeatureFlag* find_feature_flag(std::string_view name) { return find_flag_s
 std::string_view cpu_property_help() {
   return "l3-cache=on|off, vendor=ID, level=N, xlevel=N, model-id=TEXT, family=N, model=N, stepping=N, "
          "phys-bits=32..52, host-phys-bits=off, host-cache-info=off, pmu=on|off, migratable=on|off, enforce, "
-         "check, x-force-cpuid-0x1f=on|off";
+         "check, x-force-cpuid-0x1f=on|off, kvm=on|off";
 }
 
 std::vector<DroppedFeature> dropped_features(const CpuModelDef& model) {

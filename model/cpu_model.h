@@ -158,6 +158,11 @@ struct CpuConfig {
   // QEMU's enforce: refuse the model if any feature of its definition is
   // not advertised.
   bool enforce = false;
+  // kvm=on: the hypervisor leaves say "KVMKVMKVM" with no paravirtual
+  // features, as a KVM guest with every kvm-* feature off sees them. QEMU's
+  // TCG has no KVM leaves; Linux needs the signature to run x2APIC without
+  // interrupt remapping (x2apic_available), as it does on KVM.
+  bool kvm_signature = false;
   // Features asked for that the engine cannot execute, without enforce: not
   // advertised, each with its reason, as QEMU's TCG warns "TCG doesn't
   // support requested feature" and drops it. The command prints them as

@@ -525,7 +525,10 @@ CpuidRegs CpuidModel::extA() const {
 
 CpuidRegs CpuidModel::hypervisor(uint32_t leaf) const {
   if (leaf != kHypervisorBase || !(feature(FeatureWord::Leaf1Ecx) & kLeaf1EcxHypervisor)) return {};
-  // The hypervisor signature: guests that look for one find "topolab".
+  // The hypervisor signature: guests that look for one find "topolab", or
+  // with kvm=on KVM's "KVMKVMKVM\0\0\0" (whose leaf 0x40000001 then says no
+  // paravirtual features and no hints: all zero, as it is here anyway).
+  if (cpu_.kvm_signature) return {kHypervisorMax, pack4("KVMK"), pack4("VMKV"), pack4("M\0\0\0")};
   return {kHypervisorMax, pack4("topo"), pack4("lab\0"), 0};
 }
 

@@ -169,6 +169,25 @@ INSTANTIATE_TEST_SUITE_P(IssueConfigs, HwlocLegacyDecodes,
                                          Config{"12,sockets=2,cores=3,threads=2", "Skylake-Server"}),
                          config_name);
 
+// The hypervisor leaves: topolab's own signature, or KVM's with kvm=on (no
+// paravirtual features, no hints), and nothing without the hypervisor bit.
+TEST(HypervisorLeaves, TopolabOrKvmSignature) {
+  auto signature = [](const CpuidRegs& r) {
+    std::string s;
+    for (uint32_t w : {r.ebx, r.ecx, r.edx})
+      for (int i = 0; i < 4; ++i) s.push_back(static_cast<char>(w >> (8 * i)));
+    return s;
+  };
+  CpuidRegs own = make("2", "Skylake-Server").query(0, 0x40000000, 0);
+  EXPECT_EQ(own.eax, 0x40000001u);
+  EXPECT_EQ(signature(own), std::string("topolab\0\0\0\0\0", 12));
+  CpuidModel kvm = make("2", "Skylake-Server,kvm=on");
+  EXPECT_EQ(signature(kvm.query(0, 0x40000000, 0)), std::string("KVMKVMKVM\0\0\0", 12));
+  const CpuidRegs features = kvm.query(0, 0x40000001, 0);
+  EXPECT_EQ(features.eax | features.edx, 0u);
+  EXPECT_EQ(make("2", "Skylake-Server,-hypervisor,kvm=on").query(0, 0x40000000, 0).ebx, 0u);
+}
+
 TEST(Leaf1, PowerOfTwoLogicalCountAndHtt) {
   CpuidModel m = make("12,sockets=2,cores=3,threads=2", "Skylake-Server");
   CpuidRegs r = m.query(7, 1, 0);
