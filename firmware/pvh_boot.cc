@@ -50,7 +50,8 @@ constexpr uint32_t kStartInfoAddress = 0x6000;
 constexpr uint32_t kModlistAddress = 0x6040;
 constexpr uint32_t kMemmapAddress = 0x7000;
 constexpr uint32_t kCmdlineAddress = 0x20000;
-static_assert(kStartInfoAddress + kInfoSize <= kModlistAddress && kModlistAddress + kModlistEntrySize <= kMemmapAddress);
+static_assert(kStartInfoAddress + kInfoSize <= kModlistAddress);
+static_assert(kModlistAddress + kModlistEntrySize <= kMemmapAddress);
 static_assert(kMemmapAddress + memory_map::e820_regions(0).size() * kMemmapEntrySize <= kCmdlineAddress);
 
 // Linux's COMMAND_LINE_SIZE on x86, the terminating NUL included: what
@@ -163,8 +164,8 @@ PvhBoot load_pvh(GuestRam& ram, std::span<const uint8_t> image, const std::strin
     if (filesz > memsz)
       throw ImageError(fmt::format("ELF segment {} has more file bytes ({}) than memory ({})", i, filesz, memsz));
     if (!in_file(image, offset, filesz))
-      throw ImageError(fmt::format("the ELF is truncated: segment {} [{:#x}+{:#x}] runs past the end of the {}-byte file",
-                                   i, offset, filesz, image.size()));
+      throw ImageError(fmt::format("the ELF is truncated: segment {} [{:#x}+{:#x}] runs past the end of the "
+                                   "{}-byte file", i, offset, filesz, image.size()));
     if (memsz == 0) continue;
     if (paddr < kFirstMiB || !ram.contains(paddr, memsz))
       throw ImageError(fmt::format("ELF segment {} [{:#x}, {:#x}) lies outside guest RAM above 1 MiB ({}, see -m)", i,

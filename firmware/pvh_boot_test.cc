@@ -31,7 +31,9 @@ struct FakeVmlinux {
 
   std::vector<uint8_t> notes() const {
     std::vector<uint8_t> out;
-    auto put32 = [&](uint32_t v) { out.insert(out.end(), reinterpret_cast<uint8_t*>(&v), reinterpret_cast<uint8_t*>(&v) + 4); };
+    auto put32 = [&](uint32_t v) {
+      for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+    };
     auto pad = [&] { out.resize((out.size() + 3) / 4 * 4, 0); };
     // Another Xen note first (XEN_ELFNOTE_GUEST_OS "linux"), which must be skipped.
     put32(4), put32(6), put32(6);
