@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -34,16 +35,23 @@ void check_run_limits(const MachineConfig& config) {
   if (config.quantum == 0) throw ConfigError("--quantum must be at least 1 instruction");
 }
 
-// Whether `path` starts like a bzImage (any error: no; reading it for real
-// reports the error).
-bool file_is_linux_kernel(const std::string& path) {
+// Whether `path` starts like a bzImage or is a PVH kernel, an ELF64 whose
+// note can be anywhere in it (any error: no; reading it for real reports
+// the error).
+bool file_is_linux_kernel(const std::string& path, uint64_t max_bytes) {
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error)) return false;  // a FIFO would block the open
   std::ifstream in(path, std::ios::binary);
   std::vector<uint8_t> head(0x210);
   in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
   head.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
-  return is_linux_image(head);
+  if (is_linux_image(head)) return true;
+  if (head.size() < 5 || std::memcmp(head.data(), "\x7f" "ELF\x02", 5) != 0) return false;
+  try {
+    return is_pvh_image(read_image_file(path, max_bytes));
+  } catch (const ImageError&) {
+    return false;
+  }
 }
 
 std::vector<MultibootModule> read_modules(const std::vector<std::string>& specs, uint64_t ram_bytes) {
@@ -133,7 +141,7 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
       acpi_pm_([this] { return device_now_ns(); },
                [this] { request_shutdown("the guest powered the machine off (ACPI S5 through PM1a_CNT)"); }),
       bochs_shutdown_([this] { request_shutdown("the guest powered the machine off (\"Shutdown\" to port 0x8900)"); }),
-      clock_(config.synced_clocks.value_or(file_is_linux_kernel(config.image))),
+      clock_(config.synced_clocks.value_or(file_is_linux_kernel(config.image, ram_.size()))),
       stats_(cpuid_.topology().cpus()),
       activity_(cpuid_.topology().cpus()),
       platform_{.cpuid = cpuid_, .msrs = msrs_, .cost = config_.cost, .ram = ram_, .ports = ports_,
@@ -149,17 +157,22 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
   ports_.attach(MeasurePort::kBase, MeasurePort::kPortCount, measure_port_);
   attach_platform_devices();
 
-  build_acpi_tables(ram_, cpuid_.topology());
+  const AcpiTables acpi = build_acpi_tables(ram_, cpuid_.topology());
   std::vector<uint8_t> image = read_image_file(config.image, ram_.size());
-  // As QEMU's -kernel: a setup header makes it Linux, anything else must be
-  // Multiboot.
+  // As QEMU's -kernel: a setup header makes it Linux, an ELF64 with the PVH
+  // note a PVH kernel, anything else must be Multiboot. (QEMU tries
+  // Multiboot before PVH; no image here has both.)
   std::optional<LinuxBoot> linux_boot;
+  std::optional<PvhBoot> pvh;
   std::optional<MultibootBoot> multiboot;
-  if (is_linux_image(image)) {
+  if (is_linux_image(image) || is_pvh_image(image)) {
     if (config.initrd.size() > 1) throw ImageError("a Linux kernel takes one -initrd file");
     std::vector<uint8_t> initrd;
     if (!config.initrd.empty()) initrd = read_image_file(config.initrd.front(), ram_.size());
-    linux_boot = load_linux(ram_, image, config.append, initrd);
+    if (is_linux_image(image))
+      linux_boot = load_linux(ram_, image, config.append, initrd);
+    else
+      pvh = load_pvh(ram_, image, config.append, initrd, acpi.rsdp);
   } else {
     std::vector<MultibootModule> modules = read_modules(config.initrd, ram_.size());
     // The guest sees the file name without its directories (QEMU passes the
@@ -180,6 +193,8 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
   if (linux_boot)
     cpus_[0]->vcpu()->enter_linux32(linux_boot->entry, linux_boot->boot_params, linux_boot->gdt,
                                     linux_boot->gdt_limit);
+  else if (pvh)  // PVH's entry state is Multiboot's with EBX the start_info (EAX unused)
+    cpus_[0]->vcpu()->enter_multiboot(pvh->entry, 0, pvh->start_info);
   else
     cpus_[0]->vcpu()->enter_multiboot(multiboot->entry, MultibootBoot::kBootloaderMagic, multiboot->info_address);
 }

@@ -51,6 +51,7 @@
 #include "emu/vcpu.h"
 #include "firmware/linux_boot.h"
 #include "firmware/multiboot.h"
+#include "firmware/pvh_boot.h"
 
 namespace topolab {
 
@@ -78,7 +79,8 @@ struct MachineConfig {
   // running its loop. Off: every instruction runs (and no pause-loop exits).
   bool spin_skip = true;
   // Clocks the guest reads never go back between vCPUs (emu/guest_clock.h).
-  // nullopt: synced for a Linux kernel, whose TSC sync check needs it, and
+  // nullopt: synced for a Linux kernel (a bzImage or a PVH vmlinux), whose
+  // TSC sync check needs it, and
   // per-vCPU for a Multiboot image, as the testcases' results were made.
   std::optional<bool> synced_clocks;
   // isa-debug-exit at 0xf4: always there for `topolab run`; under the QEMU

@@ -145,6 +145,8 @@ class Vcpu {
   // interrupts off, CR4 and EFER clear. No guest memory is touched: as the
   // Multiboot spec allows, GDTR is left invalid (base 0, limit 0), so the
   // guest must load its own GDT before it reloads a segment register.
+  // The PVH boot ABI (Xen's docs/misc/pvh.pandoc) asks for the same state,
+  // with EBX the hvm_start_info address and GDTR unspecified too.
   virtual void enter_multiboot(uint32_t entry, uint32_t eax, uint32_t ebx) = 0;
 
   // The state Linux's 32-bit boot protocol asks for (boot.rst, "32-bit boot

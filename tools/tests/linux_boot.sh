@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Debian's Linux 6.1 on topolab (the guest of tools/linux_guest.sh).
 #
-#   linux_boot.sh TOPOLAB OUT boot NAME   boot on 2 vCPUs, run a short perf
-#       bench sched messaging, power off; check the guest's topology files
-#       against `topolab cpuid --format linux` and its /proc/interrupts RES
-#       and CAL deltas against topolab's window (tools/linux_check.py);
-#       keep the console and report as OUT/NAME.{console,json}
+#   linux_boot.sh TOPOLAB OUT boot NAME [KERNEL]   boot on 2 vCPUs, run a
+#       short perf bench sched messaging, power off; check the guest's
+#       topology files against `topolab cpuid --format linux` and its
+#       /proc/interrupts RES and CAL deltas against topolab's window
+#       (tools/linux_check.py); keep the console and report as
+#       OUT/NAME.{console,json}. KERNEL: vmlinuz (the bzImage, the default)
+#       or vmlinux (the same kernel uncompressed, booted by PVH)
 #   linux_boot.sh TOPOLAB OUT same A B    the two boots gave the same bytes
 #   linux_boot.sh TOPOLAB OUT bad-input   one-line refusals of broken input
 #
@@ -28,6 +30,11 @@ append="console=ttyS0 panic=-1 no_timer_check topolab.bench=messaging:1:5"
 case $mode in
   boot)
     name=$4
+    case ${5:-vmlinuz} in
+      vmlinuz) ;;
+      vmlinux) kernel=$dir/vmlinux ;;
+      *) echo "usage: linux_boot.sh TOPOLAB OUT boot NAME [vmlinuz|vmlinux]" >&2; exit 2 ;;
+    esac
     # Offline with the cache complete: this only (re)builds the initramfs.
     flock "$dir/.lock" true
     "$top/tools/linux_guest.sh" >/dev/null
@@ -65,6 +72,12 @@ case $mode in
     expect_error 125 "too small for this Linux kernel" "$kernel" -m 32
     expect_error 125 "this kernel takes at most 2047" "$kernel" --append "$(printf 'x%.0s' $(seq 2100))"
     expect_error 125 "takes one -initrd file" "$kernel" --initrd "$initrd,$initrd"
+    # The same kernel by PVH.
+    "$top/tools/linux_guest.sh" >/dev/null
+    expect_error 125 "does not fit in guest RAM" "$dir/vmlinux" --initrd "$initrd" -m 96
+    expect_error 125 "outside guest RAM above 1 MiB" "$dir/vmlinux" -m 72
+    expect_error 125 "Linux takes at most 2047" "$dir/vmlinux" --append "$(printf 'x%.0s' $(seq 2100))"
+    expect_error 125 "takes one -initrd file" "$dir/vmlinux" --initrd "$initrd,$initrd"
     ;;
-  *) echo "usage: linux_boot.sh TOPOLAB OUT boot NAME | same A B | bad-input" >&2; exit 2 ;;
+  *) echo "usage: linux_boot.sh TOPOLAB OUT boot NAME [vmlinuz|vmlinux] | same A B | bad-input" >&2; exit 2 ;;
 esac
