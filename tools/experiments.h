@@ -65,7 +65,7 @@ struct ExperimentOptions {
   std::string sched_image;  // testcases/sched.elf
   // The guest: "sched" (testcases/sched.elf, the default) or "linux", Debian's
   // Linux 6.1 with tools/linux_guest.sh's initramfs from `linux_dir`
-  // (vmlinuz, initramfs.cpio), running perf bench sched itself.
+  // (vmlinux, booted by PVH, and initramfs.cpio), running perf bench sched.
   std::string guest = "sched";
   std::string linux_dir;
   std::string output_dir;   // results.json and the SVG charts; empty: none

@@ -479,7 +479,7 @@ int run_experiment(ExperimentCli& cli, const std::filesystem::path& self) {
   if (o.guest == "linux") {
     if (o.name != "l3-cache") throw ConfigError(fmt::format("--guest linux: only the l3-cache experiment runs on Linux"));
     if (o.linux_dir.empty()) o.linux_dir = (self.parent_path().parent_path() / ".deps" / "linux").string();
-    for (const char* file : {"vmlinuz", "initramfs.cpio"})
+    for (const char* file : {"vmlinux", "initramfs.cpio"})
       if (!std::filesystem::exists(std::filesystem::path(o.linux_dir) / file))
         throw ConfigError(fmt::format("--guest linux: no {}/{} (tools/linux_guest.sh fetches and builds the guest)",
                                       o.linux_dir, file));
