@@ -53,22 +53,19 @@ std::vector<ExperimentCase> with_repeats(const ExperimentOptions& o, const std::
   return out;
 }
 
-uint64_t sum_taken(const Stats& stats, uint8_t vector) {
+// One vector's count over every vCPU, from the map `counts` of VcpuStats
+// (received_by_vector, interrupts_taken).
+uint64_t sum_over_vcpus(const Stats& stats, std::map<uint8_t, uint64_t> VcpuStats::*counts, uint8_t vector) {
   uint64_t n = 0;
   for (unsigned i = 0; i < stats.vcpu_count(); ++i) {
-    auto it = stats.vcpu(i).interrupts_taken.find(vector);
-    if (it != stats.vcpu(i).interrupts_taken.end()) n += it->second;
+    const auto& by_vector = stats.vcpu(i).*counts;
+    if (auto it = by_vector.find(vector); it != by_vector.end()) n += it->second;
   }
   return n;
 }
-
+uint64_t sum_taken(const Stats& stats, uint8_t vector) { return sum_over_vcpus(stats, &VcpuStats::interrupts_taken, vector); }
 uint64_t sum_received(const Stats& stats, uint8_t vector) {
-  uint64_t n = 0;
-  for (unsigned i = 0; i < stats.vcpu_count(); ++i) {
-    auto it = stats.vcpu(i).received_by_vector.find(vector);
-    if (it != stats.vcpu(i).received_by_vector.end()) n += it->second;
-  }
-  return n;
+  return sum_over_vcpus(stats, &VcpuStats::received_by_vector, vector);
 }
 
 CaseMeasurement measure_case(const ExperimentCase& spec);
