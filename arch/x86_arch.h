@@ -40,6 +40,7 @@ constexpr uint64_t kCr0Wp = uint64_t{1} << 16;      // CR0.WP: write protect (su
 constexpr uint64_t kCr0Pg = uint64_t{1} << 31;      // CR0.PG: paging
 constexpr uint64_t kCr4Pse = uint64_t{1} << 4;      // CR4.PSE: 4-MByte pages in 32-bit paging
 constexpr uint64_t kCr4Pae = uint64_t{1} << 5;      // CR4.PAE: 64-bit paging-structure entries
+constexpr uint64_t kCr4Pce = uint64_t{1} << 8;      // CR4.PCE: RDPMC allowed at any privilege level
 constexpr uint64_t kCr4La57 = uint64_t{1} << 12;    // CR4.LA57: 5-level paging
 constexpr uint64_t kCr4Smep = uint64_t{1} << 20;    // CR4.SMEP: supervisor-mode execution prevention
 constexpr uint64_t kCr4Smap = uint64_t{1} << 21;    // CR4.SMAP: supervisor-mode access prevention

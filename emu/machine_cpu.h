@@ -227,6 +227,7 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   uint64_t read_tsc() override;
   bool msr_announced(uint32_t msr) override { return platform_.msrs.announced(msr); }
   void open_bus_access(uint64_t, unsigned, bool write) override;
+  std::optional<uint64_t> read_pmc(uint32_t ecx) override { return msr_file_.read_pmc(ecx); }
   void exception_taken(uint8_t vector) override { ++platform_.stats.vcpu(index_).exceptions_taken[vector]; }
   std::optional<int64_t> hypercall(const KvmHypercall& call) override;
   uint64_t read_cr8() override;

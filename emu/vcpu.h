@@ -42,6 +42,9 @@ class VcpuHost {
   // base...), which never reach read_msr/write_msr: false makes RDMSR and
   // WRMSR of it #GP(0).
   virtual bool msr_announced(uint32_t msr) { return true; }
+  // RDPMC's counter ECX (SDM Vol. 2 RDPMC; AMD APM RDPMC): nullopt for one
+  // the CPU does not have, which is #GP(0).
+  virtual std::optional<uint64_t> read_pmc(uint32_t ecx) { return std::nullopt; }
   // The time-stamp counter the guest sees: virtual time, never the host's.
   virtual uint64_t read_tsc() = 0;
   // A load or store at a physical address where there is no RAM and no

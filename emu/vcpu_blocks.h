@@ -47,7 +47,7 @@ inline cs_mode capstone_mode(CodeSize size) {
 // blocking (SDM 6.7.1), and PAUSEs are counted.
 // SYSCALL and SYSENTER are stopped at and emulated too: Unicorn runs them
 // as no-ops that only call a hook (emu/fast_syscall has their rules).
-enum class TrapKind : uint8_t { Rdmsr, Wrmsr, Rdtscp, Monitor, Mwait, Syscall, Sysenter, Iret, Pause, MovToCr8, MovFromCr8, MovToCr4 };
+enum class TrapKind : uint8_t { Rdmsr, Wrmsr, Rdpmc, Rdtscp, Monitor, Mwait, Syscall, Sysenter, Iret, Pause, MovToCr8, MovFromCr8, MovToCr4 };
 
 inline bool is_watched(TrapKind kind) { return kind == TrapKind::Iret || kind == TrapKind::Pause; }
 
@@ -55,6 +55,7 @@ inline std::optional<TrapKind> trap_kind(unsigned capstone_id) {
   switch (capstone_id) {
     case X86_INS_RDMSR: return TrapKind::Rdmsr;
     case X86_INS_WRMSR: return TrapKind::Wrmsr;
+    case X86_INS_RDPMC: return TrapKind::Rdpmc;  // QEMU's TCG raises #UD for it
     case X86_INS_RDTSCP: return TrapKind::Rdtscp;
     case X86_INS_MONITOR: return TrapKind::Monitor;
     case X86_INS_MWAIT: return TrapKind::Mwait;
@@ -68,12 +69,14 @@ inline std::optional<TrapKind> trap_kind(unsigned capstone_id) {
 
 // The opcode bytes each trapped instruction ends with (SDM Vol. 2).
 inline std::span<const uint8_t> trap_opcode(TrapKind kind) {
-  static constexpr uint8_t kRdmsr[] = {0x0F, 0x32}, kWrmsr[] = {0x0F, 0x30}, kRdtscp[] = {0x0F, 0x01, 0xF9},
+  static constexpr uint8_t kRdmsr[] = {0x0F, 0x32}, kWrmsr[] = {0x0F, 0x30}, kRdpmc[] = {0x0F, 0x33},
+                           kRdtscp[] = {0x0F, 0x01, 0xF9},
                            kMonitor[] = {0x0F, 0x01, 0xC8}, kMwait[] = {0x0F, 0x01, 0xC9},
                            kSyscall[] = {0x0F, 0x05}, kSysenter[] = {0x0F, 0x34};
   switch (kind) {
     case TrapKind::Rdmsr: return kRdmsr;
     case TrapKind::Wrmsr: return kWrmsr;
+    case TrapKind::Rdpmc: return kRdpmc;
     case TrapKind::Rdtscp: return kRdtscp;
     case TrapKind::Monitor: return kMonitor;
     case TrapKind::Mwait: return kMwait;

@@ -715,7 +715,7 @@ std::optional<VcpuExit> UnicornVcpu::Engine::emulate_fast_system_call(TrapKind k
   return std::nullopt;
 }
 
-// SDM Vol. 2: RDMSR, WRMSR, RDTSC, RDTSCP.
+// SDM Vol. 2: RDMSR, WRMSR, RDPMC, RDTSC, RDTSCP.
 std::optional<UnicornVcpu::Engine::TrapFault> UnicornVcpu::Engine::execute_trap(TrapKind kind, uint64_t rip) {
   const auto ecx = static_cast<uint32_t>(read_reg(UC_X86_REG_RCX));
   switch (kind) {
@@ -731,6 +731,18 @@ std::optional<UnicornVcpu::Engine::TrapFault> UnicornVcpu::Engine::execute_trap(
       if (!write_msr(ecx, value))
         return TrapFault{{.vector = x86::kGeneralProtection, .error_code = 0},
                          fmt::format("wrmsr of unknown MSR {:#x} (value {:#x})", ecx, value)};
+      return std::nullopt;
+    }
+    case TrapKind::Rdpmc: {
+      // #GP(0) outside ring 0 unless CR4.PCE, and for a counter the CPU
+      // does not have; else the counter's value, which is what the guest
+      // last wrote (topolab's counters do not count: docs/msrs.md).
+      if (current_cpl() != 0 && !(read_reg(UC_X86_REG_CR4) & x86::kCr4Pce))
+        return TrapFault{{.vector = x86::kGeneralProtection, .error_code = 0}, "rdpmc outside ring 0 without CR4.PCE"};
+      const std::optional<uint64_t> value = host.read_pmc(ecx);
+      if (!value) return TrapFault{{.vector = x86::kGeneralProtection, .error_code = 0},
+                                   fmt::format("rdpmc of counter {:#x}, which this CPU does not have", ecx)};
+      write_edx_eax(*value);
       return std::nullopt;
     }
     case TrapKind::Rdtscp: {

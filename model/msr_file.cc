@@ -277,6 +277,20 @@ std::optional<uint64_t> MsrFile::read(uint32_t msr, uint64_t virtual_tsc) const 
   return std::nullopt;
 }
 
+std::optional<uint64_t> MsrFile::read_pmc(uint32_t ecx) const {
+  constexpr uint32_t kFixedSelect = 1u << 30;
+  if (cpu_.amd) {
+    if (ecx < 4) return read(kMsrK7PerfCtr0 + ecx, 0);
+    if (ecx < kAmdCoreCounters) return read(kMsrF15hPerfCtl0 + 2 * ecx + 1, 0);
+    return std::nullopt;
+  }
+  if (ecx & kFixedSelect) {
+    const uint32_t n = ecx & ~kFixedSelect;
+    return n < kMaxFixedCounters ? read(kMsrFixedCtr0 + n, 0) : std::nullopt;
+  }
+  return ecx < kMaxGpCounters ? read(kMsrPmc0 + ecx, 0) : std::nullopt;
+}
+
 bool MsrFile::write(uint32_t msr, uint64_t value, uint64_t virtual_tsc) {
   const Slot s = locate(msr);
   switch (s.kind) {

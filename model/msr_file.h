@@ -91,6 +91,11 @@ class MsrFile {
   // RDMSR: nullopt is #GP(0) (no such MSR, or a write-only one).
   // `virtual_tsc` is the time-stamp counter before any guest write.
   std::optional<uint64_t> read(uint32_t msr, uint64_t virtual_tsc) const;
+  // RDPMC's counter ECX, as the counter MSR it reads: on Intel ECX[30]
+  // picks the fixed counters, else IA32_PMCn; on AMD 0-3 are PERF_CTR0-3
+  // (the core counters' first four) and 4-5 the core counters' others.
+  // nullopt (#GP) for a counter the CPU does not have.
+  std::optional<uint64_t> read_pmc(uint32_t ecx) const;
   // WRMSR: false is #GP(0), and nothing changed.
   bool write(uint32_t msr, uint64_t value, uint64_t virtual_tsc);
   // The TSC the guest reads (RDTSC, RDTSCP, RDMSR 0x10).

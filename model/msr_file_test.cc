@@ -344,6 +344,17 @@ TEST(MsrFile, BiosSignIdReportsTheMicrocodeRevision) {
   EXPECT_EQ(of("EPYC").read(kMsrBiosSignId, 0), 0x0100'0065u);
 }
 
+// RDPMC reads the counter MSRs: what was written, since nothing counts.
+TEST(MsrFile, RdpmcReadsTheCounterMsrs) {
+  MsrFile amd = of("EPYC");
+  ASSERT_TRUE(amd.write(kMsrK7PerfCtr0 + 2, 0xabcd, 0));
+  EXPECT_EQ(amd.read_pmc(2), 0xabcdu);
+  EXPECT_FALSE(amd.read_pmc(6).has_value());
+  MsrFile intel = of("Skylake-Server");  // leaf 0xA says no PMU under TCG
+  EXPECT_FALSE(intel.read_pmc(0).has_value());
+  EXPECT_FALSE(intel.read_pmc(1u << 30).has_value());
+}
+
 // --- MTRRs --------------------------------------------------------------------------
 
 TEST(MsrFile, MtrrsOnlyWithCpuid1Edx12) {

@@ -57,18 +57,35 @@ numbered() {
   ls "$1" 2>/dev/null | sed -n "s/^$2\([0-9][0-9]*\)\$/\1/p" | sort -n
 }
 
-# fields DIR [SKIP...]: "name=value" for every regular file of DIR, in name order.
-fields() {
-  dir=$1
-  shift
-  line=""
-  for f in "$dir"/*; do
-    [ -f "$f" ] || continue
-    name=${f##*/}
-    case " $* " in *" $name "*) continue ;; esac
-    if v=$(value "$f"); then line="$line $name=$v"; else line="$line $name=?"; fi
-  done
-  echo "$line"
+# sysfs_lines LABEL_AWK SKIP FILE...: one line per directory of the FILEs
+# ("LABEL name=value name=value ..." in the order given), all read by one
+# awk, since a fork per file costs the guest more than the whole benchmark on
+# 16 vCPUs. Each value is its contents on one line, whitespace runs as ","
+# ("|" for a domain's flags); a file that cannot be read is "name=?".
+# LABEL_AWK turns the directory into the line's label; SKIP lists names to
+# leave out (space-separated).
+sysfs_lines() {
+  label=$1 skip=$2
+  shift 2
+  awk -v skip=" $skip " '
+    function '"$label"'
+    BEGIN {
+      for (i = 1; i < ARGC; i++) {
+        f = ARGV[i]; n = split(f, part, "/"); name = part[n]
+        dir = substr(f, 1, length(f) - length(name) - 1)
+        if (index(skip, " " name " ")) continue
+        sep = name == "flags" ? "|" : ","
+        v = ""; ok = 0
+        while ((r = (getline l < f)) > 0) { ok = 1; v = v (v == "" ? "" : sep) l }
+        close(f)
+        if (r < 0 && !ok) v = "?"
+        gsub(/[ \t]+/, sep, v); gsub("[" sep "]+$", "", v)
+        if (!(dir in line)) { dirs[++ndirs] = dir; line[dir] = "" }
+        line[dir] = line[dir] " " name "=" v
+      }
+      for (d = 1; d <= ndirs; d++) print label(dirs[d]) line[dirs[d]]
+      exit
+    }' "$@"
 }
 
 mount_filesystems() {
@@ -92,15 +109,18 @@ print_topology() {
     /^apicid/ { a = $2 } /^initial apicid/ { ia = $2 } /^physical id/ { p = $2 }
     /^core id/ { c = $2 } /^siblings/ { s = $2 } /^cpu cores/ { cc = $2 }
     END { out() }' /proc/cpuinfo || error "cannot read /proc/cpuinfo"
+  # Every CPU's topology files, then its caches, in CPU order (a glob alone
+  # would put cpu10 before cpu2).
   for n in $(numbered $cpu cpu); do
     if [ -d $cpu/cpu$n/topology ]; then
-      echo "topolab-topology cpu$n$(fields $cpu/cpu$n/topology)"
+      sysfs_lines 'label(d) { return "topolab-topology cpu'$n'" }' "" $cpu/cpu$n/topology/*
     else
       echo "topolab-topology cpu$n offline"
     fi
-    for i in $(numbered $cpu/cpu$n/cache index); do
-      echo "topolab-cache cpu$n index$i$(fields $cpu/cpu$n/cache/index$i uevent)"
-    done
+    caches=""
+    for i in $(numbered $cpu/cpu$n/cache index); do caches="$caches $cpu/cpu$n/cache/index$i/*"; done
+    # shellcheck disable=SC2086 # the globs expand here
+    [ -z "$caches" ] || sysfs_lines 'label(d) { sub(/.*\//, "", d); return "topolab-cache cpu'$n' " d }' uevent $caches
   done
   for n in $(numbered /sys/devices/system/node node); do
     node=/sys/devices/system/node/node$n
@@ -128,8 +148,11 @@ print_sched_domains() {
       count=$((count + 1))
       d=$domains/cpu$n/domain$m
       span=$(echo "$spans" | awk -v c=cpu$n -v d=domain$m '$1 == c && $2 == d { print $3 }')
-      # max_newidle_lb_cost is a running average: it would differ run to run.
-      echo "topolab-sched-domain cpu$n domain$m name=$(value $d/name) flags=$(value $d/flags '|') span_map=${span:-?}$(fields $d name flags max_newidle_lb_cost)"
+      # name and flags first, then the span and the rest; max_newidle_lb_cost
+      # is a running average: it would differ run to run.
+      sysfs_lines 'label(d) { return "topolab-sched-domain cpu'$n' domain'$m'" }' "" $d/name $d/flags |
+        tr -d '\n'
+      echo " span_map=${span:-?}$(sysfs_lines 'label(d) { return "" }' "name flags max_newidle_lb_cost" $d/*)"
     done
   done
   # One CPU has none: there is nothing to balance.
