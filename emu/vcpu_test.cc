@@ -96,6 +96,10 @@ class FakeHost final : public VcpuHost {
     it->second = value;
     return true;
   }
+  std::optional<uint64_t> read_pmc(uint32_t ecx) override {
+    const auto it = pmcs.find(ecx);
+    return it == pmcs.end() ? std::nullopt : std::optional(it->second);
+  }
   void open_bus_access(uint64_t physical, unsigned size, bool write) override {
     open_bus.emplace_back(physical, size, write);
   }
@@ -127,6 +131,7 @@ class FakeHost final : public VcpuHost {
   CpuidRegs cpuid_answer;
   std::map<uint16_t, uint32_t> in_values;
   std::map<uint32_t, uint64_t> msrs;
+  std::map<uint32_t, uint64_t> pmcs;  // RDPMC's counters by ECX
   std::deque<uint64_t> tsc_values;
   std::function<void()> on_port_out;
   std::function<void()> on_read_msr;
@@ -665,6 +670,32 @@ TEST_F(VcpuTest, MovToCr4OfABitCpuidDoesNotAllowIsGeneralProtection) {
   EXPECT_EQ(exit.rip, 0x100eu);
   EXPECT_NE(exit.detail.find("mov cr4 of 0x40020"), std::string::npos) << exit.detail;
   EXPECT_EQ(cpu.state().cr4 & 0x40020, 0x20u);
+}
+
+// QEMU's TCG raises #UD at RDPMC; here the host's counter answers it, and a
+// counter the host lacks is #GP(0) at the instruction.
+TEST_F(VcpuTest, RdpmcIsAnsweredByTheHost) {
+  host.pmcs = {{2, 0x12'3456'789a}};
+  boot32({
+      0xb9, 0x02, 0x00, 0x00, 0x00,  // 1000: mov ecx, 2
+      0x0f, 0x33,                    // 1005: rdpmc
+      0xf4,                          // 1007: hlt
+  });
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(cpu.state().rax, 0x3456'789au);
+  EXPECT_EQ(cpu.state().rdx, 0x12u);
+  EXPECT_EQ(cpu.instructions(), 3u);
+}
+
+TEST_F(VcpuTest, RdpmcOfAMissingCounterIsGeneralProtectionAtTheInstruction) {
+  boot32({
+      0xb9, 0x07, 0x00, 0x00, 0x00,  // 1000: mov ecx, 7
+      0x0f, 0x33,                    // 1005: rdpmc
+      0xf4,                          // 1007: hlt
+  });
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::TripleFault);
+  EXPECT_EQ(exit.rip, 0x1005u);
+  EXPECT_NE(exit.detail.find("rdpmc of counter 0x7"), std::string::npos) << exit.detail;
 }
 
 TEST_F(VcpuTest, RdmsrOfAnUnknownMsrIsGeneralProtectionAtTheInstruction) {
