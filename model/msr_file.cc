@@ -204,6 +204,13 @@ MsrFile::Slot MsrFile::locate(uint32_t msr) const {
     const unsigned n = msr - kMsrF15hPerfCtl0;
     return {(n & 1) ? Kind::AmdPerfCtr : Kind::AmdPerfCtl, n / 2};
   }
+  // SYSCFG and NB_CFG read 0 and take writes without effect, as KVM's
+  // kvm_get_msr_common/kvm_set_msr_common do (Linux reads SYSCFG for memory
+  // encryption and sets NB_CFG's extended CF8 config on every AMD CPU).
+  if (cpu_.amd && (msr == kMsrAmdSyscfg || msr == kMsrAmdNbCfg)) return {Kind::AmdReadsZero};
+  // With SVM, the host save area's address (APM Vol. 2 15.30.4); Linux
+  // clears it on the way to reboot or power-off.
+  if (cpu_.svm && msr == kMsrVmHsavePa) return {Kind::VmHsavePa};
   return {};
 }
 
@@ -273,6 +280,8 @@ std::optional<uint64_t> MsrFile::read(uint32_t msr, uint64_t virtual_tsc) const 
     case Kind::GlobalOvfCtrl: return 0;  // a command: it reads 0, as KVM's
     case Kind::AmdPerfCtl: return amd_ctl_[s.index];
     case Kind::AmdPerfCtr: return amd_ctr_[s.index];
+    case Kind::AmdReadsZero: return 0;
+    case Kind::VmHsavePa: return vm_hsave_pa_;
   }
   return std::nullopt;
 }
@@ -402,6 +411,11 @@ bool MsrFile::write(uint32_t msr, uint64_t value, uint64_t virtual_tsc) {
     case Kind::AmdPerfCtl:
       if (value & amd_perf_ctl_reserved()) return false;
       amd_ctl_[s.index] = value;
+      return true;
+    case Kind::AmdReadsZero: return true;
+    case Kind::VmHsavePa:  // page-aligned and within MAXPHYADDR, or #GP (KVM's page_address_valid)
+      if (value & (physical_reserved() | 0xfff)) return false;
+      vm_hsave_pa_ = value;
       return true;
     case Kind::AmdPerfCtr:  // 48 bits wide; the upper bits are dropped, as KVM does
       amd_ctr_[s.index] = value & low_bits(kAmdCounterWidth);

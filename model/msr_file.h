@@ -108,7 +108,7 @@ class MsrFile {
     MtrrCap, MtrrDefType, MtrrFixed, MtrrPhysBase, MtrrPhysMask,
     McgCap, McgStatus, McgCtl, McCtl, McStatus, McAddr, McMisc,
     PerfCapabilities, Pmc, PerfEvtSel, FixedCtr, FixedCtrCtrl, GlobalStatus, GlobalCtrl, GlobalOvfCtrl,
-    AmdPerfCtl, AmdPerfCtr,
+    AmdPerfCtl, AmdPerfCtr, AmdReadsZero, VmHsavePa,
   };
   struct Slot {
     Kind kind = Kind::None;
@@ -149,6 +149,7 @@ class MsrFile {
   uint64_t global_status_ = 0;
   std::array<uint64_t, kAmdCoreCounters> amd_ctl_{};
   std::array<uint64_t, kAmdCoreCounters> amd_ctr_{};
+  uint64_t vm_hsave_pa_ = 0;
 };
 
 }  // namespace topolab

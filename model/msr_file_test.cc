@@ -355,6 +355,18 @@ TEST(MsrFile, RdpmcReadsTheCounterMsrs) {
   EXPECT_FALSE(intel.read_pmc(1u << 30).has_value());
 }
 
+// What Linux 6.1 touches on every AMD CPU, as KVM answers it.
+TEST(MsrFile, AmdSyscfgNbCfgAndHostSaveArea) {
+  MsrFile f = of("qemu64");  // AMD, with SVM
+  EXPECT_EQ(f.read(kMsrAmdSyscfg, 0), 0u);
+  EXPECT_TRUE(f.write(kMsrAmdNbCfg, uint64_t{1} << 46, 0));
+  EXPECT_EQ(f.read(kMsrAmdNbCfg, 0), 0u);
+  EXPECT_EQ(write_read(f, kMsrVmHsavePa, 0x12'3000), 0x12'3000u);
+  expect_gp(f, kMsrVmHsavePa, 0x12'3008);
+  EXPECT_FALSE(of("Skylake-Server").exists(kMsrAmdSyscfg));
+  EXPECT_FALSE(of("qemu64,-svm").exists(kMsrVmHsavePa));
+}
+
 // --- MTRRs --------------------------------------------------------------------------
 
 TEST(MsrFile, MtrrsOnlyWithCpuid1Edx12) {
