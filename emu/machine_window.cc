@@ -70,7 +70,9 @@ void Machine::on_measure_mark(MeasurePort::Mark mark) {
     window_ = MeasureWindow{.begin_ns = at, .end_ns = at, .ended_by_guest = false, .stats = Stats(0)};
     return;
   }
-  if (!window_begin_ || !window_ || window_->ended_by_guest) return;  // an end without a begin
+  // An end without a begin changes nothing; a second end moves the end
+  // (a guest that retries its closing read).
+  if (!window_begin_ || !window_) return;
   window_->end_ns = at;
   window_->ended_by_guest = true;
   window_->stats = stats_.minus(*window_begin_);

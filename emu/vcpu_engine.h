@@ -272,8 +272,12 @@ class ProtectedModeSegmentLoader {
  private:
   ProtectedModeSegmentLoader() = default;
   void map(GuestRam& ram);
-  UcHandle engine_{UC_MODE_32};
-  UcContext context_{engine_.get()};
+  // Made anew for each machine's RAM: an engine whose RAM was unmapped and
+  // another mapped kept reading the old host pages in its page walks
+  // (address_space_ldq on freed memory), which crashed the second Linux
+  // machine an experiment thread ran.
+  std::unique_ptr<UcHandle> engine_;
+  std::unique_ptr<UcContext> context_;
   uint8_t* mapped_data_ = nullptr;
   uint64_t mapped_size_ = 0;
 };

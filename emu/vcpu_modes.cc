@@ -224,19 +224,21 @@ unsigned UnicornVcpu::Engine::current_cpl() {
 // Segment loads with a privilege change (see ProtectedModeSegmentLoader).
 
 void vcpu_internal::ProtectedModeSegmentLoader::map(GuestRam& ram) {
-  if (mapped_data_ == ram.data() && mapped_size_ == ram.size()) return;
-  if (mapped_size_) check(uc_mem_unmap(engine_.get(), 0, mapped_size_), "uc_mem_unmap (segment loader)");
+  if (engine_ && mapped_data_ == ram.data() && mapped_size_ == ram.size()) return;
+  context_.reset();
+  engine_ = std::make_unique<UcHandle>(UC_MODE_32);
+  context_ = std::make_unique<UcContext>(engine_->get());
   mapped_size_ = 0;
-  check(uc_mem_map_ptr(engine_.get(), 0, ram.size(), UC_PROT_ALL, ram.data()), "uc_mem_map_ptr (segment loader)");
+  check(uc_mem_map_ptr(engine_->get(), 0, ram.size(), UC_PROT_ALL, ram.data()), "uc_mem_map_ptr (segment loader)");
   mapped_data_ = ram.data();
   mapped_size_ = ram.size();
 }
 
 std::optional<std::string> vcpu_internal::ProtectedModeSegmentLoader::load(uc_engine* uc, GuestRam& ram, uint16_t cs, uint16_t ss) {
   map(ram);
-  uc_engine* s = engine_.get();
-  context_.save_from(uc);
-  context_.restore_into(s);
+  uc_engine* s = engine_->get();
+  context_->save_from(uc);
+  context_->restore_into(s);
   uint64_t cr0 = 0;
   check(uc_reg_read(s, UC_X86_REG_CR0, &cr0), "uc_reg_read (CR0)");
   // Toggling CR0.PE also flushes the scratch engine's TLB, so the GDT is
@@ -250,8 +252,8 @@ std::optional<std::string> vcpu_internal::ProtectedModeSegmentLoader::load(uc_en
     return fmt::format("the engine cannot load CS {:#x} (an execute-only or otherwise unloadable code segment)", cs);
   if (uc_reg_write(s, UC_X86_REG_SS, &ss) != UC_ERR_OK)
     return fmt::format("the engine cannot load SS {:#x} with CS {:#x}", ss, cs);
-  context_.save_from(s);
-  context_.restore_into(uc);
+  context_->save_from(s);
+  context_->restore_into(uc);
   return std::nullopt;
 }
 
