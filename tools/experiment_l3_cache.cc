@@ -109,14 +109,18 @@ std::string l3_tables(const ExperimentOptions& o, const std::vector<CaseMeasurem
     appendf(out, "\n");
   }
   if (o.guest == "linux")
-    appendf(out, "Linux guest: RES = vector 0xFD, CAL = 0xFB + 0xFC, as the guest's handlers took them (each vCPU's\n"
-                 "counts equal its /proc/interrupts deltas, checked in every run); time = perf's benchmark window\n"
-                 "as topolab-window marks it (fork and exec of perf included); perf's own Total time is in the JSON.\n");
-  appendf(out, "RES = vector 0xFD, CAL = vector 0xFB, received in the guest's measuring window; rates are totals\n"
-               "over all runs of a case divided by their total virtual time, (spread) the lowest and highest run;\n"
-               "time = mean virtual run time; IPIs/vCPU = (RES + CAL) received per vCPU and run; %CPU = modelled\n"
-               "host CPU (100 = one CPU). The runs of a case differ only in the quantum, i.e. in how finely the\n"
-               "vCPUs interleave; the guest does the same work in each.\n");
+    appendf(out, "RES = vector 0xFD, CAL = 0xFB + 0xFC, as the guest's handlers took them in its measuring window\n"
+                 "(each vCPU's counts equal its /proc/interrupts deltas, checked in every run; the window is perf's\n"
+                 "run as topolab-window marks it, fork and exec of perf included, and perf's own Total time is in\n"
+                 "the JSON); rates are totals over all runs of a case divided by their total virtual time, (spread)\n"
+                 "the lowest and highest run; time = mean virtual run time; IPIs/vCPU = (RES + CAL) taken per vCPU\n"
+                 "and run; %CPU = modelled host CPU (100 = one CPU). The runs of a case differ only in the quantum.\n");
+  else
+    appendf(out, "RES = vector 0xFD, CAL = vector 0xFB, received in the guest's measuring window; rates are totals\n"
+                 "over all runs of a case divided by their total virtual time, (spread) the lowest and highest run;\n"
+                 "time = mean virtual run time; IPIs/vCPU = (RES + CAL) received per vCPU and run; %CPU = modelled\n"
+                 "host CPU (100 = one CPU). The runs of a case differ only in the quantum, i.e. in how finely the\n"
+                 "vCPUs interleave; the guest does the same work in each.\n");
   return fmt::to_string(out);
 }
 
