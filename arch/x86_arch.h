@@ -124,6 +124,7 @@ constexpr uint32_t kMsrK7PerfCtl0 = 0xC001'0000;      // AMD PERF_CTL0..3 (K7 le
 constexpr uint32_t kMsrK7PerfCtr0 = 0xC001'0004;      // AMD PERF_CTR0..3 (K7 legacy)
 constexpr uint32_t kMsrAmdSyscfg = 0xC001'0010;       // AMD SYSCFG
 constexpr uint32_t kMsrAmdNbCfg = 0xC001'001F;        // AMD NB_CFG
+constexpr uint32_t kMsrAmdIntPendingMsg = 0xC001'0055; // AMD K8 interrupt pending message (C1E)
 constexpr uint32_t kMsrVmHsavePa = 0xC001'0117;       // AMD VM_HSAVE_PA (SVM)
 constexpr uint32_t kMsrF15hPerfCtl0 = 0xC001'0200;    // AMD core PERF_CTLn = +2n, PERF_CTRn = +2n + 1
 // IA32_MISC_ENABLE bits (SDM Vol. 4 table 2-2).

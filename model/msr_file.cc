@@ -204,10 +204,13 @@ MsrFile::Slot MsrFile::locate(uint32_t msr) const {
     const unsigned n = msr - kMsrF15hPerfCtl0;
     return {(n & 1) ? Kind::AmdPerfCtr : Kind::AmdPerfCtl, n / 2};
   }
-  // SYSCFG and NB_CFG read 0 and take writes without effect, as KVM's
-  // kvm_get_msr_common/kvm_set_msr_common do (Linux reads SYSCFG for memory
-  // encryption and sets NB_CFG's extended CF8 config on every AMD CPU).
-  if (cpu_.amd && (msr == kMsrAmdSyscfg || msr == kMsrAmdNbCfg)) return {Kind::AmdReadsZero};
+  // SYSCFG, NB_CFG and the K8 interrupt-pending message read 0 and take
+  // writes without effect, as KVM's kvm_get_msr_common/kvm_set_msr_common
+  // do (Linux reads SYSCFG for memory encryption, sets NB_CFG's extended
+  // CF8 config on every AMD CPU, and reads 0xC0010055 for the E400 C1E bug
+  // on family 0Fh).
+  if (cpu_.amd && (msr == kMsrAmdSyscfg || msr == kMsrAmdNbCfg || msr == kMsrAmdIntPendingMsg))
+    return {Kind::AmdReadsZero};
   // With SVM, the host save area's address (APM Vol. 2 15.30.4); Linux
   // clears it on the way to reboot or power-off.
   if (cpu_.svm && msr == kMsrVmHsavePa) return {Kind::VmHsavePa};

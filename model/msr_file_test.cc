@@ -359,6 +359,7 @@ TEST(MsrFile, RdpmcReadsTheCounterMsrs) {
 TEST(MsrFile, AmdSyscfgNbCfgAndHostSaveArea) {
   MsrFile f = of("qemu64");  // AMD, with SVM
   EXPECT_EQ(f.read(kMsrAmdSyscfg, 0), 0u);
+  EXPECT_EQ(f.read(kMsrAmdIntPendingMsg, 0), 0u);
   EXPECT_TRUE(f.write(kMsrAmdNbCfg, uint64_t{1} << 46, 0));
   EXPECT_EQ(f.read(kMsrAmdNbCfg, 0), 0u);
   EXPECT_EQ(write_read(f, kMsrVmHsavePa, 0x12'3000), 0x12'3000u);
