@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up, build, and run every test (unit, integration and differential),
 # then the hardening smoke runs (docs/reliability.md): the unit tests under
-# ASan+UBSan, each fuzz harness for 30 s, and 30 mutated-image runs.
+# ASan+UBSan, each fuzz harness for 15 s, and 30 mutated-image runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/build.sh
@@ -9,5 +9,5 @@ tools/build.sh
 tools/linux_guest.sh >/dev/null
 (cd build && ctest --output-on-failure -j"$(nproc)" --timeout 600)
 tools/sanitize_units.sh
-tools/fuzz_smoke.sh 30
+tools/fuzz_smoke.sh 15
 tools/robustness.sh -n 30 --seed 1 -j "$(nproc)"
