@@ -27,7 +27,8 @@ namespace topolab {
 
 class GuestClock {
  public:
-  explicit GuestClock(bool synced) : synced_(synced) {}
+  // The machine decides once it has read the image, before any vCPU runs.
+  void set_synced(bool synced) { synced_ = synced; }
   // The time a read at the vCPU's own time `own_ns` gives.
   uint64_t read(uint64_t own_ns) {
     if (!synced_) return own_ns;
@@ -37,7 +38,7 @@ class GuestClock {
   uint64_t latest_read_ns() const { return latest_ns_; }
 
  private:
-  bool synced_;
+  bool synced_ = false;
   uint64_t latest_ns_ = 0;
 };
 

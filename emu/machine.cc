@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
 
@@ -33,25 +32,6 @@ void check_run_limits(const MachineConfig& config) {
     throw ConfigError(fmt::format("--time-limit must be between 0 and {} seconds of virtual time",
                                   MachineConfig::kMaxTimeLimitSeconds));
   if (config.quantum == 0) throw ConfigError("--quantum must be at least 1 instruction");
-}
-
-// Whether `path` starts like a bzImage or is a PVH kernel, an ELF64 whose
-// note can be anywhere in it (any error: no; reading it for real reports
-// the error).
-bool file_is_linux_kernel(const std::string& path, uint64_t max_bytes) {
-  std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) return false;  // a FIFO would block the open
-  std::ifstream in(path, std::ios::binary);
-  std::vector<uint8_t> head(0x210);
-  in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
-  if (is_linux_image(head)) return true;
-  if (head.size() < 5 || std::memcmp(head.data(), "\x7f" "ELF\x02", 5) != 0) return false;
-  try {
-    return is_pvh_image(read_image_file(path, max_bytes));
-  } catch (const ImageError&) {
-    return false;
-  }
 }
 
 std::vector<MultibootModule> read_modules(const std::vector<std::string>& specs, uint64_t ram_bytes) {
@@ -141,7 +121,6 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
       acpi_pm_([this] { return device_now_ns(); },
                [this] { request_shutdown("the guest powered the machine off (ACPI S5 through PM1a_CNT)"); }),
       bochs_shutdown_([this] { request_shutdown("the guest powered the machine off (\"Shutdown\" to port 0x8900)"); }),
-      clock_(config.synced_clocks.value_or(file_is_linux_kernel(config.image, ram_.size()))),
       stats_(cpuid_.topology().cpus()),
       activity_(cpuid_.topology().cpus()),
       platform_{.cpuid = cpuid_, .msrs = msrs_, .cost = config_.cost, .ram = ram_, .ports = ports_,
@@ -165,7 +144,10 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
   std::optional<LinuxBoot> linux_boot;
   std::optional<PvhBoot> pvh;
   std::optional<MultibootBoot> multiboot;
-  if (is_linux_image(image) || is_pvh_image(image)) {
+  const bool linux_kernel = is_linux_image(image) || is_pvh_image(image);
+  // Before any vCPU exists, so before any read of a clock.
+  clock_.set_synced(config.synced_clocks.value_or(linux_kernel));
+  if (linux_kernel) {
     if (config.initrd.size() > 1) throw ImageError("a Linux kernel takes one -initrd file");
     std::vector<uint8_t> initrd;
     if (!config.initrd.empty()) initrd = read_image_file(config.initrd.front(), ram_.size());

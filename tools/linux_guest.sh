@@ -22,7 +22,7 @@
 # archive, not the host's installed packages.
 #
 # DIR/vmlinuz links to the bzImage; DIR/vmlinux is the uncompressed kernel
-# it carries (tools/extract_vmlinux.py), which topolab boots by PVH without
+# it carries (tools/vmlinux_from_bzimage.py), which topolab boots by PVH without
 # running the kernel's XZ decompressor.
 #
 # Prints one line on stdout: `linux_guest: kernel K initramfs I`; on a cold
@@ -273,7 +273,7 @@ fi
 
 ln -sfn "pkg/$kernel_pkg/boot/vmlinuz-$release" "$dir/vmlinuz"
 # Rewritten only when the bytes would differ (the script compares them).
-python3 "$top/tools/extract_vmlinux.py" "$kernel" -o "$dir/vmlinux" || die "cannot extract vmlinux from $kernel"
+python3 "$top/tools/vmlinux_from_bzimage.py" "$kernel" -o "$dir/vmlinux" || die "cannot extract vmlinux from $kernel"
 # The image is rebuilt only when what goes in may have changed: the
 # packages are fixed once .complete is there, so the manifest, /init and
 # the writer say it all. Uncompressed: the kernel copies 36 MB faster than

@@ -18,7 +18,11 @@ only, and an output already holding those bytes is left alone (its mtime
 too). Written through a temporary file and a rename, so a run cut short
 leaves no half kernel behind.
 
-Usage: extract_vmlinux.py BZIMAGE -o VMLINUX
+topolab's own code, from the boot protocol's field descriptions: not the
+kernel's scripts/extract-vmlinux (a shell script that searches the image
+for compression magic), and no kernel code.
+
+Usage: vmlinux_from_bzimage.py BZIMAGE -o VMLINUX
 """
 import argparse
 import bz2
@@ -87,7 +91,7 @@ def main(argv=None):
         with open(args.bzimage, "rb") as f:
             vmlinux = extract(f.read())
     except (OSError, ExtractError) as e:
-        print(f"extract_vmlinux: {args.bzimage}: {e}", file=sys.stderr)
+        print(f"vmlinux_from_bzimage: {args.bzimage}: {e}", file=sys.stderr)
         return 1
     try:
         with open(args.output, "rb") as f:

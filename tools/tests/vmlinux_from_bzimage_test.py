@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Unit test of tools/extract_vmlinux.py on synthetic bzImages: a setup
+"""Unit test of tools/vmlinux_from_bzimage.py on synthetic bzImages: a setup
 header pointing at an XZ (with the kernel build's appended size) or gzip
 payload of a fake ELF64 comes back out byte for byte; the output is left
 alone when it already holds those bytes; broken images get one line.
@@ -13,7 +13,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import extract_vmlinux  # noqa: E402
+import vmlinux_from_bzimage  # noqa: E402
 
 ELF = b"\x7fELF\x02\x01\x01" + bytes(57) + b"kernel text" * 100
 
@@ -34,8 +34,8 @@ def xz(data):
 
 class ExtractVmlinux(unittest.TestCase):
     def test_xz_and_gzip_payloads(self):
-        self.assertEqual(extract_vmlinux.extract(bzimage(xz(ELF))), ELF)
-        self.assertEqual(extract_vmlinux.extract(bzimage(gzip.compress(ELF, mtime=0), setup_sects=0)), ELF)
+        self.assertEqual(vmlinux_from_bzimage.extract(bzimage(xz(ELF))), ELF)
+        self.assertEqual(vmlinux_from_bzimage.extract(bzimage(gzip.compress(ELF, mtime=0), setup_sects=0)), ELF)
 
     def test_refusals(self):
         cases = [
@@ -47,8 +47,8 @@ class ExtractVmlinux(unittest.TestCase):
             (bzimage(b"\xfd7zXZ\x00" + bytes(30)), "does not decompress"),
         ]
         for image, words in cases:
-            with self.assertRaises(extract_vmlinux.ExtractError) as e:
-                extract_vmlinux.extract(image)
+            with self.assertRaises(vmlinux_from_bzimage.ExtractError) as e:
+                vmlinux_from_bzimage.extract(image)
             self.assertIn(words, str(e.exception))
             self.assertNotIn("\n", str(e.exception))
 
@@ -57,11 +57,11 @@ class ExtractVmlinux(unittest.TestCase):
             src, out = os.path.join(d, "vmlinuz"), os.path.join(d, "vmlinux")
             with open(src, "wb") as f:
                 f.write(bzimage(xz(ELF)))
-            self.assertEqual(extract_vmlinux.main([src, "-o", out]), 0)
+            self.assertEqual(vmlinux_from_bzimage.main([src, "-o", out]), 0)
             with open(out, "rb") as f:
                 self.assertEqual(f.read(), ELF)
             os.utime(out, (1, 1))
-            self.assertEqual(extract_vmlinux.main([src, "-o", out]), 0)
+            self.assertEqual(vmlinux_from_bzimage.main([src, "-o", out]), 0)
             self.assertEqual(os.stat(out).st_mtime, 1)
             self.assertEqual(sorted(os.listdir(d)), ["vmlinux", "vmlinuz"])
 
