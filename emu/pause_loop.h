@@ -84,6 +84,9 @@ class PauseLoopDetector {
     forget();
   }
   bool enabled() const { return ple_.has_value(); }
+  // A spin may be under way: every block until the next PAUSE must be shown
+  // to the detector (forget() for an impure one).
+  bool watching() const { return state_ != State::Idle; }
 
   // Something observable happened (a store, I/O, an exit, an injected
   // event, INIT): no spin goes on across it.

@@ -45,6 +45,12 @@ UnicornVcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, Engin
     // that QEMU's double-fault check then counts as in flight
     // (docs/unicorn.md; the exceptions testcases raise #GP after #GP).
     check(uc_ctl_exits_enable(uc), "uc_ctl_exits_enable");
+    // The engine counts instructions in its generated code (topolab's
+    // patches: docs/unicorn.md), shows each new block to on_translate, and
+    // calls the block hook only while update_block_hook switches it on.
+    check(uc_topolab_budget_enable(uc), "uc_topolab_budget_enable");
+    uc_topolab_set_translate_hook(uc, on_translate, this);
+    uc_topolab_set_block_hook(uc, false);
     uc_hook h;
     check(uc_hook_add(uc, &h, UC_HOOK_BLOCK, reinterpret_cast<void*>(on_block), this, 1, 0), "block hook");
     check(uc_hook_add(uc, &h, UC_HOOK_INSN, reinterpret_cast<void*>(on_cpuid), this, 1, 0, UC_X86_INS_CPUID),
@@ -157,7 +163,9 @@ std::optional<std::pair<size_t, size_t>> vcpu_probe_offsets_for_tests() {
 std::string engine_version() {
   unsigned major = 0, minor = 0;
   unsigned combined = uc_version(&major, &minor);
-  return fmt::format("{}.{}.{}", major, minor, (combined >> 8) & 0xFF);
+  const unsigned patches = TOPOLAB_UNICORN_PATCH_COUNT;
+  return fmt::format("{}.{}.{} + {} topolab patch{}{}", major, minor, (combined >> 8) & 0xFF, patches,
+                     patches == 1 ? "" : "es", patches ? fmt::format(" ({})", TOPOLAB_UNICORN_PATCH_NAMES) : "");
 }
 
 UnicornVcpu::UnicornVcpu(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu engine_cpu)
@@ -196,7 +204,10 @@ Injection UnicornVcpu::inject_nmi() {
 bool UnicornVcpu::nmi_blocked() const { return engine_->nmi_blocked; }
 bool UnicornVcpu::in_interrupt_shadow() const { return engine_->shadow; }
 
-void UnicornVcpu::stop_when_interruptible(bool on) { engine_->watch_interrupt_window = on; }
+void UnicornVcpu::stop_when_interruptible(bool on) {
+  engine_->watch_interrupt_window = on;
+  engine_->update_block_hook();
+}
 
 Injection UnicornVcpu::inject_exception(uint8_t vector, std::optional<uint32_t> error_code) {
   x86::Event event{.kind = x86::EventKind::kHardwareException, .vector = vector, .error_code = error_code.value_or(0)};
@@ -211,14 +222,20 @@ void UnicornVcpu::map_mmio(uint64_t base, uint64_t size, MmioHandler& handler) {
 
 void UnicornVcpu::unmap_mmio(uint64_t base, uint64_t size) { engine_->unmap_mmio(base, size); }
 
-void UnicornVcpu::request_stop() { engine_->stop_requested = true; }
+// Taken at the next block start by the block hook, which this switches on.
+void UnicornVcpu::request_stop() {
+  engine_->stop_requested = true;
+  engine_->update_block_hook();
+}
 
 void UnicornVcpu::retire_emulated_instruction() { engine_->retire_emulated_instruction(); }
 
 uint64_t UnicornVcpu::pauses() const { return engine_->pauses_retired; }
 void UnicornVcpu::set_pause_loop_exiting(std::optional<PauseLoopExiting> ple) { engine_->pause_loop.configure(ple); }
 
-uint64_t UnicornVcpu::instructions() const { return engine_->retired + engine_->in_flight; }
+uint64_t UnicornVcpu::instructions() const {
+  return engine_->running ? engine_->retired_mid_block() : engine_->retired;
+}
 
 void UnicornVcpu::set_trace(std::FILE* out) { engine_->set_trace(out); }
 

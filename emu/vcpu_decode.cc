@@ -5,92 +5,113 @@
 namespace topolab {
 
 // ---------------------------------------------------------------------------
-// The block hook: the hot path, once per executed block.
+// New blocks and the block hook.
 
-// The fast path (a known block, within budget) only adds, compares and
-// stores; everything that can throw or stop is behind it.
+// Each block the engine translates, before it runs: decoded once, and its
+// trap sites hooked. A hook added now would not be in this translation, so
+// the run stops in front of the block, which run_until_stop translates anew.
+void UnicornVcpu::Engine::on_translate(uc_engine*, uint64_t pc, uint32_t size, uint32_t count, void* user) {
+  auto& e = *static_cast<Engine*>(user);
+  e.guarded([&] {
+    if (e.blocks.find(pc, size)) return;
+    const DecodedBlock& block = e.decode_new_block(pc, size, count);
+    if (e.hook_trap_sites(block) | e.hook_counted_loop(block)) {
+      e.retranslate = {block.start, block.end()};
+      e.stop_at_block(StopCause::Retranslate);
+    }
+  });
+}
+
+const DecodedBlock* UnicornVcpu::Engine::decoded(const EnteredBlock& b) {
+  if (!b.any) return nullptr;
+  if (const DecodedBlock* block = blocks.find(b.start, b.size)) return block;
+  return &decode_new_block(b.start, b.size, b.count);
+}
+
+// Called only while switched on (needs_block_hook): the engine counts, and
+// this sees every block for what the budget cannot know. A stop from here
+// is exact: the block is not entered, and PC is its start.
 void UnicornVcpu::Engine::on_block(uc_engine*, uint64_t address, uint32_t size, void* user) {
   auto& e = *static_cast<Engine*>(user);
-  e.retire_previous_block(address);
-  // The previous block ran to its end; without one (the first block of this
-  // uc_emu_start) the shadow is what the last stop left.
-  e.entering_shadowed = e.current ? e.current->ends_with_interrupt_shadow : e.shadow;
-  const DecodedBlock* guess = e.current ? e.current->next : nullptr;
-  const DecodedBlock* block =
-      guess && guess->start == address && guess->size == size ? guess : e.blocks.find(address, size);
-  if (e.current && block) e.current->next = block;
-  if (block && !e.must_stop_before(*block)) [[likely]]
-    return e.begin_block(*block);
-  const bool shadowed = e.entering_shadowed;
-  e.forget_current_block();
-  e.enter_block_slowly(address, size, block, shadowed);
-}
-
-void UnicornVcpu::Engine::enter_block_slowly(uint64_t address, uint32_t size, const DecodedBlock* block, bool shadowed) {
-  guarded([&] {
-    if (!block) {
-      block = &decode_new_block(address, size);
-      // This block was translated before its trap sites were hooked.
-      if (hook_trap_sites(*block)) return stop_at_block(StopCause::Retranslate, address, shadowed);
-    }
-    if (stop_requested) return stop_at_block(StopCause::StopRequested, address, shadowed);
-    if (must_stop_before(*block)) return stop_at_block(StopCause::QuantumEnd, address, shadowed);
-    begin_block(*block);
+  // A counted loop's block calls this hook too, switched on or not.
+  if (!e.needs_block_hook()) return;
+  e.guarded([&] {
+    if (e.stop_requested) return e.stop_at_block(StopCause::StopRequested);
+    // The block that ran before this one, in this uc_emu_start; without one,
+    // the shadow is what the last stop left.
+    const EnteredBlock before = e.entered();
+    const DecodedBlock* previous = e.decoded(before);
+    const bool shadowed = previous ? previous->ends_with_interrupt_shadow : e.shadow;
+    const bool first = e.first_block_of_run && !before.any;
+    if (e.watch_interrupt_window && !first && e.interrupt_window_opened(shadowed))
+      return e.stop_at_block(StopCause::QuantumEnd);
+    const DecodedBlock* block = e.blocks.find(address, size);
+    if (!block || block->has_side_effects) e.pause_loop.forget();
+    e.update_block_hook();
   });
 }
 
-// The trace shows every turn, and a held interrupt must be able to stop the
-// run at any turn's block boundary (watch_interrupt_window): then no skip.
-// A 32-bit counter is written back zero-extended, as the turns' DEC/SUB
-// would have left it.
+// A counted loop's own block hook (hook_counted_loop), after on_block.
+void UnicornVcpu::Engine::on_counted_loop(uc_engine*, uint64_t address, uint32_t size, void* user) {
+  auto& e = *static_cast<Engine*>(user);
+  if (e.stop_cause != StopCause::None || e.trace_out || e.watch_interrupt_window) return;
+  e.guarded([&] {
+    if (const DecodedBlock* block = e.blocks.find(address, size); block && block->counted_loop)
+      e.skip_counted_turns(*block);
+  });
+}
+
+// A counted loop (vcpu_blocks.h CountedLoop) about to run: runs all the
+// turns this run's budget holds but the last by arithmetic, exactly as
+// many as would run and no more, so the run stops where it would have (a
+// turn that would overrun the budget does not start, except the first
+// block of a run, which is this turn if any). The trace shows every turn,
+// and a held interrupt must be able to stop the run at any turn's block
+// boundary (watch_interrupt_window): then no skip. A 32-bit counter is
+// written back zero-extended, as the turns' DEC/SUB would have left it.
 void UnicornVcpu::Engine::skip_counted_turns(const DecodedBlock& block) {
-  if (trace_out || watch_interrupt_window) return;
-  guarded([&] {
-    const CountedLoop& loop = *block.counted_loop;
-    const uint64_t value = read_capstone_reg(loop.counter);
-    const uint64_t room = budget_end > retired ? (budget_end - retired) / block.count : 0;
-    const uint64_t turns = std::min(loop.turns(value), std::max<uint64_t>(room, 1));
-    if (turns < 2) return;
-    const uint64_t skipped = turns - 1;
-    const uint64_t mask = loop.width == 8 ? ~uint64_t{0} : 0xFFFF'FFFF;
-    write_capstone_reg(loop.counter, (value - skipped) & mask);
-    retired += skipped * block.count;
-    pauses_retired += skipped * loop.pauses;
-  });
+  const CountedLoop& loop = *block.counted_loop;
+  const uint64_t value = read_capstone_reg(loop.counter);
+  const uint64_t now = retired + uc_topolab_retired(uc);
+  const uint64_t room = budget_end > now ? (budget_end - now) / block.count : 0;
+  const uint64_t turns = std::min(loop.turns(value), std::max<uint64_t>(room, 1));
+  if (turns < 2) return;
+  const uint64_t skipped = turns - 1;
+  const uint64_t mask = loop.width == 8 ? ~uint64_t{0} : 0xFFFF'FFFF;
+  write_capstone_reg(loop.counter, (value - skipped) & mask);
+  uc_topolab_charge(uc, skipped * block.count);
+  pauses_retired += skipped * loop.pauses;
 }
 
-// A stop requested from the block hook is exact: the block does not run
-// (the notes, "the stop trap"). RIP is its start, except after code hooks
-// (the trace) ran in the block before: Unicorn then leaves RIP at the last
-// instruction a code hook saw. So run() puts RIP back to the block start
-// (writing RIP here, in the hook, would cancel the stop).
-void UnicornVcpu::Engine::stop_at_block(StopCause cause, uint64_t address, bool shadowed) {
+void UnicornVcpu::Engine::stop_at_block(StopCause cause) {
   stop_cause = cause;
-  stopped_block = address;
-  stopped_block_shadowed = shadowed;
   uc_emu_stop(uc);
 }
 
-// Ends the accounting of the current block at `rip`, after a stop inside it.
+// The engine charged each block it entered in full; a stop inside one gives
+// back the instructions from `rip` on (Unicorn's code hooks, exceptions and
+// HLT stop there, with RIP exact).
 void UnicornVcpu::Engine::settle_at(uint64_t rip) {
-  if (current) retired += current->instructions_before(rip);
-  forget_current_block();
+  if (settled) return;
+  settled = true;
+  const uint64_t charged = uc_topolab_retired(uc);
+  current = uc_topolab_stopped_at_block_start(uc) ? nullptr : decoded(entered());
+  retired += current ? charged - current->count + current->instructions_before(rip) : charged;
 }
 
 // Capstone must decode in the mode the block was translated in. CR0 and EFER
 // give it, except during a mode switch (16-bit protected mode right after
 // CR0.PE is set, compatibility mode right after CR0.PG): then the
 // instruction count of Unicorn's own translation picks the right mode.
-const DecodedBlock& UnicornVcpu::Engine::decode_new_block(uint64_t address, uint32_t size) {
+const DecodedBlock& UnicornVcpu::Engine::decode_new_block(uint64_t address, uint32_t size, uint32_t count) {
   // The engine has just translated the block, so its pages are mapped.
   const std::optional<std::vector<uint8_t>> bytes = peek_linear(address, size);
   if (!bytes) throw std::runtime_error(fmt::format("cpu{}: the block at {:#x} is on an unmapped page", index, address));
   const std::span<const uint8_t> code = *bytes;
   const CodeSize guess = code_size_from_registers();
   DecodedBlock block = disassembler.decode_block(code, address, guess);
-  const std::optional<uint16_t> translated = translated_instruction_count(address, size);
-  const auto matches = [&](const DecodedBlock& b) { return b.fully_decoded && b.count == *translated; };
-  if (translated && !matches(block)) {
+  const auto matches = [&](const DecodedBlock& b) { return b.fully_decoded && b.count == count; };
+  if (!matches(block)) {
     for (CodeSize other : kCodeSizes) {
       if (other == guess) continue;
       DecodedBlock retry = disassembler.decode_block(code, address, other);
@@ -101,15 +122,6 @@ const DecodedBlock& UnicornVcpu::Engine::decode_new_block(uint64_t address, uint
     }
   }
   return blocks.insert(std::move(block));
-}
-
-// The block being executed is in Unicorn's translation cache under the
-// current CPU state, so this finds it rather than translating anew.
-std::optional<uint16_t> UnicornVcpu::Engine::translated_instruction_count(uint64_t address, uint32_t size) {
-  uc_tb tb{};
-  if (uc_ctl_request_cache(uc, address, &tb) != UC_ERR_OK || tb.pc != address || tb.size != size)
-    return std::nullopt;
-  return tb.icount;
 }
 
 CodeSize UnicornVcpu::Engine::code_size_from_registers() {
@@ -129,8 +141,9 @@ void UnicornVcpu::Engine::remove_cache(uint64_t begin, uint64_t end) {
 
 // UC_HOOK_INSN refuses RDMSR, WRMSR and RDTSC(P) (the notes), so each site
 // gets a one-instruction UC_HOOK_CODE. Returns whether any hook was added,
-// in which case the block's old translation is dropped so the next one
-// calls the hook (a hook added after translation is not seen otherwise).
+// in which case the block's translation must be dropped (by the caller,
+// once the engine has returned) so that the next one calls the hook: a hook
+// added after translation is not seen otherwise.
 bool UnicornVcpu::Engine::hook_trap_sites(const DecodedBlock& block) {
   bool added = false;
   for (const TrapSite& site : block.traps) {
@@ -143,8 +156,21 @@ bool UnicornVcpu::Engine::hook_trap_sites(const DecodedBlock& block) {
     trap_hooks.emplace(site.address, HookedTrap{site.kind, site.length, hook, site.gpr});
     added = true;
   }
-  if (added) remove_cache(block.start, block.end());
   return added;
+}
+
+// A counted loop's block gets a block hook of its own, which the engine
+// calls whether the block hook is switched on or not (its turns are skipped
+// by arithmetic, as the old per-block hook did for every block). Returns
+// whether one was added: then the block must be translated anew.
+bool UnicornVcpu::Engine::hook_counted_loop(const DecodedBlock& block) {
+  if (!block.counted_loop || counted_loop_hooks.contains(block.start)) return false;
+  uc_hook hook;
+  check(uc_hook_add(uc, &hook, UC_HOOK_BLOCK, reinterpret_cast<void*>(on_counted_loop), this, block.start,
+                    block.start),
+        "counted loop hook");
+  counted_loop_hooks.emplace(block.start, hook);
+  return true;
 }
 
 void UnicornVcpu::Engine::set_trace(std::FILE* out) {
@@ -165,7 +191,7 @@ void UnicornVcpu::Engine::set_trace(std::FILE* out) {
 void UnicornVcpu::Engine::flush_translations() {
   invalidate_translated_code();
   remove_trap_hooks();
-  forget_current_block();
+  current = nullptr;
   blocks.clear();
 }
 
@@ -196,6 +222,8 @@ void UnicornVcpu::Engine::invalidate_translated_code() {
 void UnicornVcpu::Engine::remove_trap_hooks() {
   for (const auto& [address, trap] : trap_hooks) check(uc_hook_del(uc, trap.hook), "uc_hook_del (trap site)");
   trap_hooks.clear();
+  for (const auto& [address, hook] : counted_loop_hooks) check(uc_hook_del(uc, hook), "uc_hook_del (counted loop)");
+  counted_loop_hooks.clear();
 }
 
 

@@ -18,13 +18,21 @@
 //   converted with code_base() at every stop.
 //
 // How run() works
+// - The engine is topolab's own build of Unicorn 2.1.3 (docs/unicorn.md,
+//   emu/unicorn/0001-instruction-budget.patch): it counts instructions in
+//   its generated code. run() hands it the budget (uc_topolab_set_budget);
+//   each block pays its instruction count on entry, and the run stops,
+//   exactly, in front of a block the budget cannot pay for (except the first
+//   block of a run, which always runs).
 // - The engine runs with an empty set of exit addresses (uc_ctl_exits_enable,
-//   so uc_emu_start's `until` is ignored) and never a `count` (it runs ~7x
-//   slower and flushes all code when it changes). So Unicorn returns OK only
-//   when we stopped it, at HLT, or for a debug exception (exit_for_halt).
-// - A UC_HOOK_BLOCK callback counts instructions: each new translated block
-//   is decoded once with Capstone and cached by start address. The hook
-//   stops the run, exactly, before a block that would overrun the budget.
+//   so uc_emu_start's `until` is ignored) and never a `count`. So Unicorn
+//   returns OK only when we stopped it, for the budget, at HLT, or for a
+//   debug exception (exit_for_halt).
+// - Each new block is decoded once with Capstone when the engine translates
+//   it (on_translate), and its trap sites hooked. The block hook (on_block)
+//   is switched on only while something must see every block: a stop
+//   request, a held interrupt's window, a spin the PLE detector watches.
+//   A counted loop's block has a hook of its own (on_counted_loop).
 // - IN/OUT, CPUID, RDTSC and RDTSCP reach VcpuHost from Unicorn's
 //   instruction hooks. RDMSR, WRMSR, MONITOR, MWAIT, SYSCALL and SYSENTER,
 //   which Unicorn cannot hook (or runs wrongly), get a one-instruction
@@ -36,10 +44,12 @@
 //
 // Counting
 //   instructions() = instructions retired before the one executing now.
-//   `retired` holds the count up to the start of the current block and
-//   `pending` the current block's size in instructions; the next block hook
-//   adds it. An exit in the middle of a block adds only the instructions
-//   before RIP, found in the block's decoded offsets.
+//   `retired` holds the count up to the start of the current uc_emu_start;
+//   the engine's own count (uc_topolab_retired) charges each block in full
+//   when it enters it. A stop inside a block (an exception, HLT, a trap
+//   site) gives back the block's instructions from RIP on (settle_at); a
+//   callback in the middle of a block sees the count at its block's start
+//   plus its instruction's index, which the engine records.
 //
 // MONITOR/MWAIT
 //   Trap sites on every engine model, so run() returns Reason::Monitor
@@ -324,6 +334,8 @@ struct UnicornVcpu::Engine {
 
   // --- Unicorn callbacks; user_data is the Engine ---
   static void on_block(uc_engine*, uint64_t address, uint32_t size, void* user);
+  static void on_translate(uc_engine*, uint64_t pc, uint32_t size, uint32_t count, void* user);
+  static void on_counted_loop(uc_engine*, uint64_t address, uint32_t size, void* user);
   static void on_trap_site(uc_engine*, uint64_t address, uint32_t size, void* user);
   static void on_trace(uc_engine*, uint64_t address, uint32_t size, void* user);
   static int on_cpuid(uc_engine*, void* user);
@@ -347,59 +359,53 @@ struct UnicornVcpu::Engine {
     }
   }
 
-  // --- the block hook and counting ---
-  // The previous block ran to its end. Its fields stay until begin_block
-  // or forget_current_block overwrites them.
-  void retire_previous_block(uint64_t next_address) {
-    retired += pending;
-    // QEMU runs each iteration of a REP string instruction as a block that
-    // jumps back to the instruction: another iteration is not another
-    // instruction, so it stays unretired until the loop leaves it.
-    if (next_address == rep_restart_address) [[unlikely]]
-      --retired;
+  // --- counting (the engine's budget) and the block hook ---
+  // The block the engine last entered in this uc_emu_start, as it recorded
+  // it (uc_topolab_block).
+  struct EnteredBlock {
+    bool any = false;
+    uint64_t start = 0;
+    uint32_t size = 0;
+    uint32_t count = 0;
+    bool shadowed = false;  // it began in an interrupt shadow
+  };
+  EnteredBlock entered() const {
+    EnteredBlock b;
+    b.any = uc_topolab_block(uc, &b.start, &b.size, &b.count, &b.shadowed);
+    return b;
   }
-  void forget_current_block() {
-    pending = 0;
-    current = nullptr;
-    rep_restart_address = kNoAddress;
+  // Its decoded form (decoded when it was translated, or now).
+  const DecodedBlock* decoded(const EnteredBlock& b);
+  // Instructions retired before the instruction running now, during a
+  // callback in the middle of a block: the engine charged the block whole
+  // when it entered it; `in_flight` is the calling instruction's index.
+  uint64_t retired_mid_block() const {
+    return retired + uc_topolab_retired(uc) - entered().count + in_flight;
   }
-  bool must_stop_before(const DecodedBlock& block) const {
-    return stop_requested || (retired + block.count > budget_end && !first_block_of_run) ||
-           (watch_interrupt_window && !first_block_of_run && interrupt_window_opened());
+  // The block hook is called only while something needs every block seen:
+  // a stop request, a held interrupt's window, or a spin being watched.
+  bool needs_block_hook() const {
+    return stop_requested || watch_interrupt_window || (pause_loop.enabled() && pause_loop.watching());
   }
+  void update_block_hook() { uc_topolab_set_block_hook(uc, needs_block_hook()); }
   // Only while the machine holds an interrupt the vCPU could not take when
   // the run began: one EFLAGS read per block then, none otherwise.
-  bool interrupt_window_opened() const {
+  bool interrupt_window_opened(bool entering_shadowed) const {
     if (entering_shadowed) return false;
     uint64_t rflags = 0;
     uc_reg_read(uc, UC_X86_REG_EFLAGS, &rflags);
     return rflags & x86::kFlagIf;
   }
-  void begin_block(const DecodedBlock& block) {
-    if (block.has_side_effects) pause_loop.forget();
-    first_block_of_run = false;
-    current = &block;
-    pending = block.count;
-    host_call_cursor = 0;
-    rep_restart_address = block.rep_string_tail;
-    if (block.counted_loop) [[unlikely]]
-      skip_counted_turns(block);
-  }
-  // A counted loop (vcpu_blocks.h CountedLoop) about to run: runs all the
-  // turns this run's budget holds but the last by arithmetic, exactly as
-  // many as would run and no more, so the run stops where it would have
-  // (a turn that would overrun the budget does not start, except the
-  // first block of a run, which is this turn if any).
-  [[gnu::noinline]] void skip_counted_turns(const DecodedBlock& block);
-  // Out of line, so that the fast path keeps its locals in registers.
-  [[gnu::noinline]] void enter_block_slowly(uint64_t address, uint32_t size, const DecodedBlock* block,
-                                            bool shadowed);
-  void stop_at_block(StopCause cause, uint64_t address, bool shadowed);
+  void stop_at_block(StopCause cause);
+  void skip_counted_turns(const DecodedBlock& block);
+  // After a uc_emu_start: adds what it retired, up to `rip` (linear) when it
+  // stopped inside a block. Once per uc_emu_start.
   void settle_at(uint64_t rip);
-  const DecodedBlock& decode_new_block(uint64_t address, uint32_t size);
-  std::optional<uint16_t> translated_instruction_count(uint64_t address, uint32_t size);
+  const DecodedBlock& decode_new_block(uint64_t address, uint32_t size, uint32_t count);
   CodeSize code_size_from_registers();
   bool hook_trap_sites(const DecodedBlock& block);
+  bool hook_counted_loop(const DecodedBlock& block);
+  std::unordered_map<uint64_t, uc_hook> counted_loop_hooks;  // by block start
   void remove_cache(uint64_t begin, uint64_t end);
   // The engine may hold an exception "in flight" (an exception it raised, or
   // a fault inside uc_ctl_remove_cache) that QEMU's double-fault check
@@ -540,8 +546,9 @@ struct UnicornVcpu::Engine {
   std::FILE* trace_out = nullptr;
 
   // Counting (see the file comment).
-  uint64_t retired = 0;
-  uint64_t pending = 0;
+  uint64_t retired = 0;         // up to the start of the current uc_emu_start
+  bool settled = true;          // retired includes the last uc_emu_start
+  bool running = false;         // inside uc_emu_start
   uint64_t pauses_retired = 0;  // counted by the PAUSE sites' hooks
   PauseLoopDetector pause_loop;
   SpinRegisters spin_snapshot;  // at the PAUSE that filled the window
@@ -551,15 +558,13 @@ struct UnicornVcpu::Engine {
   } spin_exit;  // the pause-loop exit the hook stopped for
   uint64_t in_flight = 0;  // during a mid-block host call: its index in the block
   uint64_t budget_end = 0;
+  // The block that ran last, after a stop inside it (nullptr after a stop
+  // in front of a block).
   const DecodedBlock* current = nullptr;
-  uint64_t rep_restart_address = kNoAddress;  // a REP string instruction ends `current`
-  size_t host_call_cursor = 0;
-  bool first_block_of_run = false;
+  bool first_block_of_run = false;  // no block has run since run() began
   bool stop_requested = false;
   bool nmi_blocked = false;  // from an injected NMI to the next IRET
   bool watch_interrupt_window = false;
-  // The block being entered runs in an interrupt shadow (set by on_block).
-  bool entering_shadowed = false;
 
   // The instruction at RIP is in an STI / MOV SS / POP SS shadow.
   bool shadow = false;
@@ -575,8 +580,9 @@ struct UnicornVcpu::Engine {
 
   // What the callbacks saw during the last uc_emu_start.
   StopCause stop_cause = StopCause::None;
-  uint64_t stopped_block = 0;
-  bool stopped_block_shadowed = false;
+  struct {
+    uint64_t start = 0, end = 0;
+  } retranslate;  // the block on_translate hooked new trap sites in
   uint64_t trap_address = 0;
   bool tsc_aux_known = false, tsc_aux_present = false;
   struct {

@@ -17,13 +17,11 @@ constexpr std::array<int, 16> kCr8Gprs = {UC_X86_REG_RAX, UC_X86_REG_RCX, UC_X86
 // ---------------------------------------------------------------------------
 // Callbacks in the middle of a block.
 
-// Unicorn does not update RIP before IN/OUT hooks, so the calling
-// instruction is found by order instead: a block is straight-line code,
-// and its host calls arrive in the order of its IN/OUT/CPUID instructions.
+// Unicorn does not update RIP before IN/OUT hooks; the engine records the
+// calling instruction's index in its block instead (uc_topolab_insn_index).
 template <typename Call>
 auto UnicornVcpu::Engine::call_host_mid_block(Call&& call) {
-  if (current && !current->host_calls.empty())
-    in_flight = current->host_calls[std::min(host_call_cursor++, current->host_calls.size() - 1)];
+  in_flight = uc_topolab_insn_index(uc);
   struct ClearInFlight {
     uint64_t& in_flight;
     ~ClearInFlight() { in_flight = 0; }
@@ -91,8 +89,9 @@ void UnicornVcpu::Engine::on_trap_site(uc_engine*, uint64_t address, uint32_t, v
   if (it != e.trap_hooks.end() && it->second.kind == TrapKind::Pause) return e.guarded([&] { e.at_pause(address); });
   if (it != e.trap_hooks.end() && it->second.kind == TrapKind::Iret) {
     e.nmi_blocked = false;  // this IRET runs on; NMIs are taken again after it
-    // IRET ends its block: the stop comes right after it, where a held NMI
-    // or interrupt may now be taken.
+    // IRET ends its block: the stop comes right after it (the block hook is
+    // on while the window is watched), where a held NMI or interrupt may now
+    // be taken.
     if (e.watch_interrupt_window) e.stop_requested = true;
     return;
   }
@@ -124,7 +123,8 @@ void UnicornVcpu::Engine::at_cr4(const HookedTrap& trap, uint64_t address) {
                                                       : x86::cr4_settable_bits(leaf1.ecx, leaf1.edx, leaf7.ebx, leaf7.ecx);
     }
     uint64_t value = read_reg(kCr8Gprs[trap.gpr]);
-    if (!current || current->code_size != CodeSize::Bits64) value = static_cast<uint32_t>(value);
+    const DecodedBlock* block = decoded(entered());
+    if (!block || block->code_size != CodeSize::Bits64) value = static_cast<uint32_t>(value);
     if (value & ~*cr4_settable) stop_at_trap_site(address);
   });
 }
@@ -147,7 +147,9 @@ void UnicornVcpu::Engine::at_cr8(const HookedTrap& trap, uint64_t address) {
 
 void UnicornVcpu::Engine::at_pause(uint64_t address) {
   if (pause_loop.enabled()) {
-    const uint64_t before = retired + (current ? current->instructions_before(address) : 0);
+    in_flight = uc_topolab_insn_index(uc);
+    const uint64_t before = retired_mid_block();
+    in_flight = 0;
     switch (pause_loop.on_pause(address, before)) {
       case PauseLoopDetector::Action::Run: break;
       case PauseLoopDetector::Action::Snapshot: spin_snapshot = read_spin_registers(); break;
@@ -167,6 +169,7 @@ void UnicornVcpu::Engine::at_pause(uint64_t address) {
         break;
       }
     }
+    update_block_hook();
   }
   ++pauses_retired;
 }
@@ -193,7 +196,8 @@ void UnicornVcpu::Engine::stop_at_trap_site(uint64_t address) {
   if (!peek_linear_into(address, bytes)) return;
   // The instruction is still the one decoded (code may have changed since).
   if (trap.kind == TrapKind::MovToCr8 || trap.kind == TrapKind::MovFromCr8 || trap.kind == TrapKind::MovToCr4) {
-    const std::optional<Cr8Access> cr8 = cr8_access(bytes, current ? current->code_size : code_size_from_registers());
+    const DecodedBlock* block = decoded(entered());
+    const std::optional<Cr8Access> cr8 = cr8_access(bytes, block ? block->code_size : code_size_from_registers());
     if (!cr8 || cr8->kind != trap.kind) return;
   } else if (const auto opcode = trap_opcode(trap.kind);
              !std::equal(opcode.begin(), opcode.end(), bytes.end() - opcode.size())) {
@@ -259,7 +263,8 @@ void UnicornVcpu::Engine::on_trace(uc_engine*, uint64_t address, uint32_t size, 
 // Unicorn passes the size 0xF1F1F1F1 when it does not know it: the length
 // is then what Capstone decodes (at most 15 bytes, SDM Vol. 2 2.3.11).
 void UnicornVcpu::Engine::trace_instruction(uint64_t address, uint32_t size) {
-  const CodeSize code_size = current ? current->code_size : code_size_from_registers();
+  const DecodedBlock* block = running ? decoded(entered()) : current;
+  const CodeSize code_size = block ? block->code_size : code_size_from_registers();
   if (size == 0 || size > 15) size = disassembler.length(peek_linear(address, 15).value_or(std::vector<uint8_t>{}),
                                                          address, code_size);
   const std::vector<uint8_t> code = peek_linear(address, size).value_or(std::vector<uint8_t>{});
@@ -279,6 +284,7 @@ VcpuExit UnicornVcpu::Engine::run(uint64_t budget) {
   // loop could see (an injection, INIT) forgets it.
   pause_loop.mark_run_start();
   stop_requested = false;
+  update_block_hook();
   for (;;) {
     if (std::optional<VcpuExit> exit = run_until_stop()) return *exit;
   }
@@ -288,26 +294,43 @@ VcpuExit UnicornVcpu::Engine::run(uint64_t budget) {
 std::optional<VcpuExit> UnicornVcpu::Engine::run_until_stop() {
   stop_cause = StopCause::None;
   if (exception_in_flight) clear_exception_in_flight(nullptr);
+  const uint64_t left = budget_end > retired ? budget_end - retired : 0;
+  uc_topolab_set_budget(uc, left, first_block_of_run);
+  settled = false;
+  running = true;
   const uc_err err = uc_emu_start(uc, read_reg(UC_X86_REG_RIP), kNeverExecuted, 0, 0);
-  // Only a stop in front of a block can leave the next instruction shadowed.
+  running = false;
+  const EnteredBlock last = entered();
+  if (last.any) first_block_of_run = false;
+  // Only a stop in front of a block can leave the next instruction shadowed:
+  // the one the block before it ended with (or, if none ran, the one the
+  // last stop left).
+  const bool shadow_before = shadow;
   shadow = false;
+  const auto shadow_in_front = [&] {
+    const DecodedBlock* previous = decoded(last);
+    return previous ? previous->ends_with_interrupt_shadow : shadow_before;
+  };
   if (host_failure) {
     settle_at(linear_rip());
     std::rethrow_exception(std::exchange(host_failure, nullptr));
   }
   if (err != UC_ERR_OK) return exit_for_error(err);
+  if (stop_cause == StopCause::None && uc_topolab_budget_stopped(uc)) stop_cause = StopCause::QuantumEnd;
   switch (stop_cause) {
     case StopCause::None: return exit_for_halt();
     case StopCause::QuantumEnd:
-      shadow = stopped_block_shadowed;
+      shadow = shadow_in_front();
       return exit_before_block(VcpuExit::Reason::QuantumEnd);
     case StopCause::StopRequested:
-      shadow = stopped_block_shadowed;
+      shadow = shadow_in_front();
       return exit_before_block(VcpuExit::Reason::StopRequested);
-    case StopCause::Retranslate:
-      shadow = stopped_block_shadowed;
-      set_rip_to_linear(stopped_block);
+    case StopCause::Retranslate: {
+      shadow = shadow_in_front();
+      settle_at(retranslate.start);
+      remove_cache(retranslate.start, retranslate.end);
       return std::nullopt;
+    }
     case StopCause::TrapSite: return emulate_trap();
     case StopCause::PauseLoop: {
       // The code hook left RIP at the PAUSE's linear address.
@@ -323,8 +346,9 @@ std::optional<VcpuExit> UnicornVcpu::Engine::run_until_stop() {
   throw std::logic_error("unknown stop cause");
 }
 
+// The engine put RIP at the start of the block it did not enter.
 VcpuExit UnicornVcpu::Engine::exit_before_block(VcpuExit::Reason reason) {
-  set_rip_to_linear(stopped_block);
+  settle_at(linear_rip());
   return exit_at(reason, read_reg(UC_X86_REG_RIP));
 }
 
@@ -338,6 +362,7 @@ VcpuExit UnicornVcpu::Engine::exit_before_block(VcpuExit::Reason reason) {
 std::optional<VcpuExit> UnicornVcpu::Engine::exit_for_halt() {
   const uint64_t rip = read_reg(UC_X86_REG_RIP);
   const uint64_t linear = code_base() + rip;
+  settle_at(linear);
   // The common case, without reading guest memory: the block that ran
   // ended with its HLT and RIP is right after it. (Nothing else stops the
   // engine with UC_ERR_OK at the end of such a block but a single step.)
@@ -497,6 +522,7 @@ std::optional<VcpuExit> UnicornVcpu::Engine::deliver_engine_exception() {
   if (std::optional<VcpuExit> refused = take_engine_exception_state()) return refused;
   const uint64_t rip = exception.rip;
   const uint64_t linear = code_base() + rip;
+  settle_at(linear);
   const auto vector = static_cast<uint8_t>(exception.vector);
   // INT n, INT3, INTO and INT1 end their block and are traps: RIP is past them.
   const bool software = current && current->ends_with_software_interrupt && linear == current->end();
@@ -601,7 +627,9 @@ std::optional<VcpuExit> UnicornVcpu::Engine::exit_for_monitor_or_mwait(uint64_t 
   if (code[0] != 0x0F || code[1] != 0x01 || (code[2] != 0xC8 && code[2] != 0xC9)) return std::nullopt;
   // The block holding it began in an STI shadow and it is the block's first
   // instruction: the shadow covers it (see the file comment).
-  const bool shadowed = entering_shadowed && current && current->start == linear;
+  const EnteredBlock holding = entered();
+  const bool shadowed = holding.any && holding.shadowed && holding.start == linear;
+  settle_at(linear);
   const bool in_current = current && linear >= current->start && linear < current->end();
   const CodeSize code_size = in_current ? current->code_size : code_size_from_registers();
   settle_at(linear);

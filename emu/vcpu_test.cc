@@ -860,6 +860,144 @@ TEST_F(VcpuTest, CountsAreIdenticalAcrossTwoRuns) {
   EXPECT_EQ(first, exits_of_one_run());
 }
 
+// --- the engine's budget (emu/unicorn/0001-instruction-budget.patch) -----
+
+// A loop with a REP string instruction, I/O and a branch either way:
+// 3 + 20 * 14 + 10 * 2 (the odd turns' INCs) + 1 = 304 instructions.
+const Bytes kBudgetWorkout = {
+    0xbc, 0x00, 0x80, 0x00, 0x00,  // 1000: mov esp, 0x8000
+    0xb9, 0x14, 0x00, 0x00, 0x00,  // 1005: mov ecx, 20
+    0xbb, 0x00, 0x50, 0x00, 0x00,  // 100a: mov ebx, 0x5000
+    0x51,                          // 100f: push ecx
+    0xbe, 0x00, 0x60, 0x00, 0x00,  // 1010: mov esi, 0x6000
+    0x89, 0xdf,                    // 1015: mov edi, ebx
+    0xb9, 0x07, 0x00, 0x00, 0x00,  // 1017: mov ecx, 7
+    0xf3, 0xa4,                    // 101c: rep movsb
+    0x59,                          // 101e: pop ecx
+    0x89, 0xc8,                    // 101f: mov eax, ecx
+    0xe6, 0x80,                    // 1021: out 0x80, al
+    0xe4, 0x61,                    // 1023: in al, 0x61
+    0x01, 0xc3,                    // 1025: add ebx, eax
+    0xf6, 0xc1, 0x01,              // 1027: test cl, 1
+    0x74, 0x02,                    // 102a: jz 0x102e
+    0x43,                          // 102c: inc ebx
+    0x43,                          // 102d: inc ebx
+    0x49,                          // 102e: dec ecx
+    0x75, 0xde,                    // 102f: jnz 0x100f
+    0xf4,                          // 1031: hlt
+};
+constexpr uint64_t kBudgetWorkoutInstructions = 304;
+
+struct BudgetedRun {
+  uint64_t instructions = 0;
+  VcpuState state{};
+  std::vector<PortAccess> writes, reads;
+  std::vector<uint8_t> copied;  // what the REP MOVSBs wrote
+  size_t runs = 0;
+};
+
+// `code` from kEntry to its HLT in runs of `budget` instructions each.
+BudgetedRun run_in_budgets(const Bytes& code, uint64_t budget) {
+  GuestRam ram(kRamBytes);
+  FakeHost host;
+  UnicornVcpu cpu(0, ram, host);
+  for (size_t i = 0; i < 16; ++i) ram.bytes(0x6000 + i, 1)[0] = static_cast<uint8_t>(0xA0 + i);
+  std::copy(code.begin(), code.end(), ram.bytes(kEntry, code.size()).begin());
+  cpu.enter_multiboot(kEntry, kMultibootMagic, kMultibootInfo);
+  BudgetedRun r;
+  host.cpu = &cpu;
+  // Bounded: a budget that made no progress would loop here.
+  for (VcpuExit exit; exit.reason != VcpuExit::Reason::Halt && r.runs < 10'000; ++r.runs) {
+    exit = cpu.run(budget);
+    EXPECT_TRUE(exit.reason == VcpuExit::Reason::QuantumEnd || exit.reason == VcpuExit::Reason::Halt)
+        << to_string(exit.reason);
+  }
+  r.instructions = cpu.instructions();
+  r.state = cpu.state();
+  r.writes = host.port_writes;
+  r.reads = host.port_reads;
+  const std::span<uint8_t> copied = ram.bytes(0x5000, 0x200);
+  r.copied.assign(copied.begin(), copied.end());
+  return r;
+}
+
+void expect_same_run(const BudgetedRun& a, const BudgetedRun& b, uint64_t budget) {
+  EXPECT_EQ(a.instructions, b.instructions) << "budget " << budget;
+  EXPECT_EQ(a.writes, b.writes) << "budget " << budget;
+  EXPECT_EQ(a.reads, b.reads) << "budget " << budget;
+  EXPECT_EQ(a.copied, b.copied) << "budget " << budget;
+  const auto regs = [](const VcpuState& s) {
+    return std::array<uint64_t, 11>{s.rax, s.rbx, s.rcx, s.rdx, s.rsi, s.rdi, s.rbp, s.rsp, s.rip, s.rflags, s.cr0};
+  };
+  EXPECT_EQ(regs(a.state), regs(b.state)) << "budget " << budget;
+}
+
+// Exactness: whatever the budget, the retired count, the final state, the
+// bytes copied and the instruction count the host sees at every IN and OUT
+// equal those of one run with a budget that never ends it.
+TEST_F(VcpuTest, BudgetedRunsRetireWhatOneRunDoes) {
+  const BudgetedRun reference = run_in_budgets(kBudgetWorkout, kBudget);
+  ASSERT_EQ(reference.runs, 1u);
+  EXPECT_EQ(reference.instructions, kBudgetWorkoutInstructions);
+  ASSERT_EQ(reference.writes.size(), 20u);
+  // The first OUT is the 3 + 7th instruction: push .. mov eax come first.
+  EXPECT_EQ(reference.writes.front().instructions, 3u + 7u);
+  for (uint64_t budget : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16, 17, 23, 31, 64, 100, 303})
+    expect_same_run(run_in_budgets(kBudgetWorkout, budget), reference, budget);
+}
+
+// A REP string instruction is one instruction however many turns it runs,
+// and a run may end between its turns: at every budget the total is the
+// same, and so are the bytes it copied.
+TEST_F(VcpuTest, RepStringCountsOnceAcrossBudgets) {
+  const Bytes code = {
+      0xbe, 0x00, 0x60, 0x00, 0x00,  // 1000: mov esi, 0x6000
+      0xbf, 0x00, 0x50, 0x00, 0x00,  // 1005: mov edi, 0x5000
+      0xb9, 0x0c, 0x00, 0x00, 0x00,  // 100a: mov ecx, 12
+      0xf3, 0xa4,                    // 100f: rep movsb
+      0xf4,                          // 1011: hlt
+  };
+  const BudgetedRun reference = run_in_budgets(code, kBudget);
+  EXPECT_EQ(reference.instructions, 5u);
+  EXPECT_EQ(reference.state.rcx, 0u);
+  for (uint64_t budget = 0; budget <= 6; ++budget) expect_same_run(run_in_budgets(code, budget), reference, budget);
+}
+
+// The first block of a run runs even when it overruns the budget; what it
+// overran is still owed, so its REP's next turn does not start: the run
+// stops at the REP, which is not retired yet.
+TEST_F(VcpuTest, AnOverrunBlockEndingInARepStopsAtTheRep) {
+  boot32({
+      0xbe, 0x00, 0x60, 0x00, 0x00,  // 1000: mov esi, 0x6000
+      0xbf, 0x00, 0x50, 0x00, 0x00,  // 1005: mov edi, 0x5000
+      0xb9, 0x05, 0x00, 0x00, 0x00,  // 100a: mov ecx, 5
+      0xf3, 0xa4,                    // 100f: rep movsb
+      0xf4,                          // 1011: hlt
+  });
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::QuantumEnd, 1);
+  EXPECT_EQ(exit.rip, 0x100fu);
+  EXPECT_EQ(cpu.instructions(), 3u);
+  EXPECT_EQ(cpu.state().rcx, 4u);  // one turn ran
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(cpu.instructions(), 5u);
+}
+
+// A store into the block that is running: the engine abandons the block at
+// the store and runs it again from there (docs/unicorn.md), and that count
+// is the same at every budget.
+TEST_F(VcpuTest, SelfModifyingStoreCountsTheSameAtEveryBudget) {
+  const Bytes code = {
+      0xb9, 0x0a, 0x00, 0x00, 0x00,              // 1000: mov ecx, 10
+      0xc6, 0x05, 0x0c, 0x10, 0x00, 0x00, 0x49,  // 1005: mov byte [0x100c], 0x49 (dec ecx, as it is)
+      0x49,                                      // 100c: dec ecx
+      0x75, 0xf6,                                // 100d: jnz 0x1005
+      0xf4,                                      // 100f: hlt
+  };
+  const BudgetedRun reference = run_in_budgets(code, kBudget);
+  EXPECT_EQ(reference.state.rcx, 0u);
+  for (uint64_t budget : {1, 2, 3, 4, 5, 7, 11}) expect_same_run(run_in_budgets(code, budget), reference, budget);
+}
+
 TEST_F(VcpuTest, InstructionsAreExactInsideMidBlockCallbacks) {
   boot32({
       0x90,        // 1000: nop
