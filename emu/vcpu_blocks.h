@@ -89,20 +89,6 @@ inline std::span<const uint8_t> trap_opcode(TrapKind kind) {
 }
 
 
-// Instructions whose Unicorn hook calls VcpuHost in the middle of a block.
-inline bool calls_host_mid_block(unsigned capstone_id) {
-  switch (capstone_id) {
-    case X86_INS_IN: case X86_INS_INSB: case X86_INS_INSW: case X86_INS_INSD:
-    case X86_INS_OUT: case X86_INS_OUTSB: case X86_INS_OUTSW: case X86_INS_OUTSD:
-    case X86_INS_CPUID:
-    case X86_INS_RDTSC:
-    case X86_INS_RDTSCP:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // A segment descriptor (SDM Vol. 3A 3.4.5, figure 3-8).
 struct SegmentDescriptor {
   uint64_t raw = 0;
@@ -350,7 +336,6 @@ struct DecodedBlock {
   std::optional<CountedLoop> counted_loop;
   uint64_t rep_string_tail = kNoAddress;  // address of a final REP string instruction
   std::vector<uint16_t> offsets;          // instruction starts, from `start`
-  std::vector<uint16_t> host_calls;       // indices of IN/OUT/INS/OUTS/CPUID/MOV CR8, in order
   std::vector<TrapSite> traps;
 
   // Instructions of this block retired when execution stands at `rip`. A
@@ -443,11 +428,8 @@ class Disassembler {
   Handle& handle(CodeSize size) { return handles_[static_cast<size_t>(size)]; }
 
   static void add_instruction(DecodedBlock& block, const cs_insn& insn, std::span<const uint8_t> bytes) {
-    const auto index = static_cast<uint16_t>(block.offsets.size());
     block.offsets.push_back(static_cast<uint16_t>(insn.address - block.start));
     const std::optional<Cr8Access> cr8 = trap_kind(insn.id) ? std::nullopt : cr8_access(bytes, block.code_size);
-    // The CR8 hook calls the host in the middle of the block too (at_cr8).
-    if (calls_host_mid_block(insn.id) || cr8) block.host_calls.push_back(index);
     if (!without_side_effects(insn)) block.has_side_effects = true;
     if (auto kind = trap_kind(insn.id)) block.traps.push_back({insn.address, *kind, static_cast<uint8_t>(insn.size)});
     else if (cr8) {
