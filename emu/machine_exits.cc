@@ -38,6 +38,14 @@ std::optional<RunResult> Machine::handle_exit(Cpu& cpu, const VcpuExit& exit) {
       return std::nullopt;
     case VcpuExit::Reason::PauseLoop:
       skip_spin(cpu, exit);
+      // A jump to itself skipped to the time limit: nothing before it could
+      // end the loop (spin_horizon found no event), so it never ends.
+      if (exit.idle_loop && cpu.now() >= limit_ns())
+        return finish(RunResult::Outcome::Hung,
+                      fmt::format("guest hang: cpu {} loops forever in a jump to itself at RIP {:#x} with interrupts "
+                                  "{}: no interrupt, NMI, INIT or other vCPU can end it before the time limit ({} s)",
+                                  cpu.index(), exit.rip, (vcpu.state().rflags & x86::kFlagIf) ? "on" : "off",
+                                  config_.time_limit_seconds));
       return std::nullopt;
     case VcpuExit::Reason::Halt:
       cpu.charge_exit(ExitKind::Hlt);
@@ -134,7 +142,7 @@ std::optional<RunResult> Machine::emulate_mwait(Cpu& cpu, const VcpuExit& exit) 
 // A recheck (the spinner came back and found its loop unchanged) is no exit
 // of KVM's: the spinner never stopped spinning there, so it costs nothing.
 void Machine::skip_spin(Cpu& cpu, const VcpuExit& exit) {
-  if (!exit.spin_recheck) {
+  if (!exit.spin_recheck && !exit.idle_loop) {
     cpu.charge_exit(ExitKind::PauseLoop);
     ++stats_.vcpu(cpu.index()).ple_exits;
   }

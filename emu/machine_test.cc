@@ -638,6 +638,25 @@ TEST(MachineSpinSkip, ASpinThatReadsTimeSkipsAtMostAQuantum) {
   EXPECT_EQ(r.virtual_ns, 10'000'000u);
 }
 
+// A jump to itself (idle_loop) that nothing can end before the time limit
+// is a hang, diagnosed at once with its address; it charges no PLE exit.
+TEST(MachineSpinSkip, AJumpToItselfNothingCanEndIsAHang) {
+  Rig rig("1", {{[](FakeVcpu& v, uint64_t) {
+                   v.interrupts_enabled = false;
+                   v.retire(1);
+                   VcpuExit exit = exit_for(VcpuExit::Reason::PauseLoop);
+                   exit.idle_loop = true;
+                   exit.rip = 0x1234;
+                   return exit;
+                 },
+                 guest_exit(1)}});
+  const RunResult r = rig.machine->run();
+  EXPECT_EQ(r.outcome, RunResult::Outcome::Hung);
+  EXPECT_NE(r.diagnosis.find("loops forever in a jump to itself at RIP 0x1234 with interrupts off"), std::string::npos)
+      << r.diagnosis;
+  EXPECT_EQ(rig.machine->stats().vcpu(0).ple_exits, 0u);
+}
+
 // With interrupts off a loop of pure instructions cannot turn them on (STI
 // and POPF are side effects), so an interrupt waiting in the APIC cannot
 // end the spin: alone, it skips to the end of the run's time.

@@ -15,7 +15,7 @@ void UnicornVcpu::Engine::on_translate(uc_engine*, uint64_t pc, uint32_t size, u
   e.guarded([&] {
     if (e.blocks.find(pc, size)) return;
     const DecodedBlock& block = e.decode_new_block(pc, size, count);
-    if (e.hook_trap_sites(block) | e.hook_counted_loop(block)) {
+    if (e.hook_trap_sites(block) | e.hook_counted_loop(block) | e.hook_jump_to_itself(block)) {
       e.retranslate = {block.start, block.end()};
       e.stop_at_block(StopCause::Retranslate);
     }
@@ -164,13 +164,52 @@ bool UnicornVcpu::Engine::hook_trap_sites(const DecodedBlock& block) {
 // by arithmetic, as the old per-block hook did for every block). Returns
 // whether one was added: then the block must be translated anew.
 bool UnicornVcpu::Engine::hook_counted_loop(const DecodedBlock& block) {
-  if (!block.counted_loop || counted_loop_hooks.contains(block.start)) return false;
+  if (!block.counted_loop || own_block_hooks.contains(block.start)) return false;
   uc_hook hook;
   check(uc_hook_add(uc, &hook, UC_HOOK_BLOCK, reinterpret_cast<void*>(on_counted_loop), this, block.start,
                     block.start),
         "counted loop hook");
-  counted_loop_hooks.emplace(block.start, hook);
+  own_block_hooks.emplace(block.start, hook);
   return true;
+}
+
+// `jmp .` (EB FE; E9 with the displacement back to itself): one
+// instruction that reads and writes nothing but RIP, which it leaves where
+// it was. Every turn is the same turn, so the loop is at a fixed point by
+// construction: no register snapshot is needed to prove it.
+bool UnicornVcpu::Engine::is_jump_to_itself(const DecodedBlock& block) {
+  if (block.count != 1 || !block.fully_decoded) return false;
+  std::array<uint8_t, 5> code{};
+  const std::span<uint8_t> bytes = std::span(code).first(std::min<size_t>(block.size, code.size()));
+  if (!peek_linear_into(block.start, bytes)) return false;
+  if (block.size == 2) return code[0] == 0xEB && code[1] == 0xFE;
+  if (block.size == 3 && block.code_size == CodeSize::Bits16) return code[0] == 0xE9 && code[1] == 0xFD && code[2] == 0xFF;
+  if (block.size == 5 && block.code_size != CodeSize::Bits16)
+    return code[0] == 0xE9 && code[1] == 0xFB && code[2] == 0xFF && code[3] == 0xFF && code[4] == 0xFF;
+  return false;
+}
+
+// Such a block gets a block hook of its own, like a counted loop's.
+bool UnicornVcpu::Engine::hook_jump_to_itself(const DecodedBlock& block) {
+  if (trace_out || own_block_hooks.contains(block.start) || !is_jump_to_itself(block)) return false;
+  uc_hook hook;
+  check(uc_hook_add(uc, &hook, UC_HOOK_BLOCK, reinterpret_cast<void*>(on_jump_to_itself), this, block.start,
+                    block.start),
+        "jump-to-itself hook");
+  own_block_hooks.emplace(block.start, hook);
+  return true;
+}
+
+// A `jmp .` about to run again: the run stops in front of it, and the
+// machine skips the vCPU to the next event that could end the loop
+// (Machine::skip_spin), or diagnoses a hang when none can. One turn runs in
+// every run first, so a run always retires an instruction.
+void UnicornVcpu::Engine::on_jump_to_itself(uc_engine*, uint64_t address, uint32_t size, void* user) {
+  auto& e = *static_cast<Engine*>(user);
+  if (e.stop_cause != StopCause::None || e.trace_out) return;
+  if (e.first_block_of_run && !e.entered().any) return;
+  const DecodedBlock* block = e.blocks.find(address, size);
+  if (block && e.is_jump_to_itself(*block)) e.stop_at_block(StopCause::IdleLoop);
 }
 
 void UnicornVcpu::Engine::set_trace(std::FILE* out) {
@@ -222,8 +261,8 @@ void UnicornVcpu::Engine::invalidate_translated_code() {
 void UnicornVcpu::Engine::remove_trap_hooks() {
   for (const auto& [address, trap] : trap_hooks) check(uc_hook_del(uc, trap.hook), "uc_hook_del (trap site)");
   trap_hooks.clear();
-  for (const auto& [address, hook] : counted_loop_hooks) check(uc_hook_del(uc, hook), "uc_hook_del (counted loop)");
-  counted_loop_hooks.clear();
+  for (const auto& [address, hook] : own_block_hooks) check(uc_hook_del(uc, hook), "uc_hook_del (counted loop)");
+  own_block_hooks.clear();
 }
 
 

@@ -321,7 +321,7 @@ inline VcpuExit exit_at(VcpuExit::Reason reason, uint64_t rip, std::string detai
 }
 
 // Why the last uc_emu_start returned UC_ERR_OK, when we made it return.
-enum class StopCause : uint8_t { None, QuantumEnd, StopRequested, Retranslate, TrapSite, Exception, PauseLoop };
+enum class StopCause : uint8_t { None, QuantumEnd, StopRequested, Retranslate, TrapSite, Exception, PauseLoop, IdleLoop };
 
 
 }  // namespace vcpu_internal
@@ -336,6 +336,7 @@ struct UnicornVcpu::Engine {
   static void on_block(uc_engine*, uint64_t address, uint32_t size, void* user);
   static void on_translate(uc_engine*, uint64_t pc, uint32_t size, uint32_t count, void* user);
   static void on_counted_loop(uc_engine*, uint64_t address, uint32_t size, void* user);
+  static void on_jump_to_itself(uc_engine*, uint64_t address, uint32_t size, void* user);
   static void on_trap_site(uc_engine*, uint64_t address, uint32_t size, void* user);
   static void on_trace(uc_engine*, uint64_t address, uint32_t size, void* user);
   static int on_cpuid(uc_engine*, void* user);
@@ -405,7 +406,10 @@ struct UnicornVcpu::Engine {
   CodeSize code_size_from_registers();
   bool hook_trap_sites(const DecodedBlock& block);
   bool hook_counted_loop(const DecodedBlock& block);
-  std::unordered_map<uint64_t, uc_hook> counted_loop_hooks;  // by block start
+  bool hook_jump_to_itself(const DecodedBlock& block);
+  bool is_jump_to_itself(const DecodedBlock& block);
+  // Counted loops' and jumps to themselves' block hooks, by block start.
+  std::unordered_map<uint64_t, uc_hook> own_block_hooks;
   void remove_cache(uint64_t begin, uint64_t end);
   // The engine may hold an exception "in flight" (an exception it raised, or
   // a fault inside uc_ctl_remove_cache) that QEMU's double-fault check

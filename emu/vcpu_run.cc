@@ -342,6 +342,13 @@ std::optional<VcpuExit> UnicornVcpu::Engine::run_until_stop() {
       return exit;
     }
     case StopCause::Exception: return deliver_engine_exception();
+    case StopCause::IdleLoop: {
+      shadow = shadow_in_front();
+      settle_at(linear_rip());
+      VcpuExit exit = exit_at(VcpuExit::Reason::PauseLoop, read_reg(UC_X86_REG_RIP));
+      exit.idle_loop = true;
+      return exit;
+    }
   }
   throw std::logic_error("unknown stop cause");
 }

@@ -998,6 +998,22 @@ TEST_F(VcpuTest, SelfModifyingStoreCountsTheSameAtEveryBudget) {
   for (uint64_t budget : {1, 2, 3, 4, 5, 7, 11}) expect_same_run(run_in_budgets(code, budget), reference, budget);
 }
 
+// `jmp .` is proved idle, not run: the run stops in front of its second
+// turn with a pause-loop exit marked idle_loop, whatever the budget left.
+TEST_F(VcpuTest, JumpToItselfStopsAsAnIdleLoop) {
+  boot32({
+      0x90,        // 1000: nop
+      0xeb, 0xfe,  // 1001: jmp 0x1001
+  });
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::PauseLoop);
+  EXPECT_TRUE(exit.idle_loop);
+  EXPECT_EQ(exit.rip, 0x1001u);
+  EXPECT_EQ(cpu.instructions(), 2u);  // the NOP and one turn
+  // The next run turns once more (a run always retires something) and stops.
+  EXPECT_TRUE(run_expecting(VcpuExit::Reason::PauseLoop).idle_loop);
+  EXPECT_EQ(cpu.instructions(), 3u);
+}
+
 TEST_F(VcpuTest, InstructionsAreExactInsideMidBlockCallbacks) {
   boot32({
       0x90,        // 1000: nop
