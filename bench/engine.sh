@@ -63,9 +63,10 @@ if want pingpong; then
     "$img/ipi_pingpong.elf" -smp 2 -append iterations=100000 -- "$img/ipi_pingpong.elf" -smp 2 -append iterations=10
 fi
 if want hang; then
-  echo "== a guest in jmp . with interrupts off (misbehave mode=spin), to its diagnosis (host seconds, median)"
+  echo "== a guest in jmp . with interrupts off (misbehave mode=spin), to its diagnosis or the 5 s time limit (host seconds, one run)"
   for w in "${who[@]}"; do
-    rs=(); for _ in $(seq "$runs"); do rs+=("$(secs "$(bin "$w")" run "$img/misbehave.elf" -append mode=spin --report none)"); done
+    # Once: an engine that runs the loop takes its whole time limit.
+    rs=("$(secs "$(bin "$w")" run "$img/misbehave.elf" -append mode=spin --report none)")
     printf '  %s %.2f s\n' "$w" "$(printf '%s\n' "${rs[@]}" | median)"
   done
 fi
