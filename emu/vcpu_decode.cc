@@ -165,12 +165,14 @@ bool UnicornVcpu::Engine::hook_trap_sites(const DecodedBlock& block) {
 // whether one was added: then the block must be translated anew.
 bool UnicornVcpu::Engine::hook_counted_loop(const DecodedBlock& block) {
   if (!block.counted_loop || own_block_hooks.contains(block.start)) return false;
-  uc_hook hook;
-  check(uc_hook_add(uc, &hook, UC_HOOK_BLOCK, reinterpret_cast<void*>(on_counted_loop), this, block.start,
-                    block.start),
-        "counted loop hook");
-  own_block_hooks.emplace(block.start, hook);
+  add_own_block_hook(block.start, reinterpret_cast<void*>(on_counted_loop), "counted loop hook");
   return true;
+}
+
+void UnicornVcpu::Engine::add_own_block_hook(uint64_t start, void* callback, const char* what) {
+  uc_hook hook;
+  check(uc_hook_add(uc, &hook, UC_HOOK_BLOCK, callback, this, start, start), what);
+  own_block_hooks.emplace(start, hook);
 }
 
 // `jmp .` (EB FE; E9 with the displacement back to itself): one
@@ -192,11 +194,7 @@ bool UnicornVcpu::Engine::is_jump_to_itself(const DecodedBlock& block) {
 // Such a block gets a block hook of its own, like a counted loop's.
 bool UnicornVcpu::Engine::hook_jump_to_itself(const DecodedBlock& block) {
   if (trace_out || own_block_hooks.contains(block.start) || !is_jump_to_itself(block)) return false;
-  uc_hook hook;
-  check(uc_hook_add(uc, &hook, UC_HOOK_BLOCK, reinterpret_cast<void*>(on_jump_to_itself), this, block.start,
-                    block.start),
-        "jump-to-itself hook");
-  own_block_hooks.emplace(block.start, hook);
+  add_own_block_hook(block.start, reinterpret_cast<void*>(on_jump_to_itself), "jump-to-itself hook");
   return true;
 }
 

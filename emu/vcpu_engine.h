@@ -78,10 +78,12 @@
 // - A load or store at a physical address with no RAM and no device goes to
 //   an open-bus page (all ones, stores dropped); a fetch from one is refused.
 // - Guest code rewritten in place into a block with the same start and size
-//   keeps the old decoded instruction count until flush_translations().
+//   keeps its old decoding (trap sites, the offsets a stop inside it is
+//   settled by) until flush_translations(); the engine counts the new one.
 // - A store into the block that is running: Unicorn abandons the block at
 //   the store and runs it again from there, so the instructions of the block
-//   from the store on are counted twice (and traced twice).
+//   from the store on are counted twice (and traced twice), the same at every
+//   budget (SelfModifyingStoreCountsTheSameAtEveryBudget).
 #pragma once
 
 #include "emu/unicorn_vcpu.h"
@@ -407,6 +409,7 @@ struct UnicornVcpu::Engine {
   bool hook_trap_sites(const DecodedBlock& block);
   bool hook_counted_loop(const DecodedBlock& block);
   bool hook_jump_to_itself(const DecodedBlock& block);
+  void add_own_block_hook(uint64_t start, void* callback, const char* what);
   bool is_jump_to_itself(const DecodedBlock& block);
   // Counted loops' and jumps to themselves' block hooks, by block start.
   std::unordered_map<uint64_t, uc_hook> own_block_hooks;
