@@ -998,6 +998,50 @@ TEST_F(VcpuTest, SelfModifyingStoreCountsTheSameAtEveryBudget) {
   for (uint64_t budget : {1, 2, 3, 4, 5, 7, 11}) expect_same_run(run_in_budgets(code, budget), reference, budget);
 }
 
+// Stores to a page that holds no translated code take the engine's fast
+// path (emu/unicorn/0002-store-fast-path.patch), even on an executable
+// page; once code is translated there, a store into it is caught again.
+// Paging off: every page is executable.
+TEST_F(VcpuTest, StoresToAPageThatGetsCodeAreCaughtAgain) {
+  boot32({
+      0xc7, 0x05, 0x00, 0x60, 0x00, 0x00, 0xb8, 0x01, 0x00, 0x00,  // 1000: mov dword [0x6000], ... (mov eax, 1
+      0xc7, 0x05, 0x04, 0x60, 0x00, 0x00, 0x00, 0xc3, 0x00, 0x00,  // 100a: mov dword [0x6004], ...  ret)
+      0xbc, 0x00, 0x80, 0x00, 0x00,                                // 1014: mov esp, 0x8000
+      0xbb, 0x00, 0x60, 0x00, 0x00,                                // 1019: mov ebx, 0x6000
+      0xff, 0xd3,                                                  // 101e: call ebx
+      0x89, 0xc6,                                                  // 1020: mov esi, eax
+      0xc6, 0x05, 0x01, 0x60, 0x00, 0x00, 0x02,                    // 1022: mov byte [0x6001], 2 (mov eax, 2)
+      0xff, 0xd3,                                                  // 1029: call ebx
+      0xf4,                                                        // 102b: hlt
+  });
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(cpu.state().rsi, 1u);
+  EXPECT_EQ(cpu.state().rax, 2u) << "the store into translated code was missed";
+}
+
+// The same through an alias: virtual 0x7000 maps physical 0x6000 too. The
+// stores through 0x7000 took the fast path while the page held no code;
+// translating 0x6000 must put that entry back on the slow path as well
+// (tlb_protect_code in the patch), or the rewrite through the alias is
+// missed and the stale `mov eax, 1` runs again.
+TEST_F(VcpuTest, StoresThroughAnAliasOfACodePageAreCaught) {
+  adjust_tables = [this] { ram.write<uint64_t>(kPt + 8 * 7, 0x6000 | 0x3); };
+  boot64({
+      0xc7, 0x04, 0x25, 0x00, 0x70, 0x00, 0x00, 0xb8, 0x01, 0x00, 0x00,  // 2001: mov dword [0x7000], ... (mov eax, 1
+      0xc7, 0x04, 0x25, 0x04, 0x70, 0x00, 0x00, 0x00, 0xc3, 0x00, 0x00,  // 200c: mov dword [0x7004], ...  ret)
+      0xbc, 0x00, 0x80, 0x00, 0x00,                                      // 2017: mov esp, 0x8000
+      0xbb, 0x00, 0x60, 0x00, 0x00,                                      // 201c: mov ebx, 0x6000
+      0xff, 0xd3,                                                        // 2021: call rbx
+      0x89, 0xc6,                                                        // 2023: mov esi, eax
+      0xc6, 0x04, 0x25, 0x01, 0x70, 0x00, 0x00, 0x02,                    // 2025: mov byte [0x7001], 2 (mov eax, 2)
+      0xff, 0xd3,                                                        // 202d: call rbx
+      0xf4,                                                              // 202f: hlt
+  });
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(cpu.state().rsi, 1u);
+  EXPECT_EQ(cpu.state().rax, 2u) << "the store through the alias was missed";
+}
+
 // `jmp .` is proved idle, not run: the run stops in front of its second
 // turn with a pause-loop exit marked idle_loop, whatever the budget left.
 TEST_F(VcpuTest, JumpToItselfStopsAsAnIdleLoop) {

@@ -256,7 +256,20 @@ std::vector<uint8_t> read_image_file(const std::string& path, uint64_t max_bytes
   }
   std::ifstream f(path, std::ios::binary);
   if (!f) throw ImageError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  // Read in large pieces: a byte-wise istreambuf_iterator cost 3% of a
+  // Linux boot (a 36 MB initramfs). A file that is not what stat said (a
+  // pipe, a file that grows) is still read to its end, bounded by RAM.
+  std::vector<uint8_t> bytes;
+  constexpr size_t kPiece = 1 << 20;
+  while (f) {
+    const size_t have = bytes.size();
+    bytes.resize(have + kPiece);
+    f.read(reinterpret_cast<char*>(bytes.data() + have), kPiece);
+    bytes.resize(have + static_cast<size_t>(f.gcount()));
+    if (bytes.size() > max_bytes)
+      throw ImageError(fmt::format("cannot read {}: it does not fit in {} MiB of guest RAM (see -m)", path,
+                                   max_bytes >> 20));
+  }
   if (f.bad()) throw ImageError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
   return bytes;
 }
