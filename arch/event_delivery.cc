@@ -383,14 +383,18 @@ std::string describe(const Event& e) {
     case EventKind::kHardwareException:
       break;
   }
-  // SDM Vol. 3A table 6-1 mnemonics.
-  static constexpr const char* kNames[] = {"#DE", "#DB", "NMI", "#BP", "#OF", "#BR", "#UD", "#NM", "#DF", nullptr, "#TS",
-                                           "#NP", "#SS", "#GP", "#PF", nullptr, "#MF", "#AC", "#MC", "#XM", "#VE", "#CP"};
-  const char* name = e.vector < std::size(kNames) ? kNames[e.vector] : nullptr;
-  std::string s = name ? name : fmt::format("exception {:#x}", e.vector);
+  std::string s = exception_mnemonic(e.vector);
   if (e.vector == kPageFault) return s + fmt::format("({:#x}, cr2={:#x})", e.error_code, e.cr2);
   if (pushes_error_code(e.vector)) return s + fmt::format("({:#x})", e.error_code);
   return s;
+}
+
+std::string exception_mnemonic(uint32_t vector) {
+  // SDM Vol. 3A table 6-1; 9 (coprocessor segment overrun) and 15 are reserved.
+  static constexpr const char* kNames[] = {"#DE", "#DB", "NMI", "#BP", "#OF", "#BR", "#UD", "#NM", "#DF", nullptr, "#TS",
+                                           "#NP", "#SS", "#GP", "#PF", nullptr, "#MF", "#AC", "#MC", "#XM", "#VE", "#CP"};
+  const char* name = vector < std::size(kNames) ? kNames[vector] : nullptr;
+  return name ? name : fmt::format("exception {:#x}", vector);
 }
 
 DeliveryResult deliver_event(const CpuState& cpu, const Event& event, LinearMemory& mem) {

@@ -97,6 +97,9 @@ bool pushes_error_code(uint8_t vector);
 
 // "#GP(0x10)", "#PF(0x2, cr2=0x1000)", "INT 0x80", "INTR 0x20", "NMI".
 std::string describe(const Event& e);
+// The vector's mnemonic (SDM Vol. 3A table 6-1: "#GP"), or "exception 0x9"
+// for a reserved one.
+std::string exception_mnemonic(uint32_t vector);
 
 // The state to load after a successful delivery, and what was pushed.
 struct Delivered {

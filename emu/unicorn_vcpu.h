@@ -47,6 +47,11 @@ class UnicornVcpu final : public Vcpu {
   void flush_translations() override;
   VcpuState state() const override;
   unsigned index() const override;
+  // How many times run() has entered the engine (uc_emu_start) since this
+  // vCPU was made: each entry and the stop before it cost what a KVM exit
+  // does (docs/benchmarks.md), so the tests of exits answered inside the
+  // engine count them.
+  uint64_t engine_entries() const;
 
  private:
   struct Engine;

@@ -59,6 +59,10 @@ UnicornVcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, Engin
           "rdtsc hook");
     check(uc_hook_add(uc, &h, UC_HOOK_INSN, reinterpret_cast<void*>(on_rdtscp), this, 1, 0, UC_X86_INS_RDTSCP),
           "rdtscp hook");
+    check(uc_hook_add(uc, &h, UC_HOOK_INSN, reinterpret_cast<void*>(on_rdmsr), this, 1, 0, UC_X86_INS_RDMSR),
+          "rdmsr hook");
+    check(uc_hook_add(uc, &h, UC_HOOK_INSN, reinterpret_cast<void*>(on_wrmsr), this, 1, 0, UC_X86_INS_WRMSR),
+          "wrmsr hook");
     check(uc_hook_add(uc, &h, UC_HOOK_INSN, reinterpret_cast<void*>(on_port_in), this, 1, 0, UC_X86_INS_IN),
           "in hook");
     check(uc_hook_add(uc, &h, UC_HOOK_INSN, reinterpret_cast<void*>(on_port_out), this, 1, 0, UC_X86_INS_OUT),
@@ -232,6 +236,8 @@ void UnicornVcpu::retire_emulated_instruction() { engine_->retire_emulated_instr
 
 uint64_t UnicornVcpu::pauses() const { return engine_->pauses_retired; }
 void UnicornVcpu::set_pause_loop_exiting(std::optional<PauseLoopExiting> ple) { engine_->pause_loop.configure(ple); }
+
+uint64_t UnicornVcpu::engine_entries() const { return engine_->engine_entries; }
 
 uint64_t UnicornVcpu::instructions() const {
   return engine_->running ? engine_->retired_mid_block() : engine_->retired;

@@ -237,8 +237,9 @@ class Vcpu {
   // the exit details print linear addresses.
 
   // From a VcpuHost callback: stop at the next block boundary (the stop is
-  // exact there; see "the stop trap" in UNICORN_NOTES.md), or right after
-  // the instruction when it was an RDMSR, WRMSR or RDTSC(P). A request that
+  // exact there; see "the stop trap" in UNICORN_NOTES.md), which is right
+  // after the instruction when it was an RDMSR or WRMSR (each ends its
+  // block). A request that
   // no block boundary consumed (the run ended first, e.g. at HLT) is
   // dropped when the next run() starts.
   virtual void request_stop() = 0;

@@ -38,7 +38,7 @@ inline cs_mode capstone_mode(CodeSize size) {
 }
 
 // Instructions Unicorn would run wrongly; run() emulates them instead.
-// Sites the vCPU hooks: RDMSR and WRMSR it stops at and emulates; MONITOR
+// Sites the vCPU hooks: MONITOR
 // and MWAIT it stops at for the machine to emulate (Unicorn 2.1.3 raises #UD
 // for them on some engine models and runs them as no-ops on others:
 // MonitorStopsAfterInitAndSipiOnEveryEngineCpu); RDTSCP only on a machine
@@ -47,14 +47,14 @@ inline cs_mode capstone_mode(CodeSize size) {
 // blocking (SDM 6.7.1), and PAUSEs are counted.
 // SYSCALL and SYSENTER are stopped at and emulated too: Unicorn runs them
 // as no-ops that only call a hook (emu/fast_syscall has their rules).
+// RDMSR and WRMSR are no sites: their instruction hooks answer them
+// (topolab's engine patch 0003); the kinds name them for execute_trap.
 enum class TrapKind : uint8_t { Rdmsr, Wrmsr, Rdpmc, Rdtscp, Monitor, Mwait, Syscall, Sysenter, Iret, Pause, MovToCr8, MovFromCr8, MovToCr4 };
 
 inline bool is_watched(TrapKind kind) { return kind == TrapKind::Iret || kind == TrapKind::Pause; }
 
 inline std::optional<TrapKind> trap_kind(unsigned capstone_id) {
   switch (capstone_id) {
-    case X86_INS_RDMSR: return TrapKind::Rdmsr;
-    case X86_INS_WRMSR: return TrapKind::Wrmsr;
     case X86_INS_RDPMC: return TrapKind::Rdpmc;  // QEMU's TCG raises #UD for it
     case X86_INS_RDTSCP: return TrapKind::Rdtscp;
     case X86_INS_MONITOR: return TrapKind::Monitor;
@@ -69,13 +69,11 @@ inline std::optional<TrapKind> trap_kind(unsigned capstone_id) {
 
 // The opcode bytes each trapped instruction ends with (SDM Vol. 2).
 inline std::span<const uint8_t> trap_opcode(TrapKind kind) {
-  static constexpr uint8_t kRdmsr[] = {0x0F, 0x32}, kWrmsr[] = {0x0F, 0x30}, kRdpmc[] = {0x0F, 0x33},
+  static constexpr uint8_t kRdpmc[] = {0x0F, 0x33},
                            kRdtscp[] = {0x0F, 0x01, 0xF9},
                            kMonitor[] = {0x0F, 0x01, 0xC8}, kMwait[] = {0x0F, 0x01, 0xC9},
                            kSyscall[] = {0x0F, 0x05}, kSysenter[] = {0x0F, 0x34};
   switch (kind) {
-    case TrapKind::Rdmsr: return kRdmsr;
-    case TrapKind::Wrmsr: return kWrmsr;
     case TrapKind::Rdpmc: return kRdpmc;
     case TrapKind::Rdtscp: return kRdtscp;
     case TrapKind::Monitor: return kMonitor;
@@ -83,29 +81,12 @@ inline std::span<const uint8_t> trap_opcode(TrapKind kind) {
     case TrapKind::Syscall: return kSyscall;
     case TrapKind::Sysenter: return kSysenter;
     case TrapKind::Iret: case TrapKind::Pause: break;  // watched, never stopped at
+    case TrapKind::Rdmsr: case TrapKind::Wrmsr: break;  // answered by their instruction hooks
     case TrapKind::MovToCr8: case TrapKind::MovFromCr8: case TrapKind::MovToCr4: break;  // see cr8_access
   }
   throw std::logic_error("no emulated opcode for this trap kind");
 }
 
-
-// A segment descriptor (SDM Vol. 3A 3.4.5, figure 3-8).
-struct SegmentDescriptor {
-  uint64_t raw = 0;
-  uint64_t base() const { return ((raw >> 16) & 0xFF'FFFF) | ((raw >> 56) << 24); }
-  uint8_t type() const { return (raw >> 40) & 0xF; }
-  bool code_or_data() const { return (raw >> 44) & 1; }  // S
-  unsigned dpl() const { return (raw >> 45) & 3; }
-  bool present() const { return (raw >> 47) & 1; }
-  bool long_mode() const { return (raw >> 53) & 1; }  // L
-  bool big() const { return (raw >> 54) & 1; }        // D/B
-  bool is_code() const { return present() && code_or_data() && (type() & 0x8); }
-  // The same segment, whatever the accessed bit says.
-  bool same_segment_as(const SegmentDescriptor& other) const {
-    constexpr uint64_t kAccessed = uint64_t{1} << 40;
-    return (raw | kAccessed) == (other.raw | kAccessed);
-  }
-};
 
 // Legacy prefixes, and REX in 64-bit code (SDM Vol. 2 2.1.1, 2.2.1).
 inline bool is_prefix(uint8_t b, CodeSize size) {

@@ -139,8 +139,9 @@ void UnicornVcpu::Engine::remove_cache(uint64_t begin, uint64_t end) {
   exception_in_flight = true;
 }
 
-// UC_HOOK_INSN refuses RDMSR, WRMSR and RDTSC(P) (the notes), so each site
-// gets a one-instruction UC_HOOK_CODE. Returns whether any hook was added,
+// MONITOR, MWAIT, SYSCALL, SYSENTER, RDPMC, an RDTSCP without IA32_TSC_AUX
+// and MOV CR4/CR8 have no instruction hook, so each site gets a
+// one-instruction UC_HOOK_CODE. Returns whether any hook was added,
 // in which case the block's translation must be dropped (by the caller,
 // once the engine has returned) so that the next one calls the hook: a hook
 // added after translation is not seen otherwise.

@@ -33,8 +33,11 @@
 //   is switched on only while something must see every block: a stop
 //   request, a held interrupt's window, a spin the PLE detector watches.
 //   A counted loop's block has a hook of its own (on_counted_loop).
-// - IN/OUT, CPUID, RDTSC and RDTSCP reach VcpuHost from Unicorn's
-//   instruction hooks. RDMSR, WRMSR, MONITOR, MWAIT, SYSCALL and SYSENTER,
+// - IN/OUT, CPUID, RDTSC, RDTSCP, RDMSR and WRMSR reach VcpuHost from the
+//   engine's instruction hooks (RDMSR and WRMSR by topolab's patch 0003),
+//   in the middle of a block; an MSR access the host side must finish (a
+//   #GP to name, a write of CPU state) stops the run in front of it
+//   (answer_msr). MONITOR, MWAIT, SYSCALL and SYSENTER,
 //   which Unicorn cannot hook (or runs wrongly), get a one-instruction
 //   UC_HOOK_CODE that stops the run in front of them; run() then emulates
 //   them on the host side (or hands them to the machine) and resumes.
@@ -144,10 +147,6 @@ inline constexpr uint64_t kDr7AfterInit = 0x400;
 // Gate types (SDM Vol. 3A 3.5 table 3-2, 6.11, 6.14.1).
 // 64-bit TSS: IST1 at 0x24, IST2..7 follow (SDM Vol. 3A 7.7, figure 7-11).
 
-// Flat 4 GiB descriptors, base 0, G = 1, DPL 0 (SDM Vol. 3A 3.4.5): a 32-bit
-// (D = 1) execute/read code segment and a read/write data segment.
-inline constexpr uint64_t kFlatCode32Descriptor = 0x00CF'9A00'0000'FFFF;
-inline constexpr uint64_t kFlatDataDescriptor = 0x00CF'9200'0000'FFFF;
 inline constexpr uint16_t kMultibootCodeSelector = 0x08;
 inline constexpr uint16_t kMultibootDataSelector = 0x10;
 // Linux's 32-bit boot protocol: __BOOT_CS and __BOOT_DS.
@@ -159,7 +158,7 @@ inline void check(uc_err err, const char* what) {
 }
 
 // MSRs that are CPU state Unicorn keeps (mode, segment bases, SYSCALL and
-// SYSENTER targets, PAT). Every RDMSR and WRMSR is trapped, so these are
+// SYSENTER targets, PAT). Every RDMSR and WRMSR reaches a hook, so these are
 // handed to Unicorn, with no host call, as KVM passes them through; without
 // it no guest could set EFER.LME and enter long mode.
 inline bool is_cpu_state_msr(uint32_t msr) {
@@ -171,13 +170,6 @@ inline bool is_cpu_state_msr(uint32_t msr) {
     default:
       return false;
   }
-}
-
-inline const char* exception_name(uint32_t vector) {
-  static constexpr std::array<const char*, 22> kNames = {
-      "#DE", "#DB", "NMI", "#BP", "#OF", "#BR", "#UD", "#NM", "#DF", "coprocessor overrun", "#TS",
-      "#NP", "#SS", "#GP", "#PF", "reserved", "#MF", "#AC", "#MC", "#XM", "#VE", "#CP"};
-  return vector < kNames.size() ? kNames[vector] : "interrupt";
 }
 
 // The default operand and address size of the code being run, which is what
@@ -323,7 +315,7 @@ inline VcpuExit exit_at(VcpuExit::Reason reason, uint64_t rip, std::string detai
 }
 
 // Why the last uc_emu_start returned UC_ERR_OK, when we made it return.
-enum class StopCause : uint8_t { None, QuantumEnd, StopRequested, Retranslate, TrapSite, Exception, PauseLoop, IdleLoop };
+enum class StopCause : uint8_t { None, QuantumEnd, StopRequested, Retranslate, TrapSite, Msr, Exception, PauseLoop, IdleLoop };
 
 
 }  // namespace vcpu_internal
@@ -344,6 +336,8 @@ struct UnicornVcpu::Engine {
   static int on_cpuid(uc_engine*, void* user);
   static int on_rdtsc(uc_engine*, void* user);
   static int on_rdtscp(uc_engine*, void* user);
+  static int on_rdmsr(uc_engine*, void* user);
+  static int on_wrmsr(uc_engine*, void* user);
   static uint32_t on_port_in(uc_engine*, uint32_t port, int size, void* user);
   static void on_port_out(uc_engine*, uint32_t port, int size, uint32_t value, void* user);
   static void on_interrupt(uc_engine*, uint32_t vector, void* user);
@@ -431,6 +425,9 @@ struct UnicornVcpu::Engine {
   template <typename Call>
   auto call_host_mid_block(Call&& call);
   void answer_cpuid();
+  int answer_msr(TrapKind kind);
+  int stop_for_msr(TrapKind kind);
+  std::optional<VcpuExit> finish_stopped_msr();
   void stop_at_trap_site(uint64_t address);
   // A PAUSE site's hook: counts it, or stops the run for a pause-loop exit.
   void at_pause(uint64_t address);
@@ -481,7 +478,7 @@ struct UnicornVcpu::Engine {
   uint64_t linear_rip() { return code_base() + read_reg(UC_X86_REG_RIP); }
   void set_rip_to_linear(uint64_t address) { write_reg(UC_X86_REG_RIP, address - code_base()); }
   uc_x86_mmr read_mmr(int reg) const;
-  std::optional<SegmentDescriptor> read_descriptor(uint16_t selector);
+  std::optional<x86::SegmentDescriptor> read_descriptor(uint16_t selector);
   void reset_for_init();
   void start_at_sipi(uint8_t vector);
 
@@ -556,6 +553,7 @@ struct UnicornVcpu::Engine {
   uint64_t retired = 0;         // up to the start of the current uc_emu_start
   bool settled = true;          // retired includes the last uc_emu_start
   bool running = false;         // inside uc_emu_start
+  uint64_t engine_entries = 0;  // uc_emu_start calls
   uint64_t pauses_retired = 0;  // counted by the PAUSE sites' hooks
   PauseLoopDetector pause_loop;
   SpinRegisters spin_snapshot;  // at the PAUSE that filled the window
@@ -591,6 +589,12 @@ struct UnicornVcpu::Engine {
     uint64_t start = 0, end = 0;
   } retranslate;  // the block on_translate hooked new trap sites in
   uint64_t trap_address = 0;
+  // The RDMSR or WRMSR the MSR hook stopped in front of (StopCause::Msr),
+  // and the #GP it already found, if any.
+  struct MsrStop {
+    TrapKind kind = TrapKind::Rdmsr;
+    std::optional<TrapFault> fault;
+  } msr_stop;
   bool tsc_aux_known = false, tsc_aux_present = false;
   struct {
     uint32_t vector = 0;

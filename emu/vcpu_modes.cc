@@ -89,8 +89,8 @@ void UnicornVcpu::Engine::load_flat_protected_mode(uint16_t code, uint16_t data)
   uc_engine* s = scratch.get();
   // A table holding just the two descriptors, at the selectors asked for.
   std::array<uint64_t, 4> gdt{};
-  gdt.at(code >> 3) = kFlatCode32Descriptor;
-  gdt.at(data >> 3) = kFlatDataDescriptor;
+  gdt.at(code >> 3) = x86::encode_descriptor(x86::flat_code(0, false));
+  gdt.at(data >> 3) = x86::encode_descriptor(x86::flat_data(0));
   check(uc_mem_map(s, 0, kPageSize, UC_PROT_ALL), "uc_mem_map (scratch)");
   check(uc_mem_write(s, 0, gdt.data(), sizeof gdt), "uc_mem_write (scratch GDT)");
   uc_x86_mmr gdtr{.selector = 0, .base = 0, .limit = sizeof gdt - 1, .flags = 0};
@@ -143,7 +143,7 @@ uc_x86_mmr UnicornVcpu::Engine::read_mmr(int reg) const {
 // The GDT or LDT entry of `selector`, read through the guest's paging (the
 // table base is linear). nullopt for the null selector and for an entry
 // beyond the table limit or on an unmapped page.
-std::optional<SegmentDescriptor> UnicornVcpu::Engine::read_descriptor(uint16_t selector) {
+std::optional<x86::SegmentDescriptor> UnicornVcpu::Engine::read_descriptor(uint16_t selector) {
   if ((selector & ~3u) == 0) return std::nullopt;
   const uc_x86_mmr table = read_mmr(selector & 4 ? UC_X86_REG_LDTR : UC_X86_REG_GDTR);
   const uint64_t index = selector & ~7u;
@@ -152,7 +152,7 @@ std::optional<SegmentDescriptor> UnicornVcpu::Engine::read_descriptor(uint16_t s
   if (!peek_linear_into(table.base + index, bytes)) return std::nullopt;
   uint64_t raw = 0;
   std::memcpy(&raw, bytes.data(), 8);
-  return SegmentDescriptor{raw};
+  return x86::decode_descriptor(raw);
 }
 
 // ---------------------------------------------------------------------------
@@ -269,7 +269,7 @@ std::vector<uint8_t> context_after_gp(uint16_t selector) {
   uc_engine* s = scratch.get();
   constexpr uint64_t kGdt = 0x1000, kCode = 0x2000;
   check(uc_mem_map(s, 0, 0x4000, UC_PROT_ALL), "uc_mem_map (probe)");
-  const uint64_t gdt[3] = {0, kFlatCode32Descriptor, kFlatDataDescriptor};
+  const uint64_t gdt[3] = {0, x86::encode_descriptor(x86::flat_code(0, false)), x86::encode_descriptor(x86::flat_data(0))};
   check(uc_mem_write(s, kGdt, gdt, sizeof gdt), "uc_mem_write (probe GDT)");
   const uint8_t code[] = {0x66, 0xB8, static_cast<uint8_t>(selector), static_cast<uint8_t>(selector >> 8),  // mov ax, sel
                           0x8E, 0xD8,                                                                      // mov ds, ax
@@ -350,9 +350,9 @@ uint64_t UnicornVcpu::Engine::code_base() {
   const auto selector = static_cast<uint16_t>(read_reg(UC_X86_REG_CS));
   uint64_t base = uint64_t{selector} << 4;
   if (read_reg(UC_X86_REG_CR0) & x86::kCr0Pe) {
-    if (const std::optional<SegmentDescriptor> cs = read_descriptor(selector); cs && cs->is_code()) {
+    if (const std::optional<x86::SegmentDescriptor> cs = read_descriptor(selector); cs && cs->p && cs->is_code()) {
       const bool long_mode = read_cpu_msr(x86::kMsrEfer) & x86::kEferLma;
-      base = long_mode && cs->long_mode() ? 0 : cs->base();
+      base = long_mode && cs->l ? 0 : cs->base;
     } else if (selector == known_cs.selector) {
       base = known_cs.base;
     }

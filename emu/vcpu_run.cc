@@ -69,6 +69,64 @@ int UnicornVcpu::Engine::on_rdtscp(uc_engine*, void* user) {
   return 1;
 }
 
+// RDMSR and WRMSR reach their instruction hooks (topolab's engine patch
+// 0003-msr-hooks) at CPL 0, inside the generated code, and are answered
+// there: an x2APIC EOI or ICR write, or a TSC-deadline write, costs no stop
+// of the engine. The hook stops the run in front of the instruction only
+// when the host side must finish it (stop_for_msr).
+int UnicornVcpu::Engine::on_rdmsr(uc_engine*, void* user) {
+  return static_cast<Engine*>(user)->answer_msr(TrapKind::Rdmsr);
+}
+
+int UnicornVcpu::Engine::on_wrmsr(uc_engine*, void* user) {
+  return static_cast<Engine*>(user)->answer_msr(TrapKind::Wrmsr);
+}
+
+int UnicornVcpu::Engine::answer_msr(TrapKind kind) {
+  return guarded<int>([&] {
+    return call_host_mid_block([&] {
+      // A CPU-state write (EFER, a segment base) changes the state the
+      // engine translated the rest of the block for: it is made between
+      // runs, as it always was.
+      if (kind == TrapKind::Wrmsr && is_cpu_state_msr(static_cast<uint32_t>(read_reg(UC_X86_REG_RCX))))
+        return stop_for_msr(kind);
+      if (std::optional<TrapFault> fault = execute_trap(kind, read_reg(UC_X86_REG_RIP))) {
+        // The #GP is raised on the host side, which names the MSR; the host
+        // has already charged and counted the access.
+        msr_stop.fault = std::move(fault);
+        return stop_for_msr(kind);
+      }
+      return UC_TOPOLAB_MSR_DONE;
+    });
+  });
+}
+
+int UnicornVcpu::Engine::stop_for_msr(TrapKind kind) {
+  msr_stop.kind = kind;
+  stop_cause = StopCause::Msr;
+  uc_emu_stop(uc);
+  return UC_TOPOLAB_MSR_STOP;
+}
+
+// The MSR hook stopped the run in front of the instruction, which did not
+// retire: raise the #GP the hook found, or make the CPU-state write.
+std::optional<VcpuExit> UnicornVcpu::Engine::finish_stopped_msr() {
+  const uint64_t rip = read_reg(UC_X86_REG_RIP);
+  const uint64_t linear = code_base() + rip;
+  settle_at(linear);  // the trace hook has printed it
+  std::optional<TrapFault> fault = std::exchange(msr_stop.fault, std::nullopt);
+  if (!fault) fault = execute_trap(msr_stop.kind, rip);
+  if (fault) return raise(fault->fault, fault->origin);
+  ++retired;
+  // settle_at left `current` at the block the instruction ends.
+  if (!current || linear < current->start || linear >= current->end())
+    throw std::logic_error(fmt::format("cpu{}: an MSR stop at {:#x} outside the block that ran", index, linear));
+  const uint64_t next = rip + (current->end() - linear);
+  write_reg(UC_X86_REG_RIP, next);
+  if (stop_requested) return exit_at(VcpuExit::Reason::StopRequested, next);
+  return std::nullopt;
+}
+
 uint32_t UnicornVcpu::Engine::on_port_in(uc_engine*, uint32_t port, int size, void* user) {
   auto& e = *static_cast<Engine*>(user);
   return e.guarded<uint32_t>([&] {
@@ -298,6 +356,7 @@ std::optional<VcpuExit> UnicornVcpu::Engine::run_until_stop() {
   uc_topolab_set_budget(uc, left, first_block_of_run);
   settled = false;
   running = true;
+  ++engine_entries;
   const uc_err err = uc_emu_start(uc, read_reg(UC_X86_REG_RIP), kNeverExecuted, 0, 0);
   running = false;
   const EnteredBlock last = entered();
@@ -332,6 +391,7 @@ std::optional<VcpuExit> UnicornVcpu::Engine::run_until_stop() {
       return std::nullopt;
     }
     case StopCause::TrapSite: return emulate_trap();
+    case StopCause::Msr: return finish_stopped_msr();
     case StopCause::PauseLoop: {
       // The code hook left RIP at the PAUSE's linear address.
       settle_at(trap_address);
@@ -584,7 +644,7 @@ std::optional<VcpuExit> UnicornVcpu::Engine::take_engine_exception_state() {
     return exit_at(VcpuExit::Reason::Unsupported, exception.rip,
                    fmt::format("cpu {} raised {} but this Unicorn build keeps its exception state where topolab's "
                                "probe cannot find it (docs/unicorn.md)",
-                               index, exception_name(exception.vector)));
+                               index, x86::exception_mnemonic(exception.vector)));
   return std::nullopt;
 }
 
@@ -666,8 +726,8 @@ std::optional<VcpuExit> UnicornVcpu::Engine::exit_for_monitor_or_mwait(uint64_t 
 uint64_t UnicornVcpu::Engine::data_segment_base() {
   const auto selector = static_cast<uint16_t>(read_reg(UC_X86_REG_DS));
   if (!(read_reg(UC_X86_REG_CR0) & x86::kCr0Pe)) return uint64_t{selector} << 4;
-  const std::optional<SegmentDescriptor> ds = read_descriptor(selector);
-  return ds ? ds->base() : 0;
+  const std::optional<x86::SegmentDescriptor> ds = read_descriptor(selector);
+  return ds ? ds->base : 0;
 }
 
 void UnicornVcpu::Engine::retire_emulated_instruction() {

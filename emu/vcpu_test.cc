@@ -91,6 +91,8 @@ class FakeHost final : public VcpuHost {
   }
   bool write_msr(uint32_t msr, uint64_t value) override {
     msr_writes.emplace_back(msr, value);
+    msr_write_instructions.push_back(now());
+    if (on_write_msr) on_write_msr();
     const auto it = msrs.find(msr);
     if (it == msrs.end()) return false;
     it->second = value;
@@ -135,11 +137,13 @@ class FakeHost final : public VcpuHost {
   std::deque<uint64_t> tsc_values;
   std::function<void()> on_port_out;
   std::function<void()> on_read_msr;
+  std::function<void()> on_write_msr;
 
   std::vector<CpuidQuery> cpuid_queries;
   std::vector<PortAccess> port_reads, port_writes;
   std::vector<uint32_t> msr_reads;
   std::vector<std::pair<uint32_t, uint64_t>> msr_writes;
+  std::vector<uint64_t> msr_write_instructions;  // instructions() during each write
   std::vector<std::tuple<uint64_t, unsigned, bool>> open_bus;
   std::set<uint32_t> unannounced_msrs;
   bool msr_announced(uint32_t msr) override { return !unannounced_msrs.contains(msr); }
@@ -725,6 +729,49 @@ TEST_F(VcpuTest, WrmsrReachesTheHostWithEdxEax) {
   EXPECT_EQ(cpu.instructions(), 5u);
 }
 
+// RDMSR and WRMSR are answered inside the engine (its patch 0003): a loop
+// of 100 of each runs in one entry into the engine, and the host sees the
+// instruction count of each access.
+TEST_F(VcpuTest, MsrAccessesAreAnsweredWithoutLeavingTheEngine) {
+  host.msrs = {{kMsrApicBase, 0}};
+  boot32({
+      0xb9, 0x1b, 0x00, 0x00, 0x00,  // 1000: mov ecx, 0x1b
+      0xbe, 0x64, 0x00, 0x00, 0x00,  // 1005: mov esi, 100
+      0x0f, 0x32,                    // 100a: rdmsr
+      0x40,                          // 100c: inc eax
+      0x0f, 0x30,                    // 100d: wrmsr
+      0x4e,                          // 100f: dec esi
+      0x75, 0xf8,                    // 1010: jnz 0x100a
+      0xf4,                          // 1012: hlt
+  });
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(host.msrs[kMsrApicBase], 100u);
+  EXPECT_EQ(host.msr_reads.size(), 100u);
+  ASSERT_EQ(host.msr_write_instructions.size(), 100u);
+  EXPECT_EQ(host.msr_write_instructions.front(), 2u + 2u);
+  EXPECT_EQ(host.msr_write_instructions.back(), 2u + 99u * 5u + 2u);
+  EXPECT_EQ(cpu.instructions(), 2u + 100u * 5u + 1u);
+  EXPECT_EQ(cpu.engine_entries(), 1u);
+}
+
+// A write the host side must finish (EFER, CPU state the engine keeps)
+// still stops in front of the WRMSR, and costs one more entry.
+TEST_F(VcpuTest, CpuStateWrmsrIsMadeBetweenEngineRuns) {
+  boot32({
+      0xb9, 0x81, 0x00, 0x00, 0xc0,  // 1000: mov ecx, 0xc0000081 (STAR)
+      0xb8, 0x00, 0x00, 0x00, 0x00,  // 1005: mov eax, 0
+      0xba, 0x08, 0x00, 0x10, 0x00,  // 100a: mov edx, 0x00100008
+      0x0f, 0x30,                    // 100f: wrmsr
+      0x0f, 0x32,                    // 1011: rdmsr
+      0xf4,                          // 1013: hlt
+  });
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(cpu.state().rdx, 0x0010'0008u);
+  EXPECT_EQ(cpu.instructions(), 6u);
+  EXPECT_EQ(cpu.engine_entries(), 2u);
+  EXPECT_TRUE(host.msr_writes.empty());
+}
+
 TEST_F(VcpuTest, WrmsrOfAnUnknownMsrIsGeneralProtectionAtTheInstruction) {
   boot32({
       0xb9, 0x1b, 0x00, 0x00, 0x00,  // 1000: mov ecx, 0x1b
@@ -1168,6 +1215,21 @@ TEST_F(VcpuTest, RequestStopFromAnEmulatedInstructionStopsRightAfterIt) {
   EXPECT_EQ(exit.rip, 0x1007u);
   EXPECT_EQ(cpu.instructions(), 2u);
   EXPECT_EQ(cpu.state().rax, 7u);
+}
+
+TEST_F(VcpuTest, RequestStopFromAWrmsrStopsRightAfterIt) {
+  host.msrs = {{kMsrApicBase, 0}};
+  host.on_write_msr = [&] { cpu.request_stop(); };
+  boot32({
+      0xb9, 0x1b, 0x00, 0x00, 0x00,  // 1000: mov ecx, 0x1b
+      0x0f, 0x30,                    // 1005: wrmsr
+      0x40,                          // 1007: inc eax
+      0xf4,                          // 1008: hlt
+  });
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::StopRequested);
+  EXPECT_EQ(exit.rip, 0x1007u);
+  EXPECT_EQ(cpu.instructions(), 2u);
+  EXPECT_EQ(host.msr_write_instructions, std::vector<uint64_t>{1});
 }
 
 TEST_F(VcpuTest, HostExceptionLeavesRun) {
