@@ -21,12 +21,14 @@ who=(new); [ -n "$base" ] && who+=(base)
 bin() { [ "$1" = new ] && echo "$t" || echo "$base"; }
 
 # NAME: the median over RUNS of (full - short) seconds for each runner.
+# PEER=none: no QEMU column (a guest QEMU 7.2's TCG cannot run).
 side_by_side() {  # LABEL UNIT WORK FULL_ARGS... -- SHORT_ARGS... (image args after the runner)
   local label=$1 work=$2; shift 2
+  local runners=("${who[@]}"); [ "${PEER:-icount}" = none ] || runners+=(icount)
   local full=() short=(); while [ "$1" != -- ]; do full+=("$1"); shift; done; shift; short=("$@")
   declare -A res
   for r in $(seq "$runs"); do
-    for w in "${who[@]}" icount; do
+    for w in "${runners[@]}"; do
       if [ "$w" = icount ]; then
         f=$(secs qemu "${full[@]}" -accel tcg,thread=single -icount shift=0)
         s=$(secs qemu "${short[@]}" -accel tcg,thread=single -icount shift=0)
@@ -38,13 +40,13 @@ side_by_side() {  # LABEL UNIT WORK FULL_ARGS... -- SHORT_ARGS... (image args af
     done
   done
   local line="  $label:"
-  for w in "${who[@]}" icount; do
+  for w in "${runners[@]}"; do
     m=$(printf '%s\n' ${res[$w]} | median); res[$w]=$m
     line+=$(printf '  %s %.3f s (%.0f/s)' "$w" "$m" "$(python3 -c "print($work / $m)")")
   done
   echo "$line"
   line="    ratios (rate):"
-  line+=$(printf ' new/icount %.2fx' "$(python3 -c "print(${res[icount]} / ${res[new]})")")
+  [ "${PEER:-icount}" = none ] || line+=$(printf ' new/icount %.2fx' "$(python3 -c "print(${res[icount]} / ${res[new]})")")
   [ -n "$base" ] && line+=$(printf ' new/base %.2fx' "$(python3 -c "print(${res[base]} / ${res[new]})")")
   echo "$line"
 }
@@ -61,6 +63,11 @@ if want pingpong; then
   echo "== IPI ping-pong, 2 vCPUs in sti; hlt, 100,000 round trips (rate: round trips/s)"
   side_by_side "ipi_pingpong" 100000 \
     "$img/ipi_pingpong.elf" -smp 2 -append iterations=100000 -- "$img/ipi_pingpong.elf" -smp 2 -append iterations=10
+  # x2APIC: each round trip is an ICR WRMSR and an EOI WRMSR on each side.
+  # QEMU 7.2's TCG has no x2APIC, so no peer here.
+  PEER=none side_by_side "ipi_pingpong x2apic=1" 100000 \
+    "$img/ipi_pingpong.elf" -smp 2 -cpu Skylake-Server,+x2apic -append "iterations=100000 x2apic=1" -- \
+    "$img/ipi_pingpong.elf" -smp 2 -cpu Skylake-Server,+x2apic -append "iterations=10 x2apic=1"
 fi
 if want hang; then
   echo "== a guest in jmp . with interrupts off (misbehave mode=spin), to its diagnosis or the 5 s time limit (host seconds, one run)"
