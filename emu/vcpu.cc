@@ -37,6 +37,7 @@ UnicornVcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, Engin
                                                              : UC_CPU_X86_QEMU64;
     check(uc_ctl_set_cpu_model(uc, model), "uc_ctl_set_cpu_model");
     check(uc_mem_map_ptr(uc, 0, ram.size(), UC_PROT_ALL, ram.data()), "uc_mem_map_ptr");
+    memory_map.emplace(uc, ram.size(), *this);
     // An empty set of exit addresses: runs end only where we stop them. With
     // uc_emu_start's `until` instead, Unicorn invalidates the translation at
     // that address after every run, which means translating it, and an
@@ -92,67 +93,21 @@ UnicornVcpu::Engine::~Engine() {
 }
 
 // ---------------------------------------------------------------------------
-// MMIO windows: uc_mmio_map calls back synchronously in the middle of a
-// block (the notes). A stop requested from a write is taken at the next
-// block boundary like any other request, so the write is not replayed
-// (RequestStopFromAnMmioWriteDoesNotReplayTheWrite).
+// Devices and open bus, called from the memory map's callbacks inside the
+// engine (emu/vcpu_memory_map.h).
 
-uint64_t UnicornVcpu::Engine::on_mmio_read(uc_engine*, uint64_t offset, unsigned size, void* user) {
-  auto& w = *static_cast<MmioWindow*>(user);
+uint64_t UnicornVcpu::Engine::device_read(MmioHandler& device, uint64_t offset, unsigned size) {
   // A device register may change with time, into any register: no spin.
-  w.engine->pause_loop.forget();
-  return w.engine->guarded<uint64_t>([&] { return w.handler->read(offset, size); });
+  pause_loop.forget();
+  return guarded<uint64_t>([&] { return device.read(offset, size); });
 }
 
-void UnicornVcpu::Engine::on_mmio_write(uc_engine*, uint64_t offset, unsigned size, uint64_t value, void* user) {
-  auto& w = *static_cast<MmioWindow*>(user);
-  w.engine->guarded([&] { w.handler->write(offset, size, value); });
+void UnicornVcpu::Engine::device_write(MmioHandler& device, uint64_t offset, unsigned size, uint64_t value) {
+  guarded([&] { device.write(offset, size, value); });
 }
 
-void UnicornVcpu::Engine::map_mmio(uint64_t base, uint64_t size, MmioHandler& handler) {
-  if (size == 0 || base % kPageSize || size % kPageSize || base + size < base)
-    throw std::invalid_argument(fmt::format("MMIO window {:#x}+{:#x} is not whole 4 KiB pages", base, size));
-  if (base < ram.size())
-    throw std::invalid_argument(fmt::format("MMIO window at {:#x} overlaps RAM (0..{:#x})", base, ram.size()));
-  // A device moved onto a page that was open bus takes it over.
-  for (auto it = open_bus_pages.lower_bound(base); it != open_bus_pages.end() && *it < base + size;) {
-    check(uc_mem_unmap(uc, *it, kPageSize), "uc_mem_unmap (open bus)");
-    it = open_bus_pages.erase(it);
-  }
-  auto window = std::make_unique<MmioWindow>(MmioWindow{this, &handler, size});
-  const uc_err err = uc_mmio_map(uc, base, size, on_mmio_read, window.get(), on_mmio_write, window.get());
-  if (err != UC_ERR_OK)
-    throw std::invalid_argument(fmt::format("MMIO window {:#x}+{:#x}: {}", base, size, uc_strerror(err)));
-  mmio.emplace(base, std::move(window));
-}
-
-void UnicornVcpu::Engine::unmap_mmio(uint64_t base, uint64_t size) {
-  const auto it = mmio.find(base);
-  if (it == mmio.end() || it->second->size != size)
-    throw std::invalid_argument(fmt::format("no MMIO window {:#x}+{:#x}", base, size));
-  check(uc_mem_unmap(uc, base, size), "uc_mem_unmap (MMIO)");
-  mmio.erase(it);
-}
-
-// Open bus (see on_unmapped): all ones read, stores dropped, each counted
-// by the host. The offset is from the page's start.
-uint64_t UnicornVcpu::Engine::on_open_bus_read(uc_engine*, uint64_t offset, unsigned size, void* user) {
-  auto& page = *static_cast<OpenBusPage*>(user);
-  page.engine->guarded([&] { page.engine->host.open_bus_access(page.base + offset, size, false); });
-  return ~uint64_t{0};
-}
-
-void UnicornVcpu::Engine::on_open_bus_write(uc_engine*, uint64_t offset, unsigned size, uint64_t, void* user) {
-  auto& page = *static_cast<OpenBusPage*>(user);
-  page.engine->guarded([&] { page.engine->host.open_bus_access(page.base + offset, size, true); });
-}
-
-void UnicornVcpu::Engine::map_open_bus(uint64_t page) {
-  auto& slot = open_bus_windows[page];
-  if (!slot) slot = std::make_unique<OpenBusPage>(OpenBusPage{this, page});
-  check(uc_mmio_map(uc, page, kPageSize, on_open_bus_read, slot.get(), on_open_bus_write, slot.get()),
-        "uc_mmio_map (open bus)");
-  open_bus_pages.insert(page);
+void UnicornVcpu::Engine::open_bus_access(uint64_t physical, unsigned size, bool write) {
+  guarded([&] { host.open_bus_access(physical, size, write); });
 }
 
 // ---------------------------------------------------------------------------
@@ -222,9 +177,11 @@ bool UnicornVcpu::interrupt_window_open() const {
   return !engine_->waits_for_sipi && !engine_->shadow && (engine_->read_reg(UC_X86_REG_RFLAGS) & x86::kFlagIf);
 }
 
-void UnicornVcpu::map_mmio(uint64_t base, uint64_t size, MmioHandler& handler) { engine_->map_mmio(base, size, handler); }
+void UnicornVcpu::map_mmio(uint64_t base, uint64_t size, MmioHandler& handler) {
+  engine_->memory_map->map_device(base, size, handler);
+}
 
-void UnicornVcpu::unmap_mmio(uint64_t base, uint64_t size) { engine_->unmap_mmio(base, size); }
+void UnicornVcpu::unmap_mmio(uint64_t base, uint64_t size) { engine_->memory_map->unmap_device(base, size); }
 
 // Taken at the next block start by the block hook, which this switches on.
 void UnicornVcpu::request_stop() {

@@ -297,7 +297,7 @@ bool UnicornVcpu::Engine::on_unmapped(uc_engine*, uc_mem_type type, uint64_t add
   e.unmapped = {type, address, size};
   if (type == UC_MEM_FETCH_UNMAPPED) return false;
   return e.guarded<bool>([&] {
-    e.map_open_bus(address & ~(kPageSize - 1));
+    e.memory_map->map_open_bus(address & ~(kPageSize - 1));
     return true;
   });
 }
