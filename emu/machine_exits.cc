@@ -38,14 +38,15 @@ std::optional<RunResult> Machine::handle_exit(Cpu& cpu, const VcpuExit& exit) {
       return std::nullopt;
     case VcpuExit::Reason::PauseLoop:
       skip_spin(cpu, exit);
-      // A jump to itself skipped to the time limit: nothing before it could
-      // end the loop (spin_horizon found no event), so it never ends.
+      // An idle loop (a jump to itself, or a loop that only reads memory)
+      // skipped to the time limit: nothing before it could end the loop
+      // (spin_horizon found no event), so it never ends.
       if (exit.idle_loop && cpu.now() >= limit_ns())
         return finish(RunResult::Outcome::Hung,
-                      fmt::format("guest hang: cpu {} loops forever in a jump to itself at RIP {:#x} with interrupts "
+                      fmt::format("guest hang: cpu {} loops forever in {} at RIP {:#x} with interrupts "
                                   "{}: no interrupt, NMI, INIT or other vCPU can end it before the time limit ({} s)",
-                                  cpu.index(), exit.rip, (vcpu.state().rflags & x86::kFlagIf) ? "on" : "off",
-                                  config_.time_limit_seconds));
+                                  cpu.index(), exit.detail.empty() ? "a jump to itself" : exit.detail, exit.rip,
+                                  (vcpu.state().rflags & x86::kFlagIf) ? "on" : "off", config_.time_limit_seconds));
       return std::nullopt;
     case VcpuExit::Reason::Halt:
       cpu.charge_exit(ExitKind::Hlt);

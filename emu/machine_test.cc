@@ -657,6 +657,33 @@ TEST(MachineSpinSkip, AJumpToItselfNothingCanEndIsAHang) {
   EXPECT_EQ(rig.machine->stats().vcpu(0).ple_exits, 0u);
 }
 
+// A loop that only reads memory, proved idle by the engine (idle_loop, with
+// its words for the loop), is skipped no further than another vCPU that
+// still runs and could write what it reads; once that one has halted with
+// interrupts off for good, nothing can end the loop: a hang, named as the
+// engine named the loop.
+TEST(MachineSpinSkip, ALoopOnMemoryWaitsForTheVcpuThatCouldWriteIt) {
+  const Action read_only_loop = [](FakeVcpu& v, uint64_t) {
+    v.interrupts_enabled = false;
+    v.retire(3);
+    VcpuExit exit = exit_for(VcpuExit::Reason::PauseLoop);
+    exit.idle_loop = true;
+    exit.rip = 0x1234;
+    exit.detail = "a loop that only reads memory (3 instructions at 0x1234)";
+    return exit;
+  };
+  Rig rig("2", {{start_aps(), read_only_loop, read_only_loop, read_only_loop, read_only_loop, guest_exit(1)},
+                {run_for(50'000), enable_apic_and_halt(false)}});
+  const RunResult r = rig.machine->run();
+  EXPECT_EQ(r.outcome, RunResult::Outcome::Hung) << r.diagnosis;
+  EXPECT_NE(r.diagnosis.find("cpu 0 loops forever in a loop that only reads memory (3 instructions at 0x1234) at RIP "
+                             "0x1234 with interrupts off"),
+            std::string::npos)
+      << r.diagnosis;
+  EXPECT_EQ(rig.cpu(1).instructions(), 50'001u) << "the other vCPU ran to its halt first";
+  EXPECT_EQ(rig.machine->stats().vcpu(0).ple_exits, 0u);
+}
+
 // With interrupts off a loop of pure instructions cannot turn them on (STI
 // and POPF are side effects), so an interrupt waiting in the APIC cannot
 // end the spin: alone, it skips to the end of the run's time.

@@ -97,8 +97,10 @@ UnicornVcpu::Engine::~Engine() {
 // engine (emu/vcpu_memory_map.h).
 
 uint64_t UnicornVcpu::Engine::device_read(MmioHandler& device, uint64_t offset, unsigned size) {
-  // A device register may change with time, into any register: no spin.
+  // A device register may change with time, into any register: no spin,
+  // and no idle loop.
   pause_loop.forget();
+  self_loop = {};
   return guarded<uint64_t>([&] { return device.read(offset, size); });
 }
 

@@ -93,9 +93,12 @@ struct VcpuExit {
   // PauseLoop: the run did nothing but come back to the loop of the last
   // pause-loop exit and find it unchanged (nothing it did is visible outside).
   bool spin_recheck = false;
-  // PauseLoop: not a PAUSE loop but a jump to itself (`jmp .`), which reads
-  // and writes nothing, so only an interrupt, NMI or INIT can end it. KVM
-  // has no exit for it: nothing is charged, no PLE exit is counted.
+  // PauseLoop: not a PAUSE loop but an idle loop proved so: a jump to
+  // itself (`jmp .`), which only an interrupt, NMI or INIT can end, or a
+  // loop that only reads memory and whose last turn changed no register
+  // (`1: cmp dword [x], 0; je 1b`; `detail` says which), which a store by
+  // someone else can end too. KVM has no exit for either: nothing is
+  // charged, no PLE exit is counted.
   bool idle_loop = false;
   std::string detail;      // one human-readable line, for diagnostics
 };

@@ -315,6 +315,13 @@ struct DecodedBlock {
   // I/O, an exit; without_side_effects): a pause loop through it is no spin.
   bool has_side_effects = false;
   std::optional<CountedLoop> counted_loop;
+  // A loop on itself that only changes registers: it ends with a jump or a
+  // conditional jump back to its start, and no instruction in it has a side
+  // effect, pauses or reads the time (`1: cmp dword [x], 0; je 1b`). A turn
+  // that leaves every register as it found it is then followed by the same
+  // turn for ever, until something else writes the memory it reads
+  // (on_self_loop proves it idle). Not a counted loop, which always moves.
+  bool loops_without_effects = false;
   uint64_t rep_string_tail = kNoAddress;  // address of a final REP string instruction
   std::vector<uint16_t> offsets;          // instruction starts, from `start`
   std::vector<TrapSite> traps;
@@ -381,6 +388,8 @@ class Disassembler {
     block.count = static_cast<uint32_t>(block.offsets.size());
     if (block.fully_decoded && steps.size() == block.count && !block.rep_string_tail_set())
       block.counted_loop = decide_counted_loop(steps, address);
+    block.loops_without_effects = block.fully_decoded && steps.size() == block.count && !block.has_side_effects &&
+                                  block.traps.empty() && !block.counted_loop && loops_to(steps, address);
     return block;
   }
 
@@ -406,14 +415,30 @@ class Disassembler {
     csh cs = 0;
     cs_insn* insn = nullptr;
   };
+  // The last step jumps back to `start`, and no step reads the time.
+  static bool loops_to(std::span<const LoopStep> steps, uint64_t start) {
+    for (const LoopStep& s : steps)
+      if (s.id == X86_INS_RDTSC || s.id == X86_INS_RDTSCP || s.id == X86_INS_PAUSE) return false;
+    const LoopStep& last = steps.back();
+    return is_direct_jump(last.id) && last.imm && static_cast<uint64_t>(*last.imm) == start;
+  }
+  static bool is_direct_jump(unsigned id) {
+    switch (id) {
+      case X86_INS_JMP: case X86_INS_JAE: case X86_INS_JA: case X86_INS_JBE: case X86_INS_JB: case X86_INS_JE:
+      case X86_INS_JGE: case X86_INS_JG: case X86_INS_JLE: case X86_INS_JL: case X86_INS_JNE: case X86_INS_JNO:
+      case X86_INS_JNP: case X86_INS_JNS: case X86_INS_JO: case X86_INS_JP: case X86_INS_JS:
+        return true;
+      default:
+        return false;
+    }
+  }
   Handle& handle(CodeSize size) { return handles_[static_cast<size_t>(size)]; }
 
   static void add_instruction(DecodedBlock& block, const cs_insn& insn, std::span<const uint8_t> bytes) {
     block.offsets.push_back(static_cast<uint16_t>(insn.address - block.start));
-    const std::optional<Cr8Access> cr8 = trap_kind(insn.id) ? std::nullopt : cr8_access(bytes, block.code_size);
     if (!without_side_effects(insn)) block.has_side_effects = true;
     if (auto kind = trap_kind(insn.id)) block.traps.push_back({insn.address, *kind, static_cast<uint8_t>(insn.size)});
-    else if (cr8) {
+    else if (const std::optional<Cr8Access> cr8 = cr8_access(bytes, block.code_size)) {
       block.traps.push_back({insn.address, cr8->kind, static_cast<uint8_t>(insn.size), static_cast<uint8_t>(cr8->gpr)});
       if (cr8->kind != TrapKind::MovFromCr8) block.has_side_effects = true;  // the TPR, CR4
     }

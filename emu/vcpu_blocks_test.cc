@@ -125,6 +125,19 @@ TEST(VcpuBlocks, CountedLoopsAreDecrementAndBranchToTheStart) {
   EXPECT_FALSE(decode({0x4c, 0x75, 0xfd}, CodeSize::Bits32).counted_loop);        // dec esp
 }
 
+TEST(VcpuBlocks, LoopsWithoutEffectsOnlyReadAndJumpBackToTheirStart) {
+  // 1000: cmp dword [0x5000], 0; je 0x1000
+  EXPECT_TRUE(decode({0x83, 0x3d, 0x00, 0x50, 0x00, 0x00, 0x00, 0x74, 0xf7}, CodeSize::Bits32).loops_without_effects);
+  EXPECT_TRUE(decode({0xeb, 0xfe}, CodeSize::Bits32).loops_without_effects);  // jmp .
+  // A store, a PAUSE (the PLE detector's), a time read, a counted loop, a
+  // jump elsewhere: none.
+  EXPECT_FALSE(decode({0x89, 0x03, 0xeb, 0xfc}, CodeSize::Bits32).loops_without_effects);
+  EXPECT_FALSE(decode({0xf3, 0x90, 0xeb, 0xfc}, CodeSize::Bits32).loops_without_effects);
+  EXPECT_FALSE(decode({0x0f, 0x31, 0xeb, 0xfc}, CodeSize::Bits32).loops_without_effects);
+  EXPECT_FALSE(decode({0x49, 0x75, 0xfd}, CodeSize::Bits32).loops_without_effects);  // dec ecx; jnz
+  EXPECT_FALSE(decode({0x85, 0xc0, 0x74, 0x00}, CodeSize::Bits32).loops_without_effects);
+}
+
 TEST(VcpuBlocks, CacheFindsABlockByStartAndSize) {
   BlockCache cache(1 << 20);
   DecodedBlock b = decode({0x90, 0xf4}, CodeSize::Bits32, 0x5000);

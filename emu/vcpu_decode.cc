@@ -15,7 +15,8 @@ void UnicornVcpu::Engine::on_translate(uc_engine*, uint64_t pc, uint32_t size, u
   e.guarded([&] {
     if (e.blocks.find(pc, size)) return;
     const DecodedBlock& block = e.decode_new_block(pc, size, count);
-    if (e.hook_trap_sites(block) | e.hook_counted_loop(block) | e.hook_jump_to_itself(block)) {
+    if (e.hook_trap_sites(block) | e.hook_counted_loop(block) | e.hook_jump_to_itself(block) |
+        e.hook_self_loop(block)) {
       e.retranslate = {block.start, block.end()};
       e.stop_at_block(StopCause::Retranslate);
     }
@@ -211,6 +212,56 @@ void UnicornVcpu::Engine::on_jump_to_itself(uc_engine*, uint64_t address, uint32
   if (block && e.is_jump_to_itself(*block)) e.stop_at_block(StopCause::IdleLoop);
 }
 
+// A loop on itself that only changes registers (`1: cmp dword [x], 0; je
+// 1b`) gets a block hook of its own too (after a jump to itself, which is
+// one).
+bool UnicornVcpu::Engine::hook_self_loop(const DecodedBlock& block) {
+  if (trace_out || !block.loops_without_effects || own_block_hooks.contains(block.start) ||
+      moving_loops.contains(block.start))
+    return false;
+  add_own_block_hook(block.start, reinterpret_cast<void*>(on_self_loop), "self-loop hook");
+  return true;
+}
+
+void UnicornVcpu::Engine::on_self_loop(uc_engine*, uint64_t address, uint32_t size, void* user) {
+  auto& e = *static_cast<Engine*>(user);
+  if (e.stop_cause != StopCause::None || e.trace_out) return;
+  e.guarded([&] { e.watch_self_loop(address, size); });
+}
+
+// Idle, proved: one turn of the loop, and nothing else, ran since its last
+// entry (the engine charges every block it enters), and left every register
+// as it found it. The turn writes nothing, so the next turn reads the same
+// memory and does the same, for ever, until something outside this run
+// writes what it reads: the run stops in front of it, and the machine skips
+// the vCPU to the next event that could (Machine::skip_spin), or diagnoses a
+// hang when none can. A loop whose registers move on two turns in a row is
+// no idle loop now: its hook goes, and its block is translated without it.
+void UnicornVcpu::Engine::watch_self_loop(uint64_t address, uint32_t size) {
+  constexpr unsigned kMovingTurns = 2;
+  const DecodedBlock* block = blocks.find(address, size);
+  if (!block || !block->loops_without_effects || moving_loops.contains(address)) return;
+  const uint64_t instructions = retired + uc_topolab_retired(uc);
+  const SpinRegisters now = read_spin_registers();
+  const bool one_turn = self_loop.start == address && instructions - self_loop.instructions == block->count;
+  if (one_turn && now.same_as(self_loop.registers, 0)) {
+    idle_loop_what = fmt::format("a loop that only reads memory ({} instructions at {:#x})", block->count, address);
+    return stop_at_block(StopCause::IdleLoop);
+  }
+  const unsigned moved = one_turn ? self_loop.moved + 1 : 0;
+  if (moved >= kMovingTurns) {
+    moving_loops.insert(address);
+    if (auto it = own_block_hooks.find(address); it != own_block_hooks.end()) {
+      check(uc_hook_del(uc, it->second), "uc_hook_del (self-loop hook)");
+      own_block_hooks.erase(it);
+    }
+    self_loop = {};
+    retranslate = {block->start, block->end()};
+    return stop_at_block(StopCause::Retranslate);
+  }
+  self_loop = {address, instructions, now, moved};
+}
+
 void UnicornVcpu::Engine::set_trace(std::FILE* out) {
   if (out && !trace_hook) {
     check(uc_hook_add(uc, &trace_hook, UC_HOOK_CODE, reinterpret_cast<void*>(on_trace), this, 1, 0),
@@ -231,6 +282,8 @@ void UnicornVcpu::Engine::flush_translations() {
   remove_trap_hooks();
   current = nullptr;
   blocks.clear();
+  moving_loops.clear();
+  self_loop = {};
 }
 
 // Drops Unicorn's translations of every page where a decoded block starts,

@@ -300,6 +300,64 @@ TEST_F(VcpuTest, JumpToItselfStopsAsAnIdleLoop) {
   EXPECT_EQ(cpu.instructions(), 3u);
 }
 
+// A loop that only reads memory, whose turn changes no register, is idle
+// until someone else writes what it reads: the run stops in front of its
+// second turn. Once the flag is set (another vCPU's store, between runs),
+// the loop reads it and leaves.
+TEST_F(VcpuTest, LoopThatOnlyReadsMemoryStopsAsAnIdleLoop) {
+  boot32({
+      0x90,                                      // 1000: nop
+      0x83, 0x3d, 0x00, 0x50, 0x00, 0x00, 0x00,  // 1001: cmp dword [0x5000], 0
+      0x74, 0xf7,                                // 1008: je 0x1001
+      0xf4,                                      // 100a: hlt
+  });
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::PauseLoop);
+  EXPECT_TRUE(exit.idle_loop);
+  EXPECT_EQ(exit.rip, 0x1001u);
+  // The first block is the NOP and a first turn (it starts at 0x1000); the
+  // loop's own block at 0x1001 turns once more and is proved idle.
+  EXPECT_EQ(cpu.instructions(), 3u + 2u);
+  EXPECT_NE(exit.detail.find("a loop that only reads memory (2 instructions at 0x1001)"), std::string::npos)
+      << exit.detail;
+  ram.write<uint32_t>(0x5000, 1);
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(cpu.instructions(), 5u + 2u + 1u);
+}
+
+// The same loop with a register that moves (a count of its turns) is no
+// idle loop: it runs every turn, exactly, and after two turns its block is
+// translated again without the hook.
+TEST_F(VcpuTest, LoopWhoseRegistersMoveIsNoIdleLoop) {
+  boot32({
+      0x41,                                      // 1000: inc ecx
+      0x83, 0x3d, 0x00, 0x50, 0x00, 0x00, 0x00,  // 1001: cmp dword [0x5000], 0
+      0x74, 0xf6,                                // 1008: je 0x1000
+      0xf4,                                      // 100a: hlt
+  });
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::QuantumEnd, 3000);
+  EXPECT_EQ(cpu.instructions(), 3000u);
+  EXPECT_EQ(cpu.state().rcx, 1000u);
+  EXPECT_EQ(exit.rip, 0x1000u);
+}
+
+// A load from a device may change with time: a loop on it is never idle.
+TEST_F(VcpuTest, LoopOnADeviceRegisterIsNoIdleLoop) {
+  struct ZeroDevice final : MmioHandler {
+    uint64_t read(uint64_t, unsigned) override { return ++reads, 0; }
+    void write(uint64_t, unsigned, uint64_t) override {}
+    unsigned reads = 0;
+  } device;
+  cpu.map_mmio(kApicBase, 4096, device);
+  boot32({
+      0x83, 0x3d, 0x00, 0x00, 0xe0, 0xfe, 0x00,  // 1000: cmp dword [0xfee00000], 0
+      0x74, 0xf7,                                // 1007: je 0x1000
+      0xf4,                                      // 1009: hlt
+  });
+  run_expecting(VcpuExit::Reason::QuantumEnd, 200);
+  EXPECT_EQ(cpu.instructions(), 200u);
+  EXPECT_EQ(device.reads, 100u);
+}
+
 TEST_F(VcpuTest, InstructionsAreExactInsideMidBlockCallbacks) {
   boot32({
       0x90,        // 1000: nop

@@ -116,6 +116,7 @@
 #include <initializer_list>
 #include <limits>
 #include <span>
+#include <set>
 #include <stdexcept>
 #include <unordered_map>
 #include <utility>
@@ -202,6 +203,7 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
   static void on_translate(uc_engine*, uint64_t pc, uint32_t size, uint32_t count, void* user);
   static void on_counted_loop(uc_engine*, uint64_t address, uint32_t size, void* user);
   static void on_jump_to_itself(uc_engine*, uint64_t address, uint32_t size, void* user);
+  static void on_self_loop(uc_engine*, uint64_t address, uint32_t size, void* user);
   static void on_trap_site(uc_engine*, uint64_t address, uint32_t size, void* user);
   static void on_trace(uc_engine*, uint64_t address, uint32_t size, void* user);
   static int on_cpuid(uc_engine*, void* user);
@@ -276,6 +278,23 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
   bool hook_jump_to_itself(const DecodedBlock& block);
   void add_own_block_hook(uint64_t start, void* callback, const char* what);
   bool is_jump_to_itself(const DecodedBlock& block);
+  bool hook_self_loop(const DecodedBlock& block);
+  void watch_self_loop(uint64_t address, uint32_t size);
+  // The last entry into a loop without effects (DecodedBlock::
+  // loops_without_effects) in this run: where, the instruction count then
+  // (retired + the engine's), the registers, and how many turns in a row
+  // changed them.
+  struct SelfLoopWatch {
+    uint64_t start = kNoAddress;
+    uint64_t instructions = 0;
+    SpinRegisters registers;
+    unsigned moved = 0;
+  } self_loop;
+  // Loops that changed their registers turn after turn (a sum, a search):
+  // unhooked, until flush_translations, so that they run at full speed.
+  std::set<uint64_t> moving_loops;
+  // What the idle loop the last run stopped in front of is, for its exit.
+  std::string idle_loop_what;
   // Counted loops' and jumps to themselves' block hooks, by block start.
   std::unordered_map<uint64_t, uc_hook> own_block_hooks;
   void remove_cache(uint64_t begin, uint64_t end);

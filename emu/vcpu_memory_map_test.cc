@@ -10,8 +10,6 @@ namespace {
 
 using namespace vcpu_test;
 
-constexpr uint64_t kApicBase = 0xFEE0'0000;
-
 // A physical address with no RAM and no device is open bus: loads read all
 // ones, stores are dropped, both are counted, and the run goes on.
 TEST_F(VcpuTest, OpenBusReadsAllOnesAndDropsStores) {

@@ -341,6 +341,7 @@ VcpuExit UnicornVcpu::Engine::run(uint64_t budget) {
   // A spin goes on across runs: what the machine does between them that the
   // loop could see (an injection, INIT) forgets it.
   pause_loop.mark_run_start();
+  self_loop = {};  // other vCPUs may have written what a loop reads since
   stop_requested = false;
   update_block_hook();
   for (;;) {
@@ -405,7 +406,7 @@ std::optional<VcpuExit> UnicornVcpu::Engine::run_until_stop() {
     case StopCause::IdleLoop: {
       shadow = shadow_in_front();
       settle_at(linear_rip());
-      VcpuExit exit = exit_at(VcpuExit::Reason::PauseLoop, read_reg(UC_X86_REG_RIP));
+      VcpuExit exit = exit_at(VcpuExit::Reason::PauseLoop, read_reg(UC_X86_REG_RIP), std::exchange(idle_loop_what, {}));
       exit.idle_loop = true;
       return exit;
     }

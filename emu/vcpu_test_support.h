@@ -59,6 +59,8 @@ constexpr uint64_t kIdt = 0x4000;
 
 constexpr uint8_t kInterruptGate = 0xE;
 
+constexpr uint64_t kApicBase = 0xFEE0'0000;  // where the tests map a device page
+
 constexpr uint32_t kMsrApicBase = 0x1B;
 
 using Bytes = std::vector<uint8_t>;

@@ -7,9 +7,13 @@
  *                | init_self | ipi_nobody | reserved_delivery | no_idt_interrupt
  *                | mwait_no_monitor | mwait_bad_hint | monitor_mmio
  *                | monitor_absent | mwait_forever | tsc_deadline_far
- *                | tsc_deadline_absent
+ *                | tsc_deadline_absent | flag | peer_flag
  *   halt      cli; hlt: nothing can ever wake the CPU
  *   spin      an endless loop: only the time limit ends it
+ *   flag      cli, then a wait for a flag nobody sets (a loop that only
+ *             reads memory: topolab proves it endless at once)
+ *   peer_flag (-smp 2) CPU 1 halts with interrupts off for ever, and CPU 0
+ *             waits with interrupts off for a flag only CPU 1 could set
  *   ud        ud2, with no IDT to handle #UD
  *   divide    a division by zero, with no IDT to handle #DE
  *   unmapped  a read far beyond RAM
@@ -57,6 +61,7 @@
 #include "lib/msr.h"
 #include "lib/printf.h"
 #include "lib/report.h"
+#include "lib/smp.h"
 #include "lib/start.h"
 #include "lib/string.h"
 
@@ -83,6 +88,15 @@ static void monitor(uintptr_t addr)
 static void mwait(uint32_t hint)
 {
 	__asm__ volatile("mwait" : : "a"(hint), "c"(0) : "memory");
+}
+
+static volatile uint32_t never_set;
+
+static void halt_for_ever(void *arg)
+{
+	(void)arg;
+	for (;;)
+		__asm__ volatile("cli; hlt");
 }
 
 static volatile uint32_t *apic_reg(uint32_t off)
@@ -113,7 +127,8 @@ int main(const struct multiboot_info *mbi)
 		printf("misbehave: give mode=halt|spin|ud|divide|unmapped|msr|exit256|"
 		       "init_self|ipi_nobody|reserved_delivery|no_idt_interrupt|"
 		       "mwait_no_monitor|mwait_bad_hint|monitor_mmio|monitor_absent|"
-		       "mwait_forever|tsc_deadline_far|tsc_deadline_absent\n");
+		       "mwait_forever|tsc_deadline_far|tsc_deadline_absent|flag|"
+		       "peer_flag\n");
 		return EXIT_FAIL;
 	}
 	printf("misbehave: mode=%s\n", mode);
@@ -194,6 +209,21 @@ int main(const struct multiboot_info *mbi)
 		__asm__ volatile("sti; hlt");
 	} else if (!strcmp(mode, "tsc_deadline_absent")) {
 		wrmsr(MSR_IA32_TSC_DEADLINE, 0x1000);
+	} else if (!strcmp(mode, "flag")) {
+		__asm__ volatile("cli");
+		while (!never_set)
+			;
+	} else if (!strcmp(mode, "peer_flag")) {
+		const char *why = smp_init();
+
+		if (why || (smp_boot_aps(NULL), smp_online) < 2) {
+			printf("misbehave: peer_flag needs a second CPU (-smp 2): %s\n", why ? why : "none online");
+			return EXIT_FAIL;
+		}
+		smp_run_on(1, halt_for_ever, NULL);
+		__asm__ volatile("cli");
+		while (!never_set)
+			;
 	}
 	printf("misbehave: mode %s did not misbehave\n", mode);
 	return EXIT_FAIL;

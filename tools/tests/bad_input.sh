@@ -76,6 +76,13 @@ bad=$images/misbehave.elf
 expect 126 "halted with interrupts disabled" -- run "$bad" -append mode=halt
 # jmp . with interrupts off: proved endless at once (docs/unicorn.md), not run to the time limit.
 expect 126 "guest hang: cpu 0 loops forever in a jump to itself at RIP 0x" -- run "$bad" -append mode=spin
+# A wait on a flag nobody sets, with interrupts off: a loop that only reads
+# memory, proved endless at once; and the same when the one CPU that could
+# set it has halted with interrupts off.
+expect 126 "guest hang: cpu 0 loops forever in a loop that only reads memory (3 instructions at 0x" -- \
+  run "$bad" -append mode=flag
+expect 126 "guest hang: cpu 0 loops forever in a loop that only reads memory (3 instructions at 0x" -- \
+  run "$bad" -smp 2 -append mode=peer_flag
 expect 124 "did not finish within 0.0001 s" -- run "$images/compute_loop.elf" -append iterations=100000000 \
   --time-limit 0.0001
 # With no IDT an exception is a triple fault (SDM 6.15), named in one line.
