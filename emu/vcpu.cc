@@ -38,6 +38,8 @@ UnicornVcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, Engin
     check(uc_ctl_set_cpu_model(uc, model), "uc_ctl_set_cpu_model");
     check(uc_mem_map_ptr(uc, 0, ram.size(), UC_PROT_ALL, ram.data()), "uc_mem_map_ptr");
     memory_map.emplace(uc, ram.size(), *this);
+    sites.emplace(uc, this);
+    counter.emplace(uc);
     // An empty set of exit addresses: runs end only where we stop them. With
     // uc_emu_start's `until` instead, Unicorn invalidates the translation at
     // that address after every run, which means translating it, and an
@@ -196,10 +198,10 @@ void UnicornVcpu::retire_emulated_instruction() { engine_->retire_emulated_instr
 uint64_t UnicornVcpu::pauses() const { return engine_->pauses_retired; }
 void UnicornVcpu::set_pause_loop_exiting(std::optional<PauseLoopExiting> ple) { engine_->pause_loop.configure(ple); }
 
-uint64_t UnicornVcpu::engine_entries() const { return engine_->engine_entries; }
+uint64_t UnicornVcpu::engine_entries() const { return engine_->counter->entries(); }
 
 uint64_t UnicornVcpu::instructions() const {
-  return engine_->running ? engine_->retired_mid_block() : engine_->retired;
+  return engine_->counter->instructions();
 }
 
 void UnicornVcpu::set_trace(std::FILE* out) { engine_->set_trace(out); }

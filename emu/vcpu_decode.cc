@@ -43,7 +43,7 @@ void UnicornVcpu::Engine::on_block(uc_engine*, uint64_t address, uint32_t size, 
     const EnteredBlock before = e.entered();
     const DecodedBlock* previous = e.decoded(before);
     const bool shadowed = previous ? previous->ends_with_interrupt_shadow : e.shadow;
-    const bool first = e.first_block_of_run && !before.any;
+    const bool first = e.counter->first_block_of_run() && !before.any;
     if (e.watch_interrupt_window && !first && e.interrupt_window_opened(shadowed))
       return e.stop_at_block(StopCause::QuantumEnd);
     const DecodedBlock* block = e.blocks.find(address, size);
@@ -73,14 +73,15 @@ void UnicornVcpu::Engine::on_counted_loop(uc_engine*, uint64_t address, uint32_t
 void UnicornVcpu::Engine::skip_counted_turns(const DecodedBlock& block) {
   const CountedLoop& loop = *block.counted_loop;
   const uint64_t value = read_capstone_reg(loop.counter);
-  const uint64_t now = retired + uc_topolab_retired(uc);
-  const uint64_t room = budget_end > now ? (budget_end - now) / block.count : 0;
+  const uint64_t now = counter->at_block_hook();
+  const uint64_t end = counter->budget_end();
+  const uint64_t room = end > now ? (end - now) / block.count : 0;
   const uint64_t turns = std::min(loop.turns(value), std::max<uint64_t>(room, 1));
   if (turns < 2) return;
   const uint64_t skipped = turns - 1;
   const uint64_t mask = loop.width == 8 ? ~uint64_t{0} : 0xFFFF'FFFF;
   write_capstone_reg(loop.counter, (value - skipped) & mask);
-  uc_topolab_charge(uc, skipped * block.count);
+  counter->charge(skipped * block.count);
   pauses_retired += skipped * loop.pauses;
 }
 
@@ -93,11 +94,9 @@ void UnicornVcpu::Engine::stop_at_block(StopCause cause) {
 // back the instructions from `rip` on (Unicorn's code hooks, exceptions and
 // HLT stop there, with RIP exact).
 void UnicornVcpu::Engine::settle_at(uint64_t rip) {
-  if (settled) return;
-  settled = true;
-  const uint64_t charged = uc_topolab_retired(uc);
-  current = uc_topolab_stopped_at_block_start(uc) ? nullptr : decoded(entered());
-  retired += current ? charged - current->count + current->instructions_before(rip) : charged;
+  if (counter->settled()) return;
+  current = counter->stopped_at_block_start() ? nullptr : decoded(entered());
+  counter->settle(current ? current->count - current->instructions_before(rip) : 0);
 }
 
 // Capstone must decode in the mode the block was translated in. CR0 and EFER
@@ -149,13 +148,9 @@ void UnicornVcpu::Engine::remove_cache(uint64_t begin, uint64_t end) {
 bool UnicornVcpu::Engine::hook_trap_sites(const DecodedBlock& block) {
   bool added = false;
   for (const TrapSite& site : block.traps) {
-    if (trap_hooks.contains(site.address)) continue;
+    if (sites->at(site.address)) continue;
     if (site.kind == TrapKind::Rdtscp && rdtscp_hooked()) continue;  // the instruction hook answers it
-    uc_hook hook;
-    check(uc_hook_add(uc, &hook, UC_HOOK_CODE, reinterpret_cast<void*>(on_trap_site), this, site.address,
-                      site.address),
-          "trap site hook");
-    trap_hooks.emplace(site.address, HookedTrap{site.kind, site.length, hook, site.gpr});
+    sites->add(site, reinterpret_cast<void*>(on_trap_site));
     added = true;
   }
   return added;
@@ -166,15 +161,9 @@ bool UnicornVcpu::Engine::hook_trap_sites(const DecodedBlock& block) {
 // by arithmetic, as the old per-block hook did for every block). Returns
 // whether one was added: then the block must be translated anew.
 bool UnicornVcpu::Engine::hook_counted_loop(const DecodedBlock& block) {
-  if (!block.counted_loop || own_block_hooks.contains(block.start)) return false;
-  add_own_block_hook(block.start, reinterpret_cast<void*>(on_counted_loop), "counted loop hook");
+  if (!block.counted_loop || sites->has_block_hook(block.start)) return false;
+  sites->add_block_hook(block.start, reinterpret_cast<void*>(on_counted_loop), "counted loop hook");
   return true;
-}
-
-void UnicornVcpu::Engine::add_own_block_hook(uint64_t start, void* callback, const char* what) {
-  uc_hook hook;
-  check(uc_hook_add(uc, &hook, UC_HOOK_BLOCK, callback, this, start, start), what);
-  own_block_hooks.emplace(start, hook);
 }
 
 // `jmp .` (EB FE; E9 with the displacement back to itself): one
@@ -195,8 +184,8 @@ bool UnicornVcpu::Engine::is_jump_to_itself(const DecodedBlock& block) {
 
 // Such a block gets a block hook of its own, like a counted loop's.
 bool UnicornVcpu::Engine::hook_jump_to_itself(const DecodedBlock& block) {
-  if (trace_out || own_block_hooks.contains(block.start) || !is_jump_to_itself(block)) return false;
-  add_own_block_hook(block.start, reinterpret_cast<void*>(on_jump_to_itself), "jump-to-itself hook");
+  if (trace_out || sites->has_block_hook(block.start) || !is_jump_to_itself(block)) return false;
+  sites->add_block_hook(block.start, reinterpret_cast<void*>(on_jump_to_itself), "jump-to-itself hook");
   return true;
 }
 
@@ -207,7 +196,7 @@ bool UnicornVcpu::Engine::hook_jump_to_itself(const DecodedBlock& block) {
 void UnicornVcpu::Engine::on_jump_to_itself(uc_engine*, uint64_t address, uint32_t size, void* user) {
   auto& e = *static_cast<Engine*>(user);
   if (e.stop_cause != StopCause::None || e.trace_out) return;
-  if (e.first_block_of_run && !e.entered().any) return;
+  if (e.counter->first_block_of_run() && !e.entered().any) return;
   const DecodedBlock* block = e.blocks.find(address, size);
   if (block && e.is_jump_to_itself(*block)) e.stop_at_block(StopCause::IdleLoop);
 }
@@ -216,10 +205,10 @@ void UnicornVcpu::Engine::on_jump_to_itself(uc_engine*, uint64_t address, uint32
 // 1b`) gets a block hook of its own too (after a jump to itself, which is
 // one).
 bool UnicornVcpu::Engine::hook_self_loop(const DecodedBlock& block) {
-  if (trace_out || !block.loops_without_effects || own_block_hooks.contains(block.start) ||
+  if (trace_out || !block.loops_without_effects || sites->has_block_hook(block.start) ||
       moving_loops.contains(block.start))
     return false;
-  add_own_block_hook(block.start, reinterpret_cast<void*>(on_self_loop), "self-loop hook");
+  sites->add_block_hook(block.start, reinterpret_cast<void*>(on_self_loop), "self-loop hook");
   return true;
 }
 
@@ -241,7 +230,7 @@ void UnicornVcpu::Engine::watch_self_loop(uint64_t address, uint32_t size) {
   constexpr unsigned kMovingTurns = 2;
   const DecodedBlock* block = blocks.find(address, size);
   if (!block || !block->loops_without_effects || moving_loops.contains(address)) return;
-  const uint64_t instructions = retired + uc_topolab_retired(uc);
+  const uint64_t instructions = counter->at_block_hook();
   const SpinRegisters now = read_spin_registers();
   const bool one_turn = self_loop.start == address && instructions - self_loop.instructions == block->count;
   if (one_turn && now.same_as(self_loop.registers, 0)) {
@@ -251,10 +240,7 @@ void UnicornVcpu::Engine::watch_self_loop(uint64_t address, uint32_t size) {
   const unsigned moved = one_turn ? self_loop.moved + 1 : 0;
   if (moved >= kMovingTurns) {
     moving_loops.insert(address);
-    if (auto it = own_block_hooks.find(address); it != own_block_hooks.end()) {
-      check(uc_hook_del(uc, it->second), "uc_hook_del (self-loop hook)");
-      own_block_hooks.erase(it);
-    }
+    sites->remove_block_hook(address);
     self_loop = {};
     retranslate = {block->start, block->end()};
     return stop_at_block(StopCause::Retranslate);
@@ -279,7 +265,7 @@ void UnicornVcpu::Engine::set_trace(std::FILE* out) {
 // are rebuilt as code runs again.
 void UnicornVcpu::Engine::flush_translations() {
   invalidate_translated_code();
-  remove_trap_hooks();
+  sites->remove_all();
   current = nullptr;
   blocks.clear();
   moving_loops.clear();
@@ -310,12 +296,6 @@ void UnicornVcpu::Engine::invalidate_translated_code() {
   write_reg(UC_X86_REG_CR3, read_reg(UC_X86_REG_CR3));
 }
 
-void UnicornVcpu::Engine::remove_trap_hooks() {
-  for (const auto& [address, trap] : trap_hooks) check(uc_hook_del(uc, trap.hook), "uc_hook_del (trap site)");
-  trap_hooks.clear();
-  for (const auto& [address, hook] : own_block_hooks) check(uc_hook_del(uc, hook), "uc_hook_del (counted loop)");
-  own_block_hooks.clear();
-}
 
 
 }  // namespace topolab

@@ -9,6 +9,9 @@
 //   vcpu_inject.cc      interrupt and exception delivery
 //   vcpu_modes.cc       registers, MSRs, segments, Multiboot, INIT and SIPI
 //   vcpu_memory_map.*   MMIO windows and open-bus pages (GuestMemoryMap)
+//   vcpu_counter.h      the instruction count and the budget (InstructionCounter)
+//   vcpu_trap_sites.*   the code hooks on trap sites and the block hooks on
+//                       single loops (TrapSites)
 //   vcpu_contexts.*     engine handles, saved contexts, the scratch engines
 //                       that load segments, the engine-state probe
 //   vcpu_blocks.h       decoded blocks and their cache, trap kinds, counted
@@ -51,13 +54,14 @@
 //   rules); guest memory the host touches goes through emu/page_walker.
 //
 // Counting
-//   instructions() = instructions retired before the one executing now.
-//   `retired` holds the count up to the start of the current uc_emu_start;
-//   the engine's own count (uc_topolab_retired) charges each block in full
-//   when it enters it. A stop inside a block (an exception, HLT, a trap
-//   site) gives back the block's instructions from RIP on (settle_at); a
-//   callback in the middle of a block sees the count at its block's start
-//   plus its instruction's index, which the engine records.
+//   instructions() = instructions retired before the one executing now,
+//   kept by InstructionCounter (emu/vcpu_counter.h): the count up to the
+//   start of the current uc_emu_start, and the engine's own count
+//   (uc_topolab_retired), which charges each block in full when it enters
+//   it. A stop inside a block (an exception, HLT, a trap site) gives back
+//   the block's instructions from RIP on (settle_at); a callback in the
+//   middle of a block sees the count at its block's start plus its
+//   instruction's index, which the engine records.
 //
 // MONITOR/MWAIT
 //   Trap sites on every engine model, so run() returns Reason::Monitor
@@ -96,7 +100,9 @@
 
 #include "emu/unicorn_vcpu.h"
 #include "emu/vcpu_contexts.h"
+#include "emu/vcpu_counter.h"
 #include "emu/vcpu_memory_map.h"
+#include "emu/vcpu_trap_sites.h"
 #include "emu/vcpu_blocks.h"
 #include "arch/descriptors.h"
 #include "arch/event_delivery.h"
@@ -229,29 +235,11 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
     }
   }
 
-  // --- counting (the engine's budget) and the block hook ---
-  // The block the engine last entered in this uc_emu_start, as it recorded
-  // it (uc_topolab_block).
-  struct EnteredBlock {
-    bool any = false;
-    uint64_t start = 0;
-    uint32_t size = 0;
-    uint32_t count = 0;
-    bool shadowed = false;  // it began in an interrupt shadow
-  };
-  EnteredBlock entered() const {
-    EnteredBlock b;
-    b.any = uc_topolab_block(uc, &b.start, &b.size, &b.count, &b.shadowed);
-    return b;
-  }
+  // --- counting (emu/vcpu_counter.h) and the block hook ---
+  using EnteredBlock = InstructionCounter::EnteredBlock;
+  EnteredBlock entered() const { return counter->entered(); }
   // Its decoded form (decoded when it was translated, or now).
   const DecodedBlock* decoded(const EnteredBlock& b);
-  // Instructions retired before the instruction running now, during a
-  // callback in the middle of a block: the engine charged the block whole
-  // when it entered it; `in_flight` is the calling instruction's index.
-  uint64_t retired_mid_block() const {
-    return retired + uc_topolab_retired(uc) - entered().count + in_flight;
-  }
   // The block hook is called only while something needs every block seen:
   // a stop request, a held interrupt's window, or a spin being watched.
   bool needs_block_hook() const {
@@ -276,7 +264,6 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
   bool hook_trap_sites(const DecodedBlock& block);
   bool hook_counted_loop(const DecodedBlock& block);
   bool hook_jump_to_itself(const DecodedBlock& block);
-  void add_own_block_hook(uint64_t start, void* callback, const char* what);
   bool is_jump_to_itself(const DecodedBlock& block);
   bool hook_self_loop(const DecodedBlock& block);
   void watch_self_loop(uint64_t address, uint32_t size);
@@ -295,8 +282,6 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
   std::set<uint64_t> moving_loops;
   // What the idle loop the last run stopped in front of is, for its exit.
   std::string idle_loop_what;
-  // Counted loops' and jumps to themselves' block hooks, by block start.
-  std::unordered_map<uint64_t, uc_hook> own_block_hooks;
   void remove_cache(uint64_t begin, uint64_t end);
   // The engine may hold an exception "in flight" (an exception it raised, or
   // a fault inside uc_ctl_remove_cache) that QEMU's double-fault check
@@ -361,7 +346,6 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
   void set_trace(std::FILE* out);
   void flush_translations();
   void invalidate_translated_code();
-  void remove_trap_hooks();
 
   // --- addresses, segments, INIT/SIPI ---
   uint64_t code_base();
@@ -412,24 +396,14 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
   Disassembler disassembler;
   BlockCache blocks;
 
-  struct HookedTrap {
-    TrapKind kind;
-    uint8_t length;
-    uc_hook hook;
-    uint8_t gpr = 0;  // MOV CR8 (TrapSite::gpr)
-  };
-  std::unordered_map<uint64_t, HookedTrap> trap_hooks;  // by instruction address
+  std::optional<TrapSites> sites;  // made with the engine
   void at_cr8(const HookedTrap& trap, uint64_t address);
   void at_cr4(const HookedTrap& trap, uint64_t address);
   std::optional<uint64_t> cr4_settable;  // from CPUID, on the first MOV to CR4
   uc_hook trace_hook = 0;
   std::FILE* trace_out = nullptr;
 
-  // Counting (see the file comment).
-  uint64_t retired = 0;         // up to the start of the current uc_emu_start
-  bool settled = true;          // retired includes the last uc_emu_start
-  bool running = false;         // inside uc_emu_start
-  uint64_t engine_entries = 0;  // uc_emu_start calls
+  std::optional<InstructionCounter> counter;  // made with the engine
   uint64_t pauses_retired = 0;  // counted by the PAUSE sites' hooks
   PauseLoopDetector pause_loop;
   SpinRegisters spin_snapshot;  // at the PAUSE that filled the window
@@ -437,12 +411,9 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
     bool reads_time = false;
     bool recheck = false;
   } spin_exit;  // the pause-loop exit the hook stopped for
-  uint64_t in_flight = 0;  // during a mid-block host call: its index in the block
-  uint64_t budget_end = 0;
   // The block that ran last, after a stop inside it (nullptr after a stop
   // in front of a block).
   const DecodedBlock* current = nullptr;
-  bool first_block_of_run = false;  // no block has run since run() began
   bool stop_requested = false;
   bool nmi_blocked = false;  // from an injected NMI to the next IRET
   bool watch_interrupt_window = false;

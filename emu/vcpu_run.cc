@@ -21,11 +21,7 @@ constexpr std::array<int, 16> kCr8Gprs = {UC_X86_REG_RAX, UC_X86_REG_RCX, UC_X86
 // calling instruction's index in its block instead (uc_topolab_insn_index).
 template <typename Call>
 auto UnicornVcpu::Engine::call_host_mid_block(Call&& call) {
-  in_flight = uc_topolab_insn_index(uc);
-  struct ClearInFlight {
-    uint64_t& in_flight;
-    ~ClearInFlight() { in_flight = 0; }
-  } clear{in_flight};
+  const InstructionCounter::MidBlockCall site(*counter);
   return call();
 }
 
@@ -117,7 +113,7 @@ std::optional<VcpuExit> UnicornVcpu::Engine::finish_stopped_msr() {
   std::optional<TrapFault> fault = std::exchange(msr_stop.fault, std::nullopt);
   if (!fault) fault = execute_trap(msr_stop.kind, rip);
   if (fault) return raise(fault->fault, fault->origin);
-  ++retired;
+  counter->retire_one();
   // settle_at left `current` at the block the instruction ends.
   if (!current || linear < current->start || linear >= current->end())
     throw std::logic_error(fmt::format("cpu{}: an MSR stop at {:#x} outside the block that ran", index, linear));
@@ -143,9 +139,9 @@ void UnicornVcpu::Engine::on_port_out(uc_engine*, uint32_t port, int size, uint3
 
 void UnicornVcpu::Engine::on_trap_site(uc_engine*, uint64_t address, uint32_t, void* user) {
   auto& e = *static_cast<Engine*>(user);
-  auto it = e.trap_hooks.find(address);
-  if (it != e.trap_hooks.end() && it->second.kind == TrapKind::Pause) return e.guarded([&] { e.at_pause(address); });
-  if (it != e.trap_hooks.end() && it->second.kind == TrapKind::Iret) {
+  const HookedTrap* trap = e.sites->at(address);
+  if (trap && trap->kind == TrapKind::Pause) return e.guarded([&] { e.at_pause(address); });
+  if (trap && trap->kind == TrapKind::Iret) {
     e.nmi_blocked = false;  // this IRET runs on; NMIs are taken again after it
     // IRET ends its block: the stop comes right after it (the block hook is
     // on while the window is watched), where a held NMI or interrupt may now
@@ -153,10 +149,9 @@ void UnicornVcpu::Engine::on_trap_site(uc_engine*, uint64_t address, uint32_t, v
     if (e.watch_interrupt_window) e.stop_requested = true;
     return;
   }
-  if (it != e.trap_hooks.end() && (it->second.kind == TrapKind::MovToCr8 || it->second.kind == TrapKind::MovFromCr8))
-    return e.guarded([&] { e.at_cr8(it->second, address); });
-  if (it != e.trap_hooks.end() && it->second.kind == TrapKind::MovToCr4)
-    return e.guarded([&] { e.at_cr4(it->second, address); });
+  if (trap && (trap->kind == TrapKind::MovToCr8 || trap->kind == TrapKind::MovFromCr8))
+    return e.guarded([&] { e.at_cr8(*trap, address); });
+  if (trap && trap->kind == TrapKind::MovToCr4) return e.guarded([&] { e.at_cr4(*trap, address); });
   e.guarded([&] { e.stop_at_trap_site(address); });
 }
 
@@ -205,9 +200,7 @@ void UnicornVcpu::Engine::at_cr8(const HookedTrap& trap, uint64_t address) {
 
 void UnicornVcpu::Engine::at_pause(uint64_t address) {
   if (pause_loop.enabled()) {
-    in_flight = uc_topolab_insn_index(uc);
-    const uint64_t before = retired_mid_block();
-    in_flight = 0;
+    const uint64_t before = counter->mid_block(counter->insn_index());
     switch (pause_loop.on_pause(address, before)) {
       case PauseLoopDetector::Action::Run: break;
       case PauseLoopDetector::Action::Snapshot: spin_snapshot = read_spin_registers(); break;
@@ -248,7 +241,7 @@ SpinRegisters UnicornVcpu::Engine::read_spin_registers() const {
 // A stop from a code hook happens before the instruction runs. The bytes
 // are checked because the guest may have rewritten the code since.
 void UnicornVcpu::Engine::stop_at_trap_site(uint64_t address) {
-  const HookedTrap& trap = trap_hooks.at(address);
+  const HookedTrap& trap = sites->hooked(address);
   std::array<uint8_t, 16> buffer;
   const std::span<uint8_t> bytes = std::span(buffer).first(trap.length);
   if (!peek_linear_into(address, bytes)) return;
@@ -309,11 +302,11 @@ void UnicornVcpu::Engine::on_trace(uc_engine*, uint64_t address, uint32_t size, 
     // hook may stop the run before this hook is called. Watched IRETs and PAUSEs run.
     // MOV CR4/CR8 usually run too (at_cr4, at_cr8): printed here unless
     // their hook stopped the run to emulate them.
-    auto it = e.trap_hooks.find(address);
+    const HookedTrap* trap = e.sites->at(address);
     const bool stopped_here = e.stop_cause == StopCause::TrapSite && e.trap_address == address;
-    const TrapKind kind = it == e.trap_hooks.end() ? TrapKind::Pause : it->second.kind;
+    const TrapKind kind = trap ? trap->kind : TrapKind::Pause;
     const bool control_register = kind == TrapKind::MovToCr4 || kind == TrapKind::MovToCr8 || kind == TrapKind::MovFromCr8;
-    if (it == e.trap_hooks.end() || is_watched(kind) || (control_register && !stopped_here))
+    if (!trap || is_watched(kind) || (control_register && !stopped_here))
       e.trace_instruction(address, size);
   });
 }
@@ -321,7 +314,7 @@ void UnicornVcpu::Engine::on_trace(uc_engine*, uint64_t address, uint32_t size, 
 // Unicorn passes the size 0xF1F1F1F1 when it does not know it: the length
 // is then what Capstone decodes (at most 15 bytes, SDM Vol. 2 2.3.11).
 void UnicornVcpu::Engine::trace_instruction(uint64_t address, uint32_t size) {
-  const DecodedBlock* block = running ? decoded(entered()) : current;
+  const DecodedBlock* block = counter->running() ? decoded(entered()) : current;
   const CodeSize code_size = block ? block->code_size : code_size_from_registers();
   if (size == 0 || size > 15) size = disassembler.length(peek_linear(address, 15).value_or(std::vector<uint8_t>{}),
                                                          address, code_size);
@@ -335,9 +328,7 @@ void UnicornVcpu::Engine::trace_instruction(uint64_t address, uint32_t size) {
 
 VcpuExit UnicornVcpu::Engine::run(uint64_t budget) {
   if (waits_for_sipi) throw std::logic_error(fmt::format("cpu{} waits for SIPI: run() before start_at_sipi()", index));
-  constexpr uint64_t kNoLimit = std::numeric_limits<uint64_t>::max();
-  budget_end = budget > kNoLimit - retired ? kNoLimit : retired + budget;
-  first_block_of_run = true;
+  counter->begin_run(budget);
   // A spin goes on across runs: what the machine does between them that the
   // loop could see (an injection, INIT) forgets it.
   pause_loop.mark_run_start();
@@ -353,15 +344,10 @@ VcpuExit UnicornVcpu::Engine::run(uint64_t budget) {
 std::optional<VcpuExit> UnicornVcpu::Engine::run_until_stop() {
   stop_cause = StopCause::None;
   if (exception_in_flight) clear_exception_in_flight(nullptr);
-  const uint64_t left = budget_end > retired ? budget_end - retired : 0;
-  uc_topolab_set_budget(uc, left, first_block_of_run);
-  settled = false;
-  running = true;
-  ++engine_entries;
+  counter->enter_engine();
   const uc_err err = uc_emu_start(uc, read_reg(UC_X86_REG_RIP), kNeverExecuted, 0, 0);
-  running = false;
+  counter->leave_engine();
   const EnteredBlock last = entered();
-  if (last.any) first_block_of_run = false;
   // Only a stop in front of a block can leave the next instruction shadowed:
   // the one the block before it ended with (or, if none ran, the one the
   // last stop left).
@@ -478,7 +464,7 @@ std::optional<std::optional<VcpuExit>> UnicornVcpu::Engine::emulate_hypercall(ui
   write_reg(UC_X86_REG_RAX, call.long_mode ? static_cast<uint64_t>(*result) : static_cast<uint32_t>(*result));
   const uint64_t next = rip + code.size();
   write_reg(UC_X86_REG_RIP, next);
-  ++retired;
+  counter->retire_one();
   if (stop_requested) return std::optional<VcpuExit>(exit_at(VcpuExit::Reason::StopRequested, next));
   return std::optional<VcpuExit>(std::nullopt);
 }
@@ -732,7 +718,7 @@ uint64_t UnicornVcpu::Engine::data_segment_base() {
 }
 
 void UnicornVcpu::Engine::retire_emulated_instruction() {
-  ++retired;
+  counter->retire_one();
   shadow = false;
   write_reg(UC_X86_REG_RIP, read_reg(UC_X86_REG_RIP) + kIdleInstructionLength);
 }
@@ -745,7 +731,7 @@ void UnicornVcpu::Engine::retire_emulated_instruction() {
 std::optional<VcpuExit> UnicornVcpu::Engine::emulate_trap() {
   const uint64_t rip = trap_address - code_base();
   write_reg(UC_X86_REG_RIP, rip);  // the code hook left the linear address there
-  const HookedTrap& trap = trap_hooks.at(trap_address);
+  const HookedTrap& trap = sites->hooked(trap_address);
   if (trap.kind == TrapKind::Monitor || trap.kind == TrapKind::Mwait) {
     if (std::optional<VcpuExit> exit = exit_for_monitor_or_mwait(rip, trap_address)) {
       if (exit->reason != VcpuExit::Reason::Monitor) return exit;
@@ -767,7 +753,7 @@ std::optional<VcpuExit> UnicornVcpu::Engine::emulate_trap() {
   if (trap.kind == TrapKind::Syscall || trap.kind == TrapKind::Sysenter)
     return emulate_fast_system_call(trap.kind, rip, trap.length);
   if (std::optional<TrapFault> fault = execute_trap(trap.kind, rip)) return raise(fault->fault, fault->origin);
-  ++retired;
+  counter->retire_one();
   const uint64_t next = rip + trap.length;
   write_reg(UC_X86_REG_RIP, next);
   if (stop_requested) return exit_at(VcpuExit::Reason::StopRequested, next);
@@ -806,7 +792,7 @@ std::optional<VcpuExit> UnicornVcpu::Engine::emulate_fast_system_call(TrapKind k
   write_reg(UC_X86_REG_RSP, s.rsp);
   write_reg(UC_X86_REG_RFLAGS, s.rflags);
   write_reg(UC_X86_REG_RIP, s.rip);
-  ++retired;
+  counter->retire_one();
   if (stop_requested) return exit_at(VcpuExit::Reason::StopRequested, s.rip);
   return std::nullopt;
 }
@@ -863,12 +849,12 @@ std::optional<UnicornVcpu::Engine::TrapFault> UnicornVcpu::Engine::execute_trap(
       // at_cr4 stops here only for a value with a bit this CPU cannot set.
       return TrapFault{{.vector = x86::kGeneralProtection, .error_code = 0},
                        fmt::format("mov cr4 of {:#x}: a bit CPUID does not allow (settable {:#x})",
-                                   read_reg(kCr8Gprs[trap_hooks.at(trap_address).gpr]), cr4_settable.value_or(0))};
+                                   read_reg(kCr8Gprs[sites->hooked(trap_address).gpr]), cr4_settable.value_or(0))};
     case TrapKind::MovToCr8:
     case TrapKind::MovFromCr8: {
       // CR access is CPL 0 only; MOV to CR8 with bits 63:4 set is #GP(0).
       std::array<uint8_t, 16> buffer;
-      const HookedTrap& trap = trap_hooks.at(trap_address);
+      const HookedTrap& trap = sites->hooked(trap_address);
       const std::span<uint8_t> bytes = std::span(buffer).first(trap.length);
       const std::optional<Cr8Access> cr8 =
           peek_linear_into(trap_address, bytes) ? cr8_access(bytes, CodeSize::Bits64) : std::nullopt;
