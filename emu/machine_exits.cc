@@ -45,7 +45,7 @@ std::optional<RunResult> Machine::handle_exit(Cpu& cpu, const VcpuExit& exit) {
         return finish(RunResult::Outcome::Hung,
                       fmt::format("guest hang: cpu {} loops forever in {} at RIP {:#x} with interrupts "
                                   "{}: no interrupt, NMI, INIT or other vCPU can end it before the time limit ({} s)",
-                                  cpu.index(), exit.detail.empty() ? "a jump to itself" : exit.detail, exit.rip,
+                                  cpu.index(), exit.detail, exit.rip,
                                   (vcpu.state().rflags & x86::kFlagIf) ? "on" : "off", config_.time_limit_seconds));
       return std::nullopt;
     case VcpuExit::Reason::Halt:

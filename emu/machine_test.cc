@@ -647,6 +647,7 @@ TEST(MachineSpinSkip, AJumpToItselfNothingCanEndIsAHang) {
                    VcpuExit exit = exit_for(VcpuExit::Reason::PauseLoop);
                    exit.idle_loop = true;
                    exit.rip = 0x1234;
+                   exit.detail = "a jump to itself";  // as the engine names it
                    return exit;
                  },
                  guest_exit(1)}});

@@ -102,7 +102,7 @@ uint64_t UnicornVcpu::Engine::device_read(MmioHandler& device, uint64_t offset, 
   // A device register may change with time, into any register: no spin,
   // and no idle loop.
   pause_loop.forget();
-  self_loop = {};
+  self_loop.forget();
   return guarded<uint64_t>([&] { return device.read(offset, size); });
 }
 

@@ -96,8 +96,8 @@ struct VcpuExit {
   // PauseLoop: not a PAUSE loop but an idle loop proved so: a jump to
   // itself (`jmp .`), which only an interrupt, NMI or INIT can end, or a
   // loop that only reads memory and whose last turn changed no register
-  // (`1: cmp dword [x], 0; je 1b`; `detail` says which), which a store by
-  // someone else can end too. KVM has no exit for either: nothing is
+  // (`1: cmp dword [x], 0; je 1b`), which a store by someone else can end
+  // too; `detail` names the loop. KVM has no exit for either: nothing is
   // charged, no PLE exit is counted.
   bool idle_loop = false;
   std::string detail;      // one human-readable line, for diagnostics

@@ -320,7 +320,7 @@ struct DecodedBlock {
   // effect, pauses or reads the time (`1: cmp dword [x], 0; je 1b`). A turn
   // that leaves every register as it found it is then followed by the same
   // turn for ever, until something else writes the memory it reads
-  // (on_self_loop proves it idle). Not a counted loop, which always moves.
+  // (watch_self_loop proves it idle). Not a counted loop, which always moves.
   bool loops_without_effects = false;
   uint64_t rep_string_tail = kNoAddress;  // address of a final REP string instruction
   std::vector<uint16_t> offsets;          // instruction starts, from `start`

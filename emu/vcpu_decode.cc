@@ -15,8 +15,7 @@ void UnicornVcpu::Engine::on_translate(uc_engine*, uint64_t pc, uint32_t size, u
   e.guarded([&] {
     if (e.blocks.find(pc, size)) return;
     const DecodedBlock& block = e.decode_new_block(pc, size, count);
-    if (e.hook_trap_sites(block) | e.hook_counted_loop(block) | e.hook_jump_to_itself(block) |
-        e.hook_self_loop(block)) {
+    if (e.hook_trap_sites(block) | e.hook_counted_loop(block) | e.hook_idle_loop(block)) {
       e.retranslate = {block.start, block.end()};
       e.stop_at_block(StopCause::Retranslate);
     }
@@ -182,40 +181,31 @@ bool UnicornVcpu::Engine::is_jump_to_itself(const DecodedBlock& block) {
   return false;
 }
 
-// Such a block gets a block hook of its own, like a counted loop's.
-bool UnicornVcpu::Engine::hook_jump_to_itself(const DecodedBlock& block) {
-  if (trace_out || sites->has_block_hook(block.start) || !is_jump_to_itself(block)) return false;
-  sites->add_block_hook(block.start, reinterpret_cast<void*>(on_jump_to_itself), "jump-to-itself hook");
-  return true;
-}
-
-// A `jmp .` about to run again: the run stops in front of it, and the
-// machine skips the vCPU to the next event that could end the loop
-// (Machine::skip_spin), or diagnoses a hang when none can. One turn runs in
-// every run first, so a run always retires an instruction.
-void UnicornVcpu::Engine::on_jump_to_itself(uc_engine*, uint64_t address, uint32_t size, void* user) {
-  auto& e = *static_cast<Engine*>(user);
-  if (e.stop_cause != StopCause::None || e.trace_out) return;
-  if (e.counter->first_block_of_run() && !e.entered().any) return;
-  const DecodedBlock* block = e.blocks.find(address, size);
-  if (block && e.is_jump_to_itself(*block)) e.stop_at_block(StopCause::IdleLoop);
-}
-
-// A loop on itself that only changes registers (`1: cmp dword [x], 0; je
-// 1b`) gets a block hook of its own too (after a jump to itself, which is
-// one).
-bool UnicornVcpu::Engine::hook_self_loop(const DecodedBlock& block) {
+// An idle-loop candidate (a jump to itself is one) gets a block hook of its
+// own, like a counted loop's.
+bool UnicornVcpu::Engine::hook_idle_loop(const DecodedBlock& block) {
   if (trace_out || !block.loops_without_effects || sites->has_block_hook(block.start) ||
       moving_loops.contains(block.start))
     return false;
-  sites->add_block_hook(block.start, reinterpret_cast<void*>(on_self_loop), "self-loop hook");
+  sites->add_block_hook(block.start, reinterpret_cast<void*>(on_idle_loop), "idle-loop hook");
   return true;
 }
 
-void UnicornVcpu::Engine::on_self_loop(uc_engine*, uint64_t address, uint32_t size, void* user) {
+// The run stops in front of an idle loop, and the machine skips the vCPU to
+// the next event that could end it (Machine::skip_spin), or diagnoses a hang
+// when none can. A `jmp .` needs no proof but its bytes: it stops at once
+// unless it is the first block of the run (a run always retires something).
+void UnicornVcpu::Engine::on_idle_loop(uc_engine*, uint64_t address, uint32_t size, void* user) {
   auto& e = *static_cast<Engine*>(user);
   if (e.stop_cause != StopCause::None || e.trace_out) return;
-  e.guarded([&] { e.watch_self_loop(address, size); });
+  e.guarded([&] {
+    const DecodedBlock* block = e.blocks.find(address, size);
+    if (!block || !block->loops_without_effects) return;
+    if (!e.is_jump_to_itself(*block)) return e.watch_self_loop(*block);
+    if (e.counter->first_block_of_run() && !e.entered().any) return;
+    e.idle_loop_what = "a jump to itself";
+    e.stop_at_block(StopCause::IdleLoop);
+  });
 }
 
 // Idle, proved: one turn of the loop, and nothing else, ran since its last
@@ -226,23 +216,23 @@ void UnicornVcpu::Engine::on_self_loop(uc_engine*, uint64_t address, uint32_t si
 // the vCPU to the next event that could (Machine::skip_spin), or diagnoses a
 // hang when none can. A loop whose registers move on two turns in a row is
 // no idle loop now: its hook goes, and its block is translated without it.
-void UnicornVcpu::Engine::watch_self_loop(uint64_t address, uint32_t size) {
+void UnicornVcpu::Engine::watch_self_loop(const DecodedBlock& loop) {
   constexpr unsigned kMovingTurns = 2;
-  const DecodedBlock* block = blocks.find(address, size);
-  if (!block || !block->loops_without_effects || moving_loops.contains(address)) return;
+  const uint64_t address = loop.start;
+  if (moving_loops.contains(address)) return;
   const uint64_t instructions = counter->at_block_hook();
   const SpinRegisters now = read_spin_registers();
-  const bool one_turn = self_loop.start == address && instructions - self_loop.instructions == block->count;
+  const bool one_turn = self_loop.start == address && instructions - self_loop.instructions == loop.count;
   if (one_turn && now.same_as(self_loop.registers, 0)) {
-    idle_loop_what = fmt::format("a loop that only reads memory ({} instructions at {:#x})", block->count, address);
+    idle_loop_what = fmt::format("a loop that only reads memory ({} instructions at {:#x})", loop.count, address);
     return stop_at_block(StopCause::IdleLoop);
   }
   const unsigned moved = one_turn ? self_loop.moved + 1 : 0;
   if (moved >= kMovingTurns) {
     moving_loops.insert(address);
     sites->remove_block_hook(address);
-    self_loop = {};
-    retranslate = {block->start, block->end()};
+    self_loop.forget();
+    retranslate = {loop.start, loop.end()};
     return stop_at_block(StopCause::Retranslate);
   }
   self_loop = {address, instructions, now, moved};
@@ -269,7 +259,7 @@ void UnicornVcpu::Engine::flush_translations() {
   current = nullptr;
   blocks.clear();
   moving_loops.clear();
-  self_loop = {};
+  self_loop.forget();
 }
 
 // Drops Unicorn's translations of every page where a decoded block starts,

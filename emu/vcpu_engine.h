@@ -208,8 +208,7 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
   static void on_block(uc_engine*, uint64_t address, uint32_t size, void* user);
   static void on_translate(uc_engine*, uint64_t pc, uint32_t size, uint32_t count, void* user);
   static void on_counted_loop(uc_engine*, uint64_t address, uint32_t size, void* user);
-  static void on_jump_to_itself(uc_engine*, uint64_t address, uint32_t size, void* user);
-  static void on_self_loop(uc_engine*, uint64_t address, uint32_t size, void* user);
+  static void on_idle_loop(uc_engine*, uint64_t address, uint32_t size, void* user);
   static void on_trap_site(uc_engine*, uint64_t address, uint32_t size, void* user);
   static void on_trace(uc_engine*, uint64_t address, uint32_t size, void* user);
   static int on_cpuid(uc_engine*, void* user);
@@ -263,10 +262,9 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
   CodeSize code_size_from_registers();
   bool hook_trap_sites(const DecodedBlock& block);
   bool hook_counted_loop(const DecodedBlock& block);
-  bool hook_jump_to_itself(const DecodedBlock& block);
   bool is_jump_to_itself(const DecodedBlock& block);
-  bool hook_self_loop(const DecodedBlock& block);
-  void watch_self_loop(uint64_t address, uint32_t size);
+  bool hook_idle_loop(const DecodedBlock& block);
+  void watch_self_loop(const DecodedBlock& loop);
   // The last entry into a loop without effects (DecodedBlock::
   // loops_without_effects) in this run: where, the instruction count then
   // (retired + the engine's), the registers, and how many turns in a row
@@ -276,6 +274,7 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
     uint64_t instructions = 0;
     SpinRegisters registers;
     unsigned moved = 0;
+    void forget() { start = kNoAddress; }  // the rest counts only with a start
   } self_loop;
   // Loops that changed their registers turn after turn (a sum, a search):
   // unhooked, until flush_translations, so that they run at full speed.

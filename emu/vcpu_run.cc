@@ -332,7 +332,7 @@ VcpuExit UnicornVcpu::Engine::run(uint64_t budget) {
   // A spin goes on across runs: what the machine does between them that the
   // loop could see (an injection, INIT) forgets it.
   pause_loop.mark_run_start();
-  self_loop = {};  // other vCPUs may have written what a loop reads since
+  self_loop.forget();  // other vCPUs may have written what a loop reads since
   stop_requested = false;
   update_block_hook();
   for (;;) {
