@@ -302,6 +302,7 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
   int answer_msr(TrapKind kind);
   int stop_for_msr(TrapKind kind);
   std::optional<VcpuExit> finish_stopped_msr();
+  std::optional<VcpuExit> retire_at(uint64_t next);
   void stop_at_trap_site(uint64_t address);
   // A PAUSE site's hook: counts it, or stops the run for a pause-loop exit.
   void at_pause(uint64_t address);

@@ -113,11 +113,16 @@ std::optional<VcpuExit> UnicornVcpu::Engine::finish_stopped_msr() {
   std::optional<TrapFault> fault = std::exchange(msr_stop.fault, std::nullopt);
   if (!fault) fault = execute_trap(msr_stop.kind, rip);
   if (fault) return raise(fault->fault, fault->origin);
-  counter->retire_one();
   // settle_at left `current` at the block the instruction ends.
   if (!current || linear < current->start || linear >= current->end())
     throw std::logic_error(fmt::format("cpu{}: an MSR stop at {:#x} outside the block that ran", index, linear));
-  const uint64_t next = rip + (current->end() - linear);
+  return retire_at(rip + (current->end() - linear));
+}
+
+// The host ran the instruction: it retires, and the guest goes on at `next`
+// (an offset in CS), unless a stop was asked for meanwhile.
+std::optional<VcpuExit> UnicornVcpu::Engine::retire_at(uint64_t next) {
+  counter->retire_one();
   write_reg(UC_X86_REG_RIP, next);
   if (stop_requested) return exit_at(VcpuExit::Reason::StopRequested, next);
   return std::nullopt;
@@ -462,11 +467,7 @@ std::optional<std::optional<VcpuExit>> UnicornVcpu::Engine::emulate_hypercall(ui
   const std::optional<int64_t> result = host.hypercall(call);
   if (!result) return std::nullopt;
   write_reg(UC_X86_REG_RAX, call.long_mode ? static_cast<uint64_t>(*result) : static_cast<uint32_t>(*result));
-  const uint64_t next = rip + code.size();
-  write_reg(UC_X86_REG_RIP, next);
-  counter->retire_one();
-  if (stop_requested) return std::optional<VcpuExit>(exit_at(VcpuExit::Reason::StopRequested, next));
-  return std::optional<VcpuExit>(std::nullopt);
+  return std::optional<std::optional<VcpuExit>>(retire_at(rip + code.size()));
 }
 
 std::optional<VcpuExit> UnicornVcpu::Engine::exit_for_error(uc_err err) {
@@ -753,11 +754,7 @@ std::optional<VcpuExit> UnicornVcpu::Engine::emulate_trap() {
   if (trap.kind == TrapKind::Syscall || trap.kind == TrapKind::Sysenter)
     return emulate_fast_system_call(trap.kind, rip, trap.length);
   if (std::optional<TrapFault> fault = execute_trap(trap.kind, rip)) return raise(fault->fault, fault->origin);
-  counter->retire_one();
-  const uint64_t next = rip + trap.length;
-  write_reg(UC_X86_REG_RIP, next);
-  if (stop_requested) return exit_at(VcpuExit::Reason::StopRequested, next);
-  return std::nullopt;
+  return retire_at(rip + trap.length);
 }
 
 // SYSCALL and SYSENTER (SDM Vol. 2B) by emu/fast_syscall's rules, with the
@@ -791,10 +788,7 @@ std::optional<VcpuExit> UnicornVcpu::Engine::emulate_fast_system_call(TrapKind k
   write_reg(UC_X86_REG_R11, s.r11);
   write_reg(UC_X86_REG_RSP, s.rsp);
   write_reg(UC_X86_REG_RFLAGS, s.rflags);
-  write_reg(UC_X86_REG_RIP, s.rip);
-  counter->retire_one();
-  if (stop_requested) return exit_at(VcpuExit::Reason::StopRequested, s.rip);
-  return std::nullopt;
+  return retire_at(s.rip);
 }
 
 // SDM Vol. 2: RDMSR, WRMSR, RDPMC, RDTSC, RDTSCP.
