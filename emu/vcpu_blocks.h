@@ -251,10 +251,14 @@ struct LoopStep {
   x86_reg reg = X86_REG_INVALID;  // operand 0, a register
   std::optional<int64_t> imm;     // operand 1 (or 0 for a branch), an immediate
   bool lock = false;
+  bool jump = false;  // JMP or a Jcc (Capstone's jump group)
   static LoopStep of(const cs_insn& insn) {
     LoopStep s;
     s.id = insn.id;
-    const cs_x86& x86 = insn.detail->x86;
+    const cs_detail& detail = *insn.detail;
+    s.jump = std::find(detail.groups, detail.groups + detail.groups_count, X86_GRP_JUMP) !=
+             detail.groups + detail.groups_count;
+    const cs_x86& x86 = detail.x86;
     s.lock = x86.prefix[0] == X86_PREFIX_LOCK;
     if (x86.op_count >= 1 && x86.operands[0].type == X86_OP_REG) s.reg = x86.operands[0].reg;
     if (x86.op_count == 1 && x86.operands[0].type == X86_OP_IMM) s.imm = x86.operands[0].imm;
@@ -419,18 +423,10 @@ class Disassembler {
   static bool loops_to(std::span<const LoopStep> steps, uint64_t start) {
     for (const LoopStep& s : steps)
       if (s.id == X86_INS_RDTSC || s.id == X86_INS_RDTSCP || s.id == X86_INS_PAUSE) return false;
+    // A direct jump (its target an immediate); the blocks without effects
+    // hold no jump that also counts (LOOP, JCXZ: not without_side_effects).
     const LoopStep& last = steps.back();
-    return is_direct_jump(last.id) && last.imm && static_cast<uint64_t>(*last.imm) == start;
-  }
-  static bool is_direct_jump(unsigned id) {
-    switch (id) {
-      case X86_INS_JMP: case X86_INS_JAE: case X86_INS_JA: case X86_INS_JBE: case X86_INS_JB: case X86_INS_JE:
-      case X86_INS_JGE: case X86_INS_JG: case X86_INS_JLE: case X86_INS_JL: case X86_INS_JNE: case X86_INS_JNO:
-      case X86_INS_JNP: case X86_INS_JNS: case X86_INS_JO: case X86_INS_JP: case X86_INS_JS:
-        return true;
-      default:
-        return false;
-    }
+    return last.jump && last.imm && static_cast<uint64_t>(*last.imm) == start;
   }
   Handle& handle(CodeSize size) { return handles_[static_cast<size_t>(size)]; }
 
