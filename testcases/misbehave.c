@@ -216,7 +216,9 @@ int main(const struct multiboot_info *mbi)
 	} else if (!strcmp(mode, "peer_flag")) {
 		const char *why = smp_init();
 
-		if (why || (smp_boot_aps(NULL), smp_online) < 2) {
+		if (!why)
+			smp_boot_aps(NULL);
+		if (why || smp_online < 2) {
 			printf("misbehave: peer_flag needs a second CPU (-smp 2): %s\n", why ? why : "none online");
 			return EXIT_FAIL;
 		}
