@@ -88,7 +88,7 @@ struct MachineConfig {
   bool isa_debug_exit = true;
   // -device pc-testdev: QEMU's ISA test device (devices/pc_testdev.h).
   bool pc_testdev = false;
-  // -device pci-testdev: QEMU's PCI test device at 00:03.0 (devices/pci.h).
+  // -device pci-testdev: QEMU's PCI test device at 00:02.0 (memory_map::kPciTestdevSlot).
   bool pci_testdev = false;
   // The 8254 PIT at 0x40-0x43 and its port 0x61 bits; -machine pit=off: false.
   bool pit = true;
