@@ -11,6 +11,7 @@
 
 #include "arch/x86_arch.h"
 #include "firmware/acpi.h"
+#include "firmware/boot.h"
 #include "base/memory_map.h"
 #include "model/cost_rules.h"
 
@@ -32,16 +33,6 @@ void check_run_limits(const MachineConfig& config) {
     throw ConfigError(fmt::format("--time-limit must be between 0 and {} seconds of virtual time",
                                   MachineConfig::kMaxTimeLimitSeconds));
   if (config.quantum == 0) throw ConfigError("--quantum must be at least 1 instruction");
-}
-
-std::vector<MultibootModule> read_modules(const std::vector<std::string>& specs, uint64_t ram_bytes) {
-  std::vector<MultibootModule> modules;
-  for (const std::string& spec : specs) {
-    // QEMU's -initrd "FILE ARGS": the file name ends at the first space.
-    std::string path = spec.substr(0, spec.find(' '));
-    modules.push_back({spec, read_image_file(path, ram_bytes)});
-  }
-  return modules;
 }
 
 // The report's name for an ICR delivery mode (Reserved never gets here).
@@ -73,6 +64,18 @@ std::optional<PauseLoopExiting> pause_loop_exiting(const MachineConfig& config) 
   if (!config.spin_skip || config.cost.ple_window == 0) return std::nullopt;
   return PauseLoopExiting{.gap_instructions = config.cost.instructions_for_cycles(config.cost.ple_gap),
                           .window_instructions = config.cost.instructions_for_cycles(config.cost.ple_window)};
+}
+
+// vCPU 0 starts as its boot protocol says.
+void enter_boot_state(Vcpu& vcpu, const BootEntry& boot) {
+  switch (boot.protocol) {
+    case BootProtocol::Linux: vcpu.enter_linux32(boot.entry, boot.boot_data, boot.gdt, boot.gdt_limit); return;
+    // PVH's entry state is Multiboot's with EBX the start_info (EAX unused).
+    case BootProtocol::Pvh: vcpu.enter_multiboot(boot.entry, 0, boot.boot_data); return;
+    case BootProtocol::Multiboot:
+      vcpu.enter_multiboot(boot.entry, MultibootBoot::kBootloaderMagic, boot.boot_data);
+      return;
+  }
 }
 
 }  // namespace
@@ -137,33 +140,15 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
   attach_platform_devices();
 
   const AcpiTables acpi = build_acpi_tables(ram_, cpuid_.topology());
-  std::vector<uint8_t> image = read_image_file(config.image, ram_.size());
-  // As QEMU's -kernel: a setup header makes it Linux, an ELF64 with the PVH
-  // note a PVH kernel, anything else must be Multiboot. (QEMU tries
-  // Multiboot before PVH; no image here has both.)
-  std::optional<LinuxBoot> linux_boot;
-  std::optional<PvhBoot> pvh;
-  std::optional<MultibootBoot> multiboot;
-  const bool linux_kernel = is_linux_image(image) || is_pvh_image(image);
+  // The guest sees a Multiboot image's file name without its directories
+  // (QEMU passes the path as typed), so where the image sits cannot change
+  // what it does.
+  const BootFiles files = read_boot_files(
+      config.image, config.image_name.empty() ? std::filesystem::path(config.image).filename().string() : config.image_name,
+      config.append, config.initrd, ram_.size());
   // Before any vCPU exists, so before any read of a clock.
-  clock_.set_synced(config.synced_clocks.value_or(linux_kernel));
-  if (linux_kernel) {
-    if (config.initrd.size() > 1) throw ImageError("a Linux kernel takes one -initrd file");
-    std::vector<uint8_t> initrd;
-    if (!config.initrd.empty()) initrd = read_image_file(config.initrd.front(), ram_.size());
-    if (is_linux_image(image))
-      linux_boot = load_linux(ram_, image, config.append, initrd);
-    else
-      pvh = load_pvh(ram_, image, config.append, initrd, acpi.rsdp);
-  } else {
-    std::vector<MultibootModule> modules = read_modules(config.initrd, ram_.size());
-    // The guest sees the file name without its directories (QEMU passes the
-    // path as typed), so where the image sits cannot change what it does.
-    multiboot = load_multiboot(
-        ram_, image,
-        config.image_name.empty() ? std::filesystem::path(config.image).filename().string() : config.image_name,
-        config.append, modules);
-  }
+  clock_.set_synced(config.synced_clocks.value_or(files.is_linux_kernel()));
+  const BootEntry boot = load_boot_image(ram_, files, acpi.rsdp);
 
   cpus_.reserve(cpuid_.topology().cpus());
   std::vector<const LocalApic*> apics;
@@ -172,13 +157,7 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
     apics.push_back(&cpus_.back()->apic());
   }
   bus_.emplace(std::move(apics), [this](uint32_t id) { return cpuid_.topology().index_of_apic_id(id); });
-  if (linux_boot)
-    cpus_[0]->vcpu()->enter_linux32(linux_boot->entry, linux_boot->boot_params, linux_boot->gdt,
-                                    linux_boot->gdt_limit);
-  else if (pvh)  // PVH's entry state is Multiboot's with EBX the start_info (EAX unused)
-    cpus_[0]->vcpu()->enter_multiboot(pvh->entry, 0, pvh->start_info);
-  else
-    cpus_[0]->vcpu()->enter_multiboot(multiboot->entry, MultibootBoot::kBootloaderMagic, multiboot->info_address);
+  enter_boot_state(*cpus_[0]->vcpu(), boot);
 }
 
 Machine::~Machine() = default;

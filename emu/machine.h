@@ -49,9 +49,6 @@
 #include "emu/machine_cpu.h"
 #include "emu/stats.h"
 #include "emu/vcpu.h"
-#include "firmware/linux_boot.h"
-#include "firmware/multiboot.h"
-#include "firmware/pvh_boot.h"
 
 namespace topolab {
 
