@@ -2,6 +2,7 @@
 // driven through scripted fake vCPUs: nothing boots, no Unicorn links.
 #include "emu/machine.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -56,6 +57,9 @@ class FakeVcpu final : public Vcpu {
   std::vector<uint64_t> injected_at;
   std::optional<uint8_t> sipi_vector;
   std::optional<PauseLoopExiting> pause_loop_exiting;  // what the machine asked for
+  // How often the machine asked for its clock or its interrupt window: a
+  // walk over every vCPU asks each of them.
+  mutable uint64_t queries = 0;
 
   // --- Vcpu ---
   void enter_multiboot(uint32_t, uint32_t, uint32_t) override {}
@@ -72,7 +76,10 @@ class FakeVcpu final : public Vcpu {
   bool in_interrupt_shadow() const override { return false; }
   void stop_when_interruptible(bool) override {}
   Injection inject_exception(uint8_t vector, std::optional<uint32_t>) override { return record_injection(vector); }
-  bool interrupt_window_open() const override { return interrupts_enabled; }
+  bool interrupt_window_open() const override {
+    ++queries;
+    return interrupts_enabled;
+  }
   // The I/O APIC's page is the one platform window tests reach; every other
   // window is the APIC page, wherever it moved.
   void map_mmio(uint64_t base, uint64_t, MmioHandler& handler) override {
@@ -97,7 +104,10 @@ class FakeVcpu final : public Vcpu {
   void retire_emulated_instruction() override { ++instructions_; }
   uint64_t pauses() const override { return 0; }
   void set_pause_loop_exiting(std::optional<PauseLoopExiting> ple) override { pause_loop_exiting = ple; }
-  uint64_t instructions() const override { return instructions_; }
+  uint64_t instructions() const override {
+    ++queries;
+    return instructions_;
+  }
   void set_trace(std::FILE*) override {}
   void flush_translations() override {}
   VcpuState state() const override {
@@ -698,6 +708,78 @@ TEST(MachineSpinSkip, AnInterruptTheSpinCannotTakeDoesNotEndTheSkip) {
                  spin(100), guest_exit(1)}});
   EXPECT_EQ(rig.machine->run().outcome, RunResult::Outcome::BudgetExhausted);
   EXPECT_TRUE(rig.cpu(0).injected.empty());
+}
+
+// --- Many vCPUs: the timeline ----------------------------------------------------
+
+// Past 255 vCPUs every APIC is in x2APIC mode: registers are MSRs.
+void write_x2apic(FakeVcpu& v, uint32_t reg, uint64_t value) {
+  ASSERT_TRUE(v.host().write_msr(LocalApic::MSR_X2APIC_FIRST + (reg >> 4), value)) << "register " << reg;
+}
+// One-shot APIC timer at `count` ns (divide by 1, 1 GHz), vector 0x30.
+void arm_one_shot(FakeVcpu& v, uint32_t count) {
+  write_x2apic(v, REG_SVR, SVR_APIC_ENABLED | 0xff);
+  write_x2apic(v, REG_TIMER_DIVIDE_CONFIG, 0xb);
+  write_x2apic(v, REG_LVT_TIMER, 0x30);
+  write_x2apic(v, REG_TIMER_INITIAL_COUNT, count);
+}
+
+// A timer storm: 1,023 APs arm one-shot timers on 97 distinct expiries and
+// halt, then cpu 0 halts too. Time jumps from expiry to expiry; each AP
+// wakes at its own expiry and the woken run in time order, ties to the
+// lower index. The machine finds all that on its timeline: a walk over
+// every vCPU per pick would ask each fake for its clock or its interrupt
+// window about a million times (2,000 picks x 1,024); the timeline asks a
+// few dozen times per vCPU in all.
+TEST(MachineScale, ATimerStormOnAThousandHaltedVcpusWakesThemInOrderWithoutWalkingThem) {
+  constexpr unsigned kCpus = 1024;
+  std::vector<uint64_t> expiry(kCpus);
+  std::vector<std::pair<uint64_t, unsigned>> woke;  // (TSC, cpu), in the order they ran
+  std::vector<std::vector<Action>> scripts(kCpus);
+  scripts[0] = {[](FakeVcpu& v, uint64_t) {
+                  write_x2apic(v, REG_SVR, SVR_APIC_ENABLED | 0xff);
+                  write_x2apic(v, REG_ICR_LOW, kIcrInitAllButSelf);
+                  write_x2apic(v, REG_ICR_LOW, kIcrSipiAllButSelf | 0x10);
+                  return stop();
+                },
+                [](FakeVcpu& v, uint64_t) {
+                  arm_one_shot(v, 3'000'000);
+                  v.retire(1);
+                  return exit_for(VcpuExit::Reason::Halt);
+                },
+                guest_exit(1)};
+  for (unsigned i = 1; i < kCpus; ++i)
+    scripts[i] = {[&expiry, i](FakeVcpu& v, uint64_t) {
+                    const uint32_t count = 1'000'000 + (i * 37 % 97) * 1'000;
+                    expiry[i] = v.host().read_tsc() + count;
+                    arm_one_shot(v, count);
+                    v.retire(1);
+                    return exit_for(VcpuExit::Reason::Halt);
+                  },
+                  [&woke, i](FakeVcpu& v, uint64_t) {
+                    woke.push_back({v.host().read_tsc(), i});
+                    v.retire(1);
+                    return exit_for(VcpuExit::Reason::Halt);
+                  }};
+  Rig rig(std::to_string(kCpus), scripts, "", true,
+          [](MachineConfig& c) { c.cpu = parse_cpu("Skylake-Server,+x2apic"); });
+  const RunResult r = rig.machine->run();
+  ASSERT_EQ(r.outcome, RunResult::Outcome::GuestExit) << r.diagnosis;
+
+  ASSERT_EQ(woke.size(), kCpus - 1);
+  EXPECT_TRUE(std::is_sorted(woke.begin(), woke.end())) << "by time, ties to the lower index";
+  EXPECT_NE(std::adjacent_find(woke.begin(), woke.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),
+            woke.end())
+      << "the storm has same-time expiries";
+  for (const auto& [tsc, cpu] : woke) {
+    EXPECT_EQ(tsc, expiry[cpu]) << "cpu " << cpu << " woke at its own expiry";
+    EXPECT_EQ(rig.cpu(cpu).injected, (std::vector<uint8_t>{0x30})) << "cpu " << cpu;
+    EXPECT_EQ(rig.wakes(cpu, WakeCause::Timer), 1u) << "cpu " << cpu;
+  }
+
+  uint64_t queries = 0;
+  for (unsigned i = 0; i < kCpus; ++i) queries += rig.cpu(i).queries;
+  EXPECT_LT(queries, 100u * kCpus) << "the machine walked the vCPUs";
 }
 
 }  // namespace
