@@ -468,20 +468,22 @@ Timeline::Clock Machine::clock_kind(const Cpu& cpu) const {
 }
 
 std::string Machine::timeline_mismatch() const {
+  auto ns = [](std::optional<uint64_t> t) { return t ? fmt::format("{} ns", *t) : std::string("none"); };
   for (const auto& c : cpus_) {
     const Cpu& cpu = *c;
     const unsigned i = cpu.index();
     const bool running = cpu.state() == Cpu::State::Running && &cpu != in_slice_;
     const bool halted = cpu.state() == Cpu::State::Halted;
-    if (timeline_.clock(i) != (running ? std::optional<uint64_t>(cpu.now()) : std::nullopt))
-      return fmt::format("cpu {}'s clock is {} on the timeline, {} running", i, timeline_.clock(i).value_or(0),
-                         running ? fmt::format("{} ns", cpu.now()) : std::string("not"));
+    std::optional<uint64_t> clock;
+    if (running) clock = cpu.now();
+    if (timeline_.clock(i) != clock)
+      return fmt::format("cpu {}'s clock is {} on the timeline, {} by its state", i, ns(timeline_.clock(i)), ns(clock));
     if (running && timeline_.clock_kind(i) != clock_kind(cpu))
       return fmt::format("cpu {}'s spin park changed without a rekey", i);
-    const std::optional<uint64_t> timer = halted ? cpu.apic().next_timer_event() : std::nullopt;
+    std::optional<uint64_t> timer;
+    if (halted) timer = cpu.apic().next_timer_event();
     if (timeline_.timer(i) != timer)
-      return fmt::format("cpu {}'s timer is {} on the timeline, {} in its APIC", i, timeline_.timer(i).value_or(0),
-                         timer.value_or(0));
+      return fmt::format("cpu {}'s timer is {} on the timeline, {} by its state", i, ns(timeline_.timer(i)), ns(timer));
     if (timer && timeline_.timer_wakes(i) != cpu.timer_can_wake())
       return fmt::format("cpu {}'s timer changed whether it can wake it without a rekey", i);
     if (mwait_line_of_[i] != (cpu.parked_in_mwait() ? std::optional<uint64_t>(cpu.monitor_line()) : std::nullopt))
