@@ -697,8 +697,8 @@ int run_qemu(const std::vector<std::string>& args) {
   const QemuCommand q = parse_qemu_command(args);
   switch (q.action) {
     case QemuCommand::Action::Run: break;
-    case QemuCommand::Action::Version: fmt::print("{}", qemu_version_text(engine_version())); return 0;
-    case QemuCommand::Action::Help: fmt::print("{}", qemu_help_text(engine_version())); return 0;
+    case QemuCommand::Action::Version: fmt::print("{}", qemu_version_text(TOPOLAB_VERSION, engine_version())); return 0;
+    case QemuCommand::Action::Help: fmt::print("{}", qemu_help_text(TOPOLAB_VERSION, engine_version())); return 0;
     case QemuCommand::Action::ListDevices: fmt::print("{}", qemu_device_list_text()); return 0;
     case QemuCommand::Action::ListCpus: return print_models();
     case QemuCommand::Action::ListMachines: fmt::print("{}", qemu_machine_list_text()); return 0;
@@ -787,8 +787,9 @@ int main(int argc, char** argv) {
   CLI::App app{"topolab: a deterministic x86 machine for studying what topology a guest sees\n"
                "and what that does to its IPI and HLT traffic. With no command it runs the demo."};
   app.require_subcommand(0, 1);
-  app.set_version_flag("--version", [] { return fmt::format("topolab on Unicorn {}", engine_version()); },
-                       "print the version of the CPU engine topolab runs on");
+  app.set_version_flag("--version",
+                       [] { return fmt::format("topolab {} on Unicorn {}", TOPOLAB_VERSION, engine_version()); },
+                       "print topolab's version and the CPU engine's it runs on");
 
   CpuidOptions cpuid;
   CLI::App* cpuid_cmd = add_cpuid_command(app, cpuid);
