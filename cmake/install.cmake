@@ -13,7 +13,6 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME topolab)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "deterministic x86 machine for CPU topology, IPI and HLT studies")
-set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 # Without the debug information of a RelWithDebInfo build (CMake's default
 # here; tools/build.sh builds Release).
 set(CPACK_STRIP_FILES ON)
@@ -42,4 +41,9 @@ halt-polling. The QEMU front is /usr/libexec/topolab/qemu-system-x86_64.")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "apt, binutils, python3")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+# `make package_source`: the source as committed, without the build
+# directories and .deps/ (the engine's downloaded release and its build,
+# the Linux guest's packages), which are no part of topolab's source.
+set(CPACK_SOURCE_GENERATOR TXZ)
+set(CPACK_SOURCE_IGNORE_FILES "^${PROJECT_SOURCE_DIR}/(\\.git|\\.deps|build[^/]*)(/|$)")
 include(CPack)
