@@ -43,15 +43,16 @@ TEST(DataPaths, InstalledImagesUnderShareAndTheLinuxGuestInTheUsersCache) {
 TEST(DataPaths, InstalledTreeMovesAsAWholeAndFollowsTheCompiledInRelativePath) {
   const DataPaths p = find_data_paths("/opt/tl/usr/bin/topolab", "../lib/../share/topolab", host_with({}, "", "/root"));
   EXPECT_EQ(p.images, "/opt/tl/usr/share/topolab/testcases");
-  const DataPaths deeper = find_data_paths("/opt/tl/bin/x86_64/topolab", "../../data/topolab", host_with({}, "", "/root"));
+  const DataPaths deeper =
+      find_data_paths("/opt/tl/bin/x86_64/topolab", "../../data/topolab", host_with({}, "", "/root"));
   EXPECT_EQ(deeper.images, "/opt/tl/data/topolab/testcases");
 }
 
 TEST(DataPaths, ACMakeCacheElsewhereDoesNotMakeABuildTree) {
   // Only the binary's own directory is asked: a cache one level up (a
   // build directory's install prefix, say) leaves the installed layout.
-  const DataPaths p =
-      find_data_paths("/b/prefix/bin/topolab", "../share/topolab", host_with({"/b/CMakeCache.txt", "/b/prefix/CMakeCache.txt"}, "", "/h"));
+  const DataPaths p = find_data_paths("/b/prefix/bin/topolab", "../share/topolab",
+                                      host_with({"/b/CMakeCache.txt", "/b/prefix/CMakeCache.txt"}, "", "/h"));
   EXPECT_TRUE(p.installed);
   EXPECT_EQ(p.images, "/b/prefix/share/topolab/testcases");
 }

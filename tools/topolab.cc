@@ -481,14 +481,16 @@ int run_experiment(ExperimentCli& cli, const DataPaths& data) {
     if (o.name != "l3-cache") throw ConfigError(fmt::format("--guest linux: only the l3-cache experiment runs on Linux"));
     if (o.linux_dir.empty()) {
       if (data.linux_dir.empty())
-        throw ConfigError("--guest linux: no default directory for the Linux guest (HOME is not set): give --linux DIR");
+        throw ConfigError(
+            "--guest linux: no default directory for the Linux guest (HOME is not set): give --linux DIR");
       o.linux_dir = data.linux_dir.string();
     }
     for (const char* file : {"vmlinux", "initramfs.cpio"})
       if (!std::filesystem::exists(std::filesystem::path(o.linux_dir) / file))
-        throw ConfigError(fmt::format(
-            "--guest linux: no {}/{} ({}{} fetches and builds the guest)", o.linux_dir, file, data.linux_guest_command,
-            o.linux_dir == data.linux_dir.string() ? "" : fmt::format(" --dir {}", o.linux_dir)));
+        throw ConfigError(fmt::format("--guest linux: no {}/{} ({}{} fetches and builds the guest)", o.linux_dir,
+                                      file, data.linux_guest_command,
+                                      o.linux_dir == data.linux_dir.string() ? ""
+                                                                             : fmt::format(" --dir {}", o.linux_dir)));
   }
   const std::vector<ExperimentCase> cases = experiment_cases(o);
   if (cli.list_cases) {

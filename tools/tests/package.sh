@@ -24,7 +24,8 @@ fi
 debs=("$tmp"/out/*.deb)
 [ ${#debs[@]} -eq 1 ] && [ -f "${debs[0]}" ] || { echo "FAIL: cpack made ${debs[*]}, want one .deb"; exit 1; }
 deb=${debs[0]}
-[ "$(basename "$deb")" = "topolab_${version}_$(dpkg --print-architecture).deb" ] || fail "package file $(basename "$deb")"
+[ "$(basename "$deb")" = "topolab_${version}_$(dpkg --print-architecture).deb" ] ||
+  fail "package file $(basename "$deb")"
 [ "$(dpkg-deb -f "$deb" Version)" = "$version" ] || fail "Version $(dpkg-deb -f "$deb" Version), want $version"
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends ($(du -k "$deb" | cut -f1) KiB)"
@@ -34,8 +35,9 @@ has() { tr ',' '\n' <<<"$depends" | sed 's/^ *//; s/ .*//' | grep -qx "$1"; }
 # finds it: the loader's path, or its twin across the /lib -> /usr/lib merge.
 while read -r soname; do
   # ldd names a library "SONAME => PATH", the loader by its PATH alone.
-  path=$(ldd "$build/topolab" | awk -v so="$soname" '$1 == so {print $3; exit}
-                                                      $1 ~ /^\// && substr($1, length($1) - length(so)) == "/" so {print $1; exit}')
+  path=$(ldd "$build/topolab" | awk -v so="$soname" '
+    $1 == so {print $3; exit}
+    $1 ~ /^\// && substr($1, length($1) - length(so)) == "/" so {print $1; exit}')
   [ -n "$path" ] || { fail "ldd does not resolve $soname"; continue; }
   owner=$(dpkg -S "$path" 2>/dev/null || dpkg -S "${path/#\/lib\//\/usr\/lib\/}" 2>/dev/null ||
           dpkg -S "${path/#\/usr\/lib\//\/lib\/}" 2>/dev/null)
