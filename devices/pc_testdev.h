@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "base/memory_map.h"
+#include "devices/mmio_bus.h"
 #include "devices/port_bus.h"
 
 namespace topolab {
@@ -48,7 +49,9 @@ class PcTestdev : public PortDevice {
   // The IRQ-line ports, a device of their own on the bus.
   PortDevice& irq_lines() { return irq_lines_; }
 
-  // The iomem window: `offset` within it.
+  // The iomem window, a device of its own on the MMIO bus.
+  MmioDevice& iomem() { return iomem_window_; }
+  // `offset` within the iomem window.
   uint64_t iomem_read(uint64_t offset, unsigned size) const;
   void iomem_write(uint64_t offset, unsigned size, uint64_t value);
 
@@ -68,8 +71,20 @@ class PcTestdev : public PortDevice {
     PcTestdev& dev_;
   };
 
+  class IomemWindow : public MmioDevice {
+   public:
+    explicit IomemWindow(PcTestdev& dev) : dev_(dev) {}
+    std::string name() const override { return "pc-testdev iomem"; }
+    uint64_t read(uint64_t offset, unsigned size) override { return dev_.iomem_read(offset, size); }
+    void write(uint64_t offset, unsigned size, uint64_t value) override { dev_.iomem_write(offset, size, value); }
+
+   private:
+    PcTestdev& dev_;
+  };
+
   std::function<void(unsigned, bool)> set_irq_;
   IrqLines irq_lines_;
+  IomemWindow iomem_window_{*this};
   uint32_t scratch_ = 0;
   std::vector<uint8_t> iomem_;
 };

@@ -25,6 +25,7 @@
 #include <functional>
 #include <string>
 
+#include "devices/mmio_bus.h"
 #include "devices/port_bus.h"
 
 namespace topolab {
@@ -118,11 +119,23 @@ class PciTestdev : public PortDevice {
   std::string name() const override { return "pci-testdev"; }
   uint32_t read(uint16_t offset, unsigned size) override;
   void write(uint16_t offset, unsigned size, uint32_t value) override;
-  // BAR0, at mem_base.
+  // BAR0, at mem_base: a device of its own on the MMIO bus.
+  MmioDevice& memory_bar() { return memory_bar_; }
   uint64_t mem_read(uint64_t offset, unsigned size);
   void mem_write(uint64_t offset, unsigned size, uint64_t value);
 
  private:
+  class MemoryBar : public MmioDevice {
+   public:
+    explicit MemoryBar(PciTestdev& dev) : dev_(dev) {}
+    std::string name() const override { return "pci-testdev BAR0"; }
+    uint64_t read(uint64_t offset, unsigned size) override { return dev_.mem_read(offset, size); }
+    void write(uint64_t offset, unsigned size, uint64_t value) override { dev_.mem_write(offset, size, value); }
+
+   private:
+    PciTestdev& dev_;
+  };
+
   enum class Space { Memory = 0, Io = 1 };
   bool decodes(Space space) const;
   uint64_t read_bytes(Space space, uint64_t offset, unsigned size) const;
@@ -133,6 +146,7 @@ class PciTestdev : public PortDevice {
   std::string header() const;
 
   PciFunction function_;
+  MemoryBar memory_bar_{*this};
   uint32_t mem_base_;
   uint16_t io_base_;
   int current_ = -1;  // the selected test: Space * 3 + N

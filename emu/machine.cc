@@ -113,13 +113,6 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
       pic_master_(PicStub::Role::kMaster),
       pic_slave_(PicStub::Role::kSlave),
       measure_port_([this](MeasurePort::Mark mark) { on_measure_mark(mark); }),
-      ioapic_window_(
-          *this, [this](uint64_t offset, unsigned size) -> uint64_t {
-            return ioapic_.mmio_read(static_cast<uint32_t>(offset), size);
-          },
-          [this](uint64_t offset, unsigned size, uint64_t value) {
-            send_device_interrupts(ioapic_.mmio_write(static_cast<uint32_t>(offset), size, static_cast<uint32_t>(value)));
-          }),
       pci_host_([this] { request_shutdown("the guest reset the machine through the reset control register (0xCF9)"); }),
       host_bridge_(i440fx_host_bridge()),
       i8042_([this] { request_shutdown("the guest reset the machine through the keyboard controller (0x64 <- 0xFE)"); }),
@@ -175,7 +168,7 @@ void Machine::set_trace(std::FILE* out) {
 // --- Platform devices -------------------------------------------------------------
 
 void Machine::attach_platform_devices() {
-  platform_.mmio_windows.push_back({IoApic::kBase, IoApic::kMmioSize, &ioapic_window_});
+  mmio_.attach(IoApic::kBase, IoApic::kMmioSize, ioapic_page_);
   ports_.attach(I8042::kDataPort, 1, i8042_);
   ports_.attach(I8042::kCommandPort, 1, i8042_.command_port());
   ports_.attach(AcpiPm::kBase, AcpiPm::kPortCount, acpi_pm_);
@@ -194,27 +187,21 @@ void Machine::attach_platform_devices() {
     pci_testdev_.emplace(static_cast<uint32_t>(memory_map::kPciTestdevMemBar), memory_map::kPciTestdevIoBar);
     pci_host_.plug(memory_map::kPciTestdevSlot, pci_testdev_->function());
     ports_.attach(memory_map::kPciTestdevIoBar, PciTestdev::kIoBarSize, *pci_testdev_);
-    pci_testdev_mmio_.emplace(
-        *this, [this](uint64_t offset, unsigned size) -> uint64_t {
-          return pci_testdev_->mem_read(offset, size);
-        },
-        [this](uint64_t offset, unsigned size, uint64_t value) {
-          pci_testdev_->mem_write(offset, size, value);
-        });
-    platform_.mmio_windows.push_back({memory_map::kPciTestdevMemBar, PciTestdev::kMemBarSize, &*pci_testdev_mmio_});
+    mmio_.attach(memory_map::kPciTestdevMemBar, PciTestdev::kMemBarSize, pci_testdev_->memory_bar());
   }
   if (config_.pc_testdev) {
     pc_testdev_.emplace([this](unsigned gsi, bool asserted) { send_device_interrupts(ioapic_.set_pin(gsi, asserted)); });
     ports_.attach(PcTestdev::kBase, PcTestdev::kPortCount, *pc_testdev_);
     ports_.attach(PcTestdev::kIrqLineBase, PcTestdev::kIrqLines, pc_testdev_->irq_lines());
-    pc_testdev_iomem_.emplace(
-        *this, [this](uint64_t offset, unsigned size) -> uint64_t {
-          return pc_testdev_->iomem_read(offset, size);
-        },
-        [this](uint64_t offset, unsigned size, uint64_t value) {
-          pc_testdev_->iomem_write(offset, size, value);
-        });
-    platform_.mmio_windows.push_back({PcTestdev::kIomemBase, PcTestdev::kIomemSize, &*pc_testdev_iomem_});
+    mmio_.attach(PcTestdev::kIomemBase, PcTestdev::kIomemSize, pc_testdev_->iomem());
+  }
+  map_device_windows();
+}
+
+void Machine::map_device_windows() {
+  for (const MmioBus::Range& range : mmio_.ranges()) {
+    device_windows_.push_back(std::make_unique<DeviceWindow>(*this, *range.device));
+    platform_.mmio_windows.push_back({range.base, range.size, device_windows_.back().get()});
   }
 }
 

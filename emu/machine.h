@@ -38,6 +38,7 @@
 #include "devices/io_apic.h"
 #include "devices/local_apic.h"
 #include "devices/measure_port.h"
+#include "devices/mmio_bus.h"
 #include "devices/pc_testdev.h"
 #include "devices/pci.h"
 #include "devices/pit8254.h"
@@ -159,20 +160,18 @@ class Machine final : private CpuEvents {
   }
 
   // The platform devices (machine.cc).
-  // A device's MMIO window in every engine, handled by the machine. Each
-  // access is an I/O exit, charged to the vCPU that makes it.
+  // One MMIO bus range as every engine maps it. Each access is an I/O
+  // exit, charged to the vCPU that makes it.
   class DeviceWindow final : public MmioHandler {
    public:
-    DeviceWindow(Machine& machine, std::function<uint64_t(uint64_t, unsigned)> read,
-                 std::function<void(uint64_t, unsigned, uint64_t)> write)
-        : machine_(machine), read_(std::move(read)), write_(std::move(write)) {}
+    DeviceWindow(Machine& machine, MmioDevice& device) : machine_(machine), device_(device) {}
     uint64_t read(uint64_t offset, unsigned size) override {
       charge_exit();
-      return read_(offset, size);
+      return device_.read(offset, size);
     }
     void write(uint64_t offset, unsigned size, uint64_t value) override {
       charge_exit();
-      write_(offset, size, value);
+      device_.write(offset, size, value);
     }
 
    private:
@@ -180,10 +179,28 @@ class Machine final : private CpuEvents {
       if (Cpu* cpu = machine_.accessing_cpu()) cpu->charge_exit(ExitKind::Io);
     }
     Machine& machine_;
-    std::function<uint64_t(uint64_t, unsigned)> read_;
-    std::function<void(uint64_t, unsigned, uint64_t)> write_;
+    MmioDevice& device_;
+  };
+  // The I/O APIC's page on the MMIO bus: a register write's interrupt
+  // messages leave like any device's.
+  class IoApicPage final : public MmioDevice {
+   public:
+    explicit IoApicPage(Machine& machine) : machine_(machine) {}
+    std::string name() const override { return "ioapic"; }
+    uint64_t read(uint64_t offset, unsigned size) override {
+      return machine_.ioapic_.mmio_read(static_cast<uint32_t>(offset), size);
+    }
+    void write(uint64_t offset, unsigned size, uint64_t value) override {
+      machine_.send_device_interrupts(
+          machine_.ioapic_.mmio_write(static_cast<uint32_t>(offset), size, static_cast<uint32_t>(value)));
+    }
+
+   private:
+    Machine& machine_;
   };
   void attach_platform_devices();
+  // Maps every MMIO bus range into the engines (through CpuPlatform).
+  void map_device_windows();
   // Interrupt messages a device sent during the running vCPU's slice: they
   // leave at its clock and are routed, like its IPIs, when the slice ends
   // (which they end).
@@ -280,13 +297,13 @@ class Machine final : private CpuEvents {
   Elcr elcr_;
   MeasurePort measure_port_;
   IoApic ioapic_;
-  DeviceWindow ioapic_window_;
+  IoApicPage ioapic_page_{*this};
   std::optional<PcTestdev> pc_testdev_;
-  std::optional<DeviceWindow> pc_testdev_iomem_;
   PciHost pci_host_;
   PciFunction host_bridge_;
   std::optional<PciTestdev> pci_testdev_;
-  std::optional<DeviceWindow> pci_testdev_mmio_;
+  MmioBus mmio_;
+  std::vector<std::unique_ptr<DeviceWindow>> device_windows_;  // one per mmio_ range
   I8042 i8042_;
   AcpiPm acpi_pm_;
   BochsShutdown bochs_shutdown_;
