@@ -128,7 +128,7 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
       mwait_line_of_(cpuid_.topology().cpus()) {
   check_run_limits(config);
   ports_.attach(Uart16550::kCom1Base, Uart16550::kPortCount, uart_);
-  if (config.isa_debug_exit) ports_.attach(DebugExit::kBase, DebugExit::kPortCount, debug_exit_);
+  if (config.devices.has(PlatformDevice::IsaDebugExit)) ports_.attach(DebugExit::kBase, DebugExit::kPortCount, debug_exit_);
   ports_.attach(FwCfg::kBase, FwCfg::kPortCount, fw_cfg_);
   ports_.attach(PicStub::kMasterBase, PicStub::kPortCount, pic_master_);
   ports_.attach(PicStub::kSlaveBase, PicStub::kPortCount, pic_slave_);
@@ -173,7 +173,7 @@ void Machine::attach_platform_devices() {
   ports_.attach(I8042::kCommandPort, 1, i8042_.command_port());
   ports_.attach(AcpiPm::kBase, AcpiPm::kPortCount, acpi_pm_);
   ports_.attach(BochsShutdown::kBase, BochsShutdown::kPortCount, bochs_shutdown_);
-  if (config_.pit) {
+  if (config_.devices.has(PlatformDevice::Pit)) {
     pit_.emplace([this] { return device_now_ns(); });
     ports_.attach(Pit8254::kBase, Pit8254::kPortCount, *pit_);
     ports_.attach(Pit8254::kPortB, 1, pit_->port_b());
@@ -183,13 +183,13 @@ void Machine::attach_platform_devices() {
   ports_.attach(CmosRtc::kBase, CmosRtc::kPortCount, *cmos_rtc_);
   ports_.attach(PciHost::kBase, PciHost::kPortCount, pci_host_);
   pci_host_.plug(0, host_bridge_);
-  if (config_.pci_testdev) {
+  if (config_.devices.has(PlatformDevice::PciTestdev)) {
     pci_testdev_.emplace(static_cast<uint32_t>(memory_map::kPciTestdevMemBar), memory_map::kPciTestdevIoBar);
     pci_host_.plug(memory_map::kPciTestdevSlot, pci_testdev_->function());
     ports_.attach(memory_map::kPciTestdevIoBar, PciTestdev::kIoBarSize, *pci_testdev_);
     mmio_.attach(memory_map::kPciTestdevMemBar, PciTestdev::kMemBarSize, pci_testdev_->memory_bar());
   }
-  if (config_.pc_testdev) {
+  if (config_.devices.has(PlatformDevice::PcTestdev)) {
     pc_testdev_.emplace([this](unsigned gsi, bool asserted) { send_device_interrupts(ioapic_.set_pin(gsi, asserted)); });
     ports_.attach(PcTestdev::kBase, PcTestdev::kPortCount, *pc_testdev_);
     ports_.attach(PcTestdev::kIrqLineBase, PcTestdev::kIrqLines, pc_testdev_->irq_lines());

@@ -48,6 +48,7 @@
 #include "model/cost_model.h"
 #include "model/cpuid.h"
 #include "base/guest_ram.h"
+#include "base/platform_devices.h"
 #include "model/msr_features.h"
 #include "emu/activity_log.h"
 #include "emu/machine_cpu.h"
@@ -85,15 +86,12 @@ struct MachineConfig {
   // TSC sync check needs it, and
   // per-vCPU for a Multiboot image, as the testcases' results were made.
   std::optional<bool> synced_clocks;
-  // isa-debug-exit at 0xf4: always there for `topolab run`; under the QEMU
-  // command line only with -device isa-debug-exit, as QEMU.
-  bool isa_debug_exit = true;
-  // -device pc-testdev: QEMU's ISA test device (devices/pc_testdev.h).
-  bool pc_testdev = false;
-  // -device pci-testdev: QEMU's PCI test device at 00:02.0 (memory_map::kPciTestdevSlot).
-  bool pci_testdev = false;
-  // The 8254 PIT at 0x40-0x43 and its port 0x61 bits; -machine pit=off: false.
-  bool pit = true;
+  // The optional platform devices (base/platform_devices.h): isa-debug-exit
+  // at 0xf4 is always there for `topolab run` (under the QEMU command line
+  // only with -device isa-debug-exit, as QEMU), and so is the 8254 PIT
+  // (-machine pit=off removes it); pc-testdev and pci-testdev (at 00:02.0)
+  // only when asked for.
+  PlatformDevices devices{PlatformDevice::IsaDebugExit, PlatformDevice::Pit};
 };
 
 struct RunResult {

@@ -56,7 +56,7 @@ TEST(MachineIoApic, LevelPinRaisedThroughPcTestdevIsDeliveredAndReassertedAfterE
               return stop();
             },
             guest_exit(0)}},
-          "", true, [](MachineConfig& c) { c.pc_testdev = true; });
+          "", true, [](MachineConfig& c) { c.devices.add(PlatformDevice::PcTestdev); });
   RunResult r = rig.machine->run();
   ASSERT_EQ(r.outcome, RunResult::Outcome::GuestExit) << r.diagnosis;
   EXPECT_EQ(seen_after_raise, (std::vector<uint8_t>{0x76}));
@@ -128,7 +128,7 @@ TEST(MachinePlatform, PitCountsOnVirtualTimeAndPitOffRemovesIt) {
                 return stop();
               },
               guest_exit(0)}},
-            "", true, [pit](MachineConfig& c) { c.pit = pit; });
+            "", true, [pit](MachineConfig& c) { c.devices.set(PlatformDevice::Pit, pit); });
     RunResult r = rig.machine->run();
     ASSERT_EQ(r.outcome, RunResult::Outcome::GuestExit) << r.diagnosis;
     if (pit) {

@@ -256,7 +256,7 @@ void Parser::machine(const std::string& value, const std::string& spelled) {
     } else if (p.name == "pit") {
       const std::optional<bool> on = parse_qemu_bool(p.value);
       if (!on) throw ConfigError(fmt::format("{} {}: pit={}: expected on or off", spelled, value, p.value));
-      cmd_.pit = *on;
+      cmd_.devices.set(PlatformDevice::Pit, *on);
     } else if (p.name.starts_with("smp-cache.")) {
       smp_cache.push_back(item);
     } else if (p.name == "kernel-irqchip" || p.name == "kernel_irqchip" || p.name == "vmport" || p.name == "hpet" ||
@@ -329,13 +329,10 @@ void Parser::device(const std::string& value) {
         throw ConfigError(fmt::format("-device {}: property '{}' is not one of isa-debug-exit's", value, p.name));
       }
     }
-    cmd_.isa_debug_exit = true;
-  } else if (driver == "pc-testdev") {
+    cmd_.devices.add(PlatformDevice::IsaDebugExit);
+  } else if (const std::optional<PlatformDevice> device = platform_device_named(driver)) {
     no_properties();
-    cmd_.pc_testdev = true;
-  } else if (driver == "pci-testdev") {
-    no_properties();
-    cmd_.pci_testdev = true;
+    cmd_.devices.add(*device);
   } else if (known_qemu_device(driver)) {
     throw ConfigError(fmt::format("-device {}: topolab does not emulate {}", value, driver));
   } else {
@@ -434,10 +431,10 @@ std::string qemu_help_text(const std::string& topolab_version, const std::string
 std::string qemu_device_list_text() {
   // QEMU's format: scripts grep for the quoted names.
   // kvm-unit-tests' x86/run adds -device pci-testdev when the list has it.
-  return "Misc devices:\n"
-         "name \"isa-debug-exit\", bus ISA\n"
-         "name \"pc-testdev\", bus ISA\n"
-         "name \"pci-testdev\", bus PCI, desc \"PCI Test Device\"\n";
+  std::string text = "Misc devices:\n";
+  for (const PlatformDeviceInfo& info : kPlatformDevices)
+    if (!info.qemu_help.empty()) text += std::string(info.qemu_help) + "\n";
+  return text;
 }
 
 std::string qemu_machine_list_text() {

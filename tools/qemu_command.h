@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "base/platform_devices.h"
+
 namespace topolab {
 
 struct QemuCommand {
@@ -37,10 +39,9 @@ struct QemuCommand {
   uint64_t ram_mib = 128;           // -m, QEMU's default
   std::string serial = "stdio";     // stdio, file:PATH or none; -nodefaults with no -serial: none
   bool no_reboot = false;           // -no-reboot: a reset or triple fault ends the run
-  bool pit = true;                  // -machine pit=off removes the 8254
-  bool isa_debug_exit = false;      // -device isa-debug-exit,iobase=0xf4,iosize=4
-  bool pc_testdev = false;          // -device pc-testdev
-  bool pci_testdev = false;         // -device pci-testdev
+  // -device isa-debug-exit,iobase=0xf4,iosize=4, pc-testdev, pci-testdev;
+  // -machine pit=off removes the 8254.
+  PlatformDevices devices{PlatformDevice::Pit};
 };
 
 // Parses QEMU's arguments (argv without the program name). Options take one

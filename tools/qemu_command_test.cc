@@ -32,10 +32,10 @@ TEST(QemuCommand, TakesKvmUnitTestsCommandLine) {
   EXPECT_EQ(q.smp, "2");
   EXPECT_EQ(q.cpu, "qemu64,+x2apic,+tsc-deadline");
   EXPECT_EQ(q.serial, "stdio");
-  EXPECT_TRUE(q.isa_debug_exit);
-  EXPECT_TRUE(q.pc_testdev);
-  EXPECT_TRUE(q.pci_testdev);
-  EXPECT_FALSE(q.pit);
+  EXPECT_TRUE(q.devices.has(PlatformDevice::IsaDebugExit));
+  EXPECT_TRUE(q.devices.has(PlatformDevice::PcTestdev));
+  EXPECT_TRUE(q.devices.has(PlatformDevice::PciTestdev));
+  EXPECT_FALSE(q.devices.has(PlatformDevice::Pit));
   EXPECT_EQ(q.initrd, std::vector<std::string>{"/tmp/env"});
   EXPECT_FALSE(q.no_reboot);
 }
@@ -90,7 +90,7 @@ TEST(QemuCommand, MachineProperties) {
   const QemuCommand q = parse({"-kernel", "k", "-machine", "pc-i440fx-7.2,accel=tcg,pit=off,vmport=off,"
                                                            "smp-cache.0.cache=l3,smp-cache.0.topology=core"});
   EXPECT_EQ(q.machine_type, "pc");
-  EXPECT_FALSE(q.pit);
+  EXPECT_FALSE(q.devices.has(PlatformDevice::Pit));
   EXPECT_EQ(q.machine_options, "smp-cache.0.cache=l3,smp-cache.0.topology=core");
   EXPECT_NE(refusal({"-kernel", "k", "-machine", "pit=maybe"}).find("pit=maybe"), std::string::npos);
   EXPECT_NE(refusal({"-kernel", "k", "-machine", "frob=1"}).find("property 'frob'"), std::string::npos);

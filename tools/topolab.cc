@@ -735,10 +735,7 @@ int run_qemu(const std::vector<std::string>& args) {
   run.machine.append = q.append;
   run.machine.initrd = q.initrd;
   run.machine.ram_mib = q.ram_mib;
-  run.machine.isa_debug_exit = q.isa_debug_exit;
-  run.machine.pc_testdev = q.pc_testdev;
-  run.machine.pci_testdev = q.pci_testdev;
-  run.machine.pit = q.pit;
+  run.machine.devices = q.devices;
   run.serial = q.serial;
 
   const char* opts = std::getenv("TOPOLAB_OPTS");
