@@ -93,7 +93,8 @@ const char* to_string(RunResult::Outcome outcome) {
   return "?";
 }
 
-Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> serial_out, VcpuFactory make_vcpu)
+Machine::Machine(const MachineConfig& config, std::optional<BootFiles> files, std::function<void(uint8_t)> serial_out,
+                 VcpuFactory make_vcpu)
     : config_(config),
       cpuid_(config.topology, config.cpu, config.machine_options),
       // CPUID's feature bits are the same on every vCPU: vCPU 0 answers.
@@ -140,12 +141,14 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
   // The guest sees a Multiboot image's file name without its directories
   // (QEMU passes the path as typed), so where the image sits cannot change
   // what it does.
-  const BootFiles files = read_boot_files(
-      config.image, config.image_name.empty() ? std::filesystem::path(config.image).filename().string() : config.image_name,
-      config.append, config.initrd, ram_.size());
+  if (!files)
+    files = read_boot_files(
+        config.image,
+        config.image_name.empty() ? std::filesystem::path(config.image).filename().string() : config.image_name,
+        config.append, config.initrd, ram_.size());
   // Before any vCPU exists, so before any read of a clock.
-  clock_.set_synced(config.synced_clocks.value_or(files.is_linux_kernel()));
-  const BootEntry boot = load_boot_image(ram_, files, acpi.rsdp);
+  clock_.set_synced(config.synced_clocks.value_or(files->is_linux_kernel()));
+  const BootEntry boot = load_boot_image(ram_, *files, acpi.rsdp);
 
   cpus_.reserve(cpuid_.topology().cpus());
   std::vector<const LocalApic*> apics;

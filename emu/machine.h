@@ -45,6 +45,7 @@
 #include "devices/pic_stub.h"
 #include "devices/port_bus.h"
 #include "devices/uart16550.h"
+#include "firmware/boot.h"
 #include "model/cost_model.h"
 #include "model/cpuid.h"
 #include "base/guest_ram.h"
@@ -127,7 +128,12 @@ class Machine final : private CpuEvents {
   // `serial_out` receives every byte the guest sends to COM1; `make_vcpu`
   // builds the vCPUs (unicorn_vcpu_factory(), or a test's fake). Throws
   // ConfigError (bad -smp/-cpu/-m) or ImageError (an image that cannot boot).
-  Machine(const MachineConfig& config, std::function<void(uint8_t)> serial_out, VcpuFactory make_vcpu);
+  // Boots config.image and config.initrd, read from their files.
+  Machine(const MachineConfig& config, std::function<void(uint8_t)> serial_out, VcpuFactory make_vcpu)
+      : Machine(config, std::nullopt, std::move(serial_out), std::move(make_vcpu)) {}
+  // Boots `files`, read already (config.image and config.initrd are not read).
+  Machine(const MachineConfig& config, BootFiles files, std::function<void(uint8_t)> serial_out, VcpuFactory make_vcpu)
+      : Machine(config, std::optional<BootFiles>(std::move(files)), std::move(serial_out), std::move(make_vcpu)) {}
   ~Machine();
   Machine(const Machine&) = delete;
   Machine& operator=(const Machine&) = delete;
@@ -148,6 +154,11 @@ class Machine final : private CpuEvents {
 
  private:
   using Cpu = MachineCpu;
+
+  // The files are read, when not given, after every check of the
+  // configuration, so a bad flag is reported before a missing file.
+  Machine(const MachineConfig& config, std::optional<BootFiles> files, std::function<void(uint8_t)> serial_out,
+          VcpuFactory make_vcpu);
 
   // CpuEvents
   bool ipi_sent(const IpiInFlight& ipi) override;

@@ -3,14 +3,10 @@
 // boots, no Unicorn links).
 #pragma once
 
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -200,22 +196,19 @@ inline Action measure(MeasurePort::Mark mark) {
 struct Rig {
   Rig(const std::string& smp, std::vector<std::vector<Action>> scripts, const std::string& cost = "",
       bool spin_skip = true, std::function<void(MachineConfig&)> configure = {}) {
-    static unsigned rigs = 0;  // several rigs may live in one test at once
-    image = std::filesystem::temp_directory_path() /
-            ("topolab_machine_test_" + std::to_string(::getpid()) + "_" + std::to_string(rigs++) + ".elf");
-    const std::vector<uint8_t> bytes = make_elf(0x100000, {0xf4});
-    std::ofstream(image, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     MachineConfig config;
     config.topology = Topology::parse(smp);
     config.cpu = parse_cpu("Skylake-Server");
-    config.image = image.string();
     config.time_limit_seconds = 0.01;
     config.spin_skip = spin_skip;
     config.cost = CostModel::parse("none,cpi=1,freq_mhz=1000" + (cost.empty() ? "" : "," + cost), CostModel::defaults());
     if (configure) configure(config);
     fakes.resize(Topology::parse(smp).cpus(), nullptr);
+    BootFiles image;  // a HLT at 1 MiB, never run by the fakes
+    image.image = make_elf(0x100000, {0xf4});
+    image.image_name = "rig.elf";
     machine = std::make_unique<Machine>(
-        config, [this](uint8_t b) { serial.push_back(static_cast<char>(b)); },
+        config, std::move(image), [this](uint8_t b) { serial.push_back(static_cast<char>(b)); },
         [this, scripts](unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu) -> std::unique_ptr<Vcpu> {
           auto fake = std::make_unique<FakeVcpu>(index, host, index < scripts.size() ? scripts[index] : std::vector<Action>{});
           fake->ram = &ram;
@@ -223,12 +216,10 @@ struct Rig {
           return fake;
         });
   }
-  ~Rig() { std::filesystem::remove(image); }
   FakeVcpu& cpu(unsigned i) { return *fakes.at(i); }
   const VcpuStats& stats(unsigned i) const { return machine->stats().vcpu(i); }
   uint64_t wakes(unsigned i, WakeCause cause) const { return stats(i).wakes[static_cast<size_t>(cause)]; }
 
-  std::filesystem::path image;
   std::string serial;
   std::vector<FakeVcpu*> fakes;
   std::unique_ptr<Machine> machine;
