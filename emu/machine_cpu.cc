@@ -11,12 +11,6 @@ namespace topolab {
 
 namespace {
 
-// CPUID.07H:ECX[3] PKU and [4] OSPKE, which mirrors CR4.PKE (SDM Vol. 2).
-constexpr uint32_t kLeaf7EcxPku = 1u << 3;
-constexpr uint32_t kLeaf7EcxOspke = 1u << 4;
-// CPUID.01H:EDX[9] APIC: clear while IA32_APIC_BASE.EN = 0 (SDM Vol. 3A
-// 11.4.3, "the CPUID feature flag for the APIC is also set to 0").
-constexpr uint32_t kLeaf1EdxApic = 1u << 9;
 // CPUID.01H:ECX[31]: the guest is told it runs on a hypervisor, which then
 // takes its hypercalls (devices/kvm_hypercall.h).
 constexpr uint32_t kLeaf1EcxHypervisor = 1u << 31;
@@ -240,12 +234,10 @@ CpuidRegs MachineCpu::describe_cpuid(uint32_t leaf, uint32_t subleaf) {
 
 CpuidRegs MachineCpu::cpuid(uint32_t leaf, uint32_t subleaf) {
   charge_exit(ExitKind::Cpuid);
-  CpuidRegs r = platform_.cpuid.query(index_, leaf, subleaf);
-  // OSPKE mirrors CR4.PKE: the one leaf bit that follows guest state, now
-  // that no model offers XSAVE (OSXSAVE).
-  if (leaf == 7 && subleaf == 0 && (r.ecx & kLeaf7EcxPku) && (vcpu_->state().cr4 & x86::kCr4Pke)) r.ecx |= kLeaf7EcxOspke;
-  if (leaf == 1 && !(apic_.apic_base_msr() & apic::APIC_BASE_EN)) r.edx &= ~kLeaf1EdxApic;
-  return r;
+  // The guest state CPUID follows (OSPKE, the APIC bit); the model applies it.
+  const CpuidDynamic dynamic{.cr4_pke = (vcpu_->cr4() & x86::kCr4Pke) != 0,
+                             .apic_enabled = (apic_.apic_base_msr() & apic::APIC_BASE_EN) != 0};
+  return platform_.cpuid.query(index_, leaf, subleaf, dynamic);
 }
 
 uint32_t MachineCpu::port_in(uint16_t port, unsigned size) {

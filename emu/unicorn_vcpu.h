@@ -46,6 +46,7 @@ class UnicornVcpu final : public Vcpu {
   void set_trace(std::FILE* out) override;
   void flush_translations() override;
   VcpuState state() const override;
+  uint64_t cr4() const override;
   unsigned index() const override;
   // How many times run() has entered the engine (uc_emu_start) since this
   // vCPU was made: each entry and the stop before it cost what a KVM exit

@@ -210,6 +210,8 @@ void UnicornVcpu::flush_translations() { engine_->flush_translations(); }
 
 unsigned UnicornVcpu::index() const { return engine_->index; }
 
+uint64_t UnicornVcpu::cr4() const { return engine_->read_reg(UC_X86_REG_CR4); }
+
 VcpuState UnicornVcpu::state() const {
   const Engine& e = *engine_;
   const auto r = [&](int reg) { return e.read_reg(reg); };

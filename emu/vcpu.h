@@ -276,6 +276,8 @@ class Vcpu {
   virtual void flush_translations() = 0;
 
   virtual VcpuState state() const = 0;
+  // CR4 alone, for the CPUID exit's OSPKE bit: one register, not state().
+  virtual uint64_t cr4() const { return state().cr4; }
   virtual unsigned index() const = 0;
 };
 
