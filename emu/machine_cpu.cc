@@ -11,10 +11,6 @@ namespace topolab {
 
 namespace {
 
-// CPUID.01H:ECX[31]: the guest is told it runs on a hypervisor, which then
-// takes its hypercalls (devices/kvm_hypercall.h).
-constexpr uint32_t kLeaf1EcxHypervisor = 1u << 31;
-
 // The engine's own model whose instruction set matches the CPUID model best.
 EngineCpu engine_cpu_for(const CpuConfig& cpu) {
   switch (cpu.model.engine) {
@@ -32,7 +28,7 @@ MachineCpu::MachineCpu(const CpuPlatform& platform, unsigned index)
       index_(index),
       apic_(LocalApicConfig{.apic_id = platform.cpuid.topology().apic_id(index),
                             .bsp = index == 0,
-                            .x2apic_supported = platform.cpuid.cpu().has("x2apic"),
+                            .x2apic_supported = platform.cpuid.cpu().has(CpuFeature::X2apic),
                             .tsc_hz = platform.cost.tsc_hz()}),
       state_(index == 0 ? State::Running : State::WaitForSipi),
       msr_file_([&platform, index](uint32_t leaf, uint32_t subleaf) { return platform.cpuid.query(index, leaf, subleaf); }) {
@@ -304,7 +300,9 @@ void MachineCpu::write_cr8(uint64_t value) {
 }
 
 std::optional<int64_t> MachineCpu::hypercall(const KvmHypercall& call) {
-  if (!(platform_.cpuid.query(index_, 1, 0).ecx & kLeaf1EcxHypervisor)) return std::nullopt;
+  // Only a guest told it runs on a hypervisor (CPUID.01H:ECX[31]) makes
+  // hypercalls (devices/kvm_hypercall.h).
+  if (!platform_.cpuid.cpu().has(CpuFeature::Hypervisor)) return std::nullopt;
   charge_exit(ExitKind::Hypercall);
   const uint64_t at = now();
   const Topology& topology = platform_.cpuid.topology();

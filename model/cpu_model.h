@@ -137,6 +137,18 @@ struct FeatureFlag {
   }
 };
 
+// The features the machine acts on rather than only reports, asked by type
+// so that a misspelt name cannot read as "absent". Each is the bit of the
+// -cpu flag of the same name (feature_flags()).
+enum class CpuFeature : uint8_t { Apic, Monitor, X2apic, Hypervisor, Pku };
+inline constexpr size_t kCpuFeatures = static_cast<size_t>(CpuFeature::Pku) + 1;
+struct FeatureBit {
+  FeatureWord word;
+  unsigned bit;
+  uint32_t mask() const { return 1u << bit; }
+};
+FeatureBit feature_bit(CpuFeature feature);
+
 // A -cpu argument resolved: the model and every property applied.
 struct CpuConfig {
   CpuModelDef model;
@@ -171,7 +183,7 @@ struct CpuConfig {
   std::string arg;       // the -cpu text this came from, for reports
 
   Vendor vendor() const { return model.vendor; }
-  bool has(std::string_view flag) const;
+  bool has(CpuFeature feature) const;
 };
 
 // The models topolab knows, in the order `-cpu help` lists them.

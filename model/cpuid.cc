@@ -66,13 +66,8 @@ constexpr uint32_t kLeaf2CallCount = 1;
 constexpr uint32_t kLeaf2DescUseLeaf4 = 0xff;
 // Leaf 1 EDX[28]: more than one logical processor ID in the package.
 constexpr uint32_t kLeaf1EdxHtt = 1u << 28;
-// CPUID.01H:EDX[9] APIC: clear while IA32_APIC_BASE.EN = 0 (SDM vol. 3A
-// 10.4.3, "the CPUID feature flag for the APIC is also set to 0").
-constexpr uint32_t kLeaf1EdxApic = 1u << 9;
-// CPUID.07H.0:ECX[3] PKU, and [4] OSPKE, which mirrors CR4.PKE (SDM vol. 2A).
-constexpr uint32_t kLeaf7EcxPku = 1u << 3;
+// CPUID.07H.0:ECX[4] OSPKE, which mirrors CR4.PKE where PKU is (SDM vol. 2A).
 constexpr uint32_t kLeaf7EcxOspke = 1u << 4;
-constexpr uint32_t kLeaf1EcxHypervisor = 1u << 31;
 // The hypervisor range 0x40000000.. (Intel SDM: "reserved for software").
 constexpr uint32_t kHypervisorBase = 0x40000000;
 constexpr uint32_t kHypervisorMax = 0x40000001;
@@ -160,7 +155,7 @@ void put_field_saturated(uint32_t& reg, const CpuidField& f, uint64_t value) {
 
 CpuidModel::CpuidModel(Topology topology, CpuConfig cpu, MachineOptions machine)
     : topology_(std::move(topology)), cpu_(std::move(cpu)), machine_(std::move(machine)) {
-  if (topology_.needs_x2apic() && !cpu_.has("x2apic"))
+  if (topology_.needs_x2apic() && !cpu_.has(CpuFeature::X2apic))
     throw ConfigError(fmt::format(
         "{} CPUs reach APIC ID {}, above the xAPIC limit of {}: add +x2apic to -cpu", topology_.cpus(),
         topology_.max_apic_id(), Topology::kMaxXApicId));
@@ -278,8 +273,11 @@ CpuidRegs CpuidModel::query(unsigned cpu_index, uint32_t leaf, uint32_t subleaf,
   CpuidRegs r = lookup(cpu_index, leaf, subleaf);
   // The guest-state bits apply to the leaf that answers, as hardware
   // answers an out-of-range leaf with the highest basic leaf as it is now.
-  if (leaf == 0x7 && subleaf == 0 && (r.ecx & kLeaf7EcxPku) && dynamic.cr4_pke) r.ecx |= kLeaf7EcxOspke;
-  if (leaf == 0x1 && !dynamic.apic_enabled) r.edx &= ~kLeaf1EdxApic;
+  if (leaf == 0x7 && subleaf == 0 && (r.ecx & feature_bit(CpuFeature::Pku).mask()) && dynamic.cr4_pke)
+    r.ecx |= kLeaf7EcxOspke;
+  // SDM vol. 3A 10.4.3: with IA32_APIC_BASE.EN clear, "the CPUID feature
+  // flag for the APIC ... is also set to 0".
+  if (leaf == 0x1 && !dynamic.apic_enabled) r.edx &= ~feature_bit(CpuFeature::Apic).mask();
   return r;
 }
 
@@ -448,7 +446,7 @@ CpuidRegs CpuidModel::leaf4(uint32_t subleaf, CoreType type) const {
 CpuidRegs CpuidModel::leaf5() const {
   // The monitor line is 64 bytes when MONITOR exists (QEMU reports 0 even
   // then); no C-state sub-states are enumerated.
-  uint32_t line = cpu_.has("monitor") ? kMonitorLineSize : 0;
+  uint32_t line = cpu_.has(CpuFeature::Monitor) ? kMonitorLineSize : 0;
   return {line, line, kMwaitEmx | kMwaitIbe, 0};
 }
 
@@ -595,7 +593,7 @@ CpuidRegs CpuidModel::extA() const {
 }
 
 CpuidRegs CpuidModel::hypervisor(uint32_t leaf) const {
-  if (leaf != kHypervisorBase || !(feature(FeatureWord::Leaf1Ecx) & kLeaf1EcxHypervisor)) return {};
+  if (leaf != kHypervisorBase || !cpu_.has(CpuFeature::Hypervisor)) return {};
   // The hypervisor signature: guests that look for one find "topolab", or
   // with kvm=on KVM's "KVMKVMKVM\0\0\0" (whose leaf 0x40000001 then says no
   // paravirtual features and no hints: all zero, as it is here anyway).
@@ -645,7 +643,7 @@ std::vector<CpuidModel::Entry> CpuidModel::build_enumeration(CoreType type) cons
     }
   };
   for (uint32_t leaf = 0; leaf <= level_; ++leaf) add_leaf(leaf);
-  if (feature(FeatureWord::Leaf1Ecx) & kLeaf1EcxHypervisor)
+  if (cpu_.has(CpuFeature::Hypervisor))
     for (uint32_t leaf = kHypervisorBase; leaf <= kHypervisorMax; ++leaf) add_leaf(leaf);
   for (uint32_t leaf = 0x80000000; leaf <= xlevel_; ++leaf) add_leaf(leaf);
   return out;
