@@ -9,20 +9,6 @@
 
 namespace topolab {
 
-namespace {
-
-// The engine's own model whose instruction set matches the CPUID model best.
-EngineCpu engine_cpu_for(const CpuConfig& cpu) {
-  switch (cpu.model.engine) {
-    case EngineCpuModel::SkylakeServer: return EngineCpu::SkylakeServer;
-    case EngineCpuModel::Epyc: return EngineCpu::Epyc;
-    case EngineCpuModel::Qemu64: break;
-  }
-  return EngineCpu::Qemu64;
-}
-
-}  // namespace
-
 MachineCpu::MachineCpu(const CpuPlatform& platform, unsigned index)
     : platform_(platform),
       index_(index),
@@ -40,7 +26,7 @@ MachineCpu::MachineCpu(const CpuPlatform& platform, unsigned index)
 }
 
 void MachineCpu::create_engine() {
-  vcpu_ = platform_.make_vcpu(index_, platform_.ram, *this, engine_cpu_for(platform_.cpuid.cpu()));
+  vcpu_ = platform_.make_vcpu(index_, platform_.ram, *this, platform_.cpuid.cpu().model.engine);
   vcpu_->set_pause_loop_exiting(platform_.pause_loop_exiting);
   for (const PlatformMmio& window : platform_.mmio_windows) vcpu_->map_mmio(window.base, window.size, *window.handler);
   sync_apic_page();

@@ -204,7 +204,7 @@ struct Rig {
     fakes.resize(Topology::parse(smp).cpus(), nullptr);
     machine = std::make_unique<Machine>(
         config, [this](uint8_t b) { serial.push_back(static_cast<char>(b)); },
-        [this, scripts](unsigned index, GuestRam&, VcpuHost& host, EngineCpu) -> std::unique_ptr<Vcpu> {
+        [this, scripts](unsigned index, GuestRam&, VcpuHost& host, EngineCpuModel) -> std::unique_ptr<Vcpu> {
           auto fake = std::make_unique<FakeVcpu>(index, host, index < scripts.size() ? scripts[index] : std::vector<Action>{});
           fakes[index] = fake.get();
           return fake;

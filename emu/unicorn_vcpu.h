@@ -18,7 +18,7 @@ namespace topolab {
 
 class UnicornVcpu final : public Vcpu {
  public:
-  UnicornVcpu(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu engine_cpu = EngineCpu::Qemu64);
+  UnicornVcpu(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpuModel engine_cpu = EngineCpuModel::Qemu64);
   ~UnicornVcpu() override;
   UnicornVcpu(const UnicornVcpu&) = delete;
   UnicornVcpu& operator=(const UnicornVcpu&) = delete;

@@ -81,8 +81,8 @@ enum class Vendor { Intel, Amd };
 // The engine's own CPU model a vCPU runs on. Unicorn gates instructions on
 // its model's feature words (Unicorn 2.1.3's QEMU 5.0 TCG: POPCNT, SSSE3,
 // PKU, CLWB ... raise #UD on a model without them), so a CPUID model can only
-// advertise what its engine model executes. emu/ maps these one to one onto
-// the engine (emu/vcpu.h EngineCpu); docs/cpu_models.md has the measurement.
+// advertise what its engine model executes. The vCPU engine is made for one
+// of these (emu/vcpu.h VcpuFactory); docs/cpu_models.md has the measurement.
 enum class EngineCpuModel : uint8_t { Qemu64, SkylakeServer, Epyc };
 const char* engine_cpu_model_name(EngineCpuModel engine);
 
