@@ -44,30 +44,6 @@ std::vector<MultibootModule> read_modules(const std::vector<std::string>& specs,
   return modules;
 }
 
-// The report's name for an ICR delivery mode (Reserved never gets here).
-IpiMode ipi_mode(ApicDeliveryMode mode) {
-  switch (mode) {
-    case ApicDeliveryMode::Fixed: return IpiMode::Fixed;
-    case ApicDeliveryMode::LowestPriority: return IpiMode::LowestPriority;
-    case ApicDeliveryMode::Smi: return IpiMode::Smi;
-    case ApicDeliveryMode::Nmi: return IpiMode::Nmi;
-    case ApicDeliveryMode::Init: return IpiMode::Init;
-    case ApicDeliveryMode::StartUp: return IpiMode::StartUp;
-    case ApicDeliveryMode::ExtInt: case ApicDeliveryMode::Reserved: break;
-  }
-  return IpiMode::ExtInt;
-}
-
-IpiShorthand ipi_shorthand(ApicShorthand shorthand) {
-  switch (shorthand) {
-    case ApicShorthand::None: return IpiShorthand::None;
-    case ApicShorthand::Self: return IpiShorthand::Self;
-    case ApicShorthand::AllIncludingSelf: return IpiShorthand::AllIncludingSelf;
-    case ApicShorthand::AllExcludingSelf: return IpiShorthand::AllExcludingSelf;
-  }
-  return IpiShorthand::None;
-}
-
 // The engines' PLE controls: the cost model's gap and window in instructions.
 std::optional<PauseLoopExiting> pause_loop_exiting(const MachineConfig& config) {
   if (!config.spin_skip || config.cost.ple_window == 0) return std::nullopt;
@@ -363,7 +339,7 @@ void Machine::route(const IpiInFlight& ipi) {
       guest_error(fmt::format("cpu {} wrote an ICR with the reserved delivery mode 011b", ipi.sender));
       return;
     }
-    stats_.record_send(ipi.sender, ipi_mode(message.delivery_mode), ipi_shorthand(message.shorthand), message.vector);
+    stats_.record_send(ipi.sender, message.delivery_mode, message.shorthand, message.vector);
     if (message.is_init_level_deassert()) return;  // a no-op since the Pentium 4 (SDM 10.6.1)
   }
 
@@ -414,7 +390,7 @@ void Machine::deliver(Cpu& target, const IpiInFlight& ipi) {
       break;
   }
   if (!ipi.from_device)
-    stats_.record_ipi(ipi.sender, target.index(), ipi_mode(ipi.message.delivery_mode), ipi.message.vector, was_halted);
+    stats_.record_ipi(ipi.sender, target.index(), ipi.message.delivery_mode, ipi.message.vector, was_halted);
 }
 
 void Machine::settle_halt(Cpu& cpu) {

@@ -1,5 +1,6 @@
 #include "emu/stats.h"
 
+#include <iterator>
 #include <numeric>
 
 namespace topolab {
@@ -53,6 +54,19 @@ std::span<const ScalarCounter> scalar_counters() {
   return kCounters;
 }
 
+std::string_view to_string(ApicDeliveryMode mode) {
+  static constexpr std::string_view kNames[] = {"fixed", "lowest-priority", "smi",     "reserved",
+                                                "nmi",   "init",            "startup", "extint"};
+  static_assert(std::size(kNames) == kApicDeliveryModes);
+  return kNames[static_cast<size_t>(mode)];
+}
+
+std::string_view to_string(ApicShorthand shorthand) {
+  static constexpr std::string_view kNames[] = {"none", "self", "all", "all-but-self"};
+  static_assert(std::size(kNames) == kApicShorthands);
+  return kNames[static_cast<size_t>(shorthand)];
+}
+
 VcpuStats VcpuStats::minus(const VcpuStats& e) const {
   VcpuStats d;
   for (const ScalarCounter& c : scalar_counters()) d.*c.member = this->*c.member - e.*c.member;
@@ -83,17 +97,19 @@ uint64_t VcpuStats::total_received() const {
 }
 
 namespace {
-bool has_vector(IpiMode mode) { return mode == IpiMode::Fixed || mode == IpiMode::LowestPriority; }
+bool has_vector(ApicDeliveryMode mode) {
+  return mode == ApicDeliveryMode::Fixed || mode == ApicDeliveryMode::LowestPriority;
+}
 }  // namespace
 
-void Stats::record_send(unsigned source, IpiMode mode, IpiShorthand shorthand, uint8_t vector) {
+void Stats::record_send(unsigned source, ApicDeliveryMode mode, ApicShorthand shorthand, uint8_t vector) {
   VcpuStats& s = vcpu(source);
   ++s.ipis_sent[static_cast<size_t>(mode)];
   ++s.ipis_sent_by_shorthand[static_cast<size_t>(shorthand)];
   if (has_vector(mode)) ++s.sent_by_vector[vector];
 }
 
-void Stats::record_ipi(unsigned source, unsigned target, IpiMode mode, uint8_t vector, bool target_halted) {
+void Stats::record_ipi(unsigned source, unsigned target, ApicDeliveryMode mode, uint8_t vector, bool target_halted) {
   VcpuStats& t = vcpu(target);
   ++t.ipis_received[static_cast<size_t>(mode)];
   if (has_vector(mode)) ++t.received_by_vector[vector];

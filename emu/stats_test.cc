@@ -10,10 +10,10 @@ namespace {
 TEST(Stats, CountsSendsOncePerIcrWriteAndReceivesPerTarget) {
   Stats stats(4);
   // CPU 0 broadcasts a fixed IPI (vector 0xfd) to all but itself.
-  stats.record_send(0, IpiMode::Fixed, IpiShorthand::AllExcludingSelf, 0xfd);
-  for (unsigned t = 1; t < 4; ++t) stats.record_ipi(0, t, IpiMode::Fixed, 0xfd, /*target_halted=*/t == 2);
+  stats.record_send(0, ApicDeliveryMode::Fixed, ApicShorthand::AllExcludingSelf, 0xfd);
+  for (unsigned t = 1; t < 4; ++t) stats.record_ipi(0, t, ApicDeliveryMode::Fixed, 0xfd, /*target_halted=*/t == 2);
   EXPECT_EQ(stats.vcpu(0).total_sent(), 1u);
-  EXPECT_EQ(stats.vcpu(0).ipis_sent_by_shorthand[static_cast<size_t>(IpiShorthand::AllExcludingSelf)], 1u);
+  EXPECT_EQ(stats.vcpu(0).ipis_sent_by_shorthand[static_cast<size_t>(ApicShorthand::AllExcludingSelf)], 1u);
   EXPECT_EQ(stats.vcpu(0).sent_by_vector.at(0xfd), 1u);
   EXPECT_EQ(stats.vcpu(2).received_while_halted, 1u);
   EXPECT_EQ(stats.vcpu(3).received_while_running, 1u);
@@ -24,13 +24,13 @@ TEST(Stats, CountsSendsOncePerIcrWriteAndReceivesPerTarget) {
 
 TEST(Stats, VectorlessModesKeepNoVector) {
   Stats stats(2);
-  stats.record_send(0, IpiMode::Init, IpiShorthand::None, 0);
-  stats.record_ipi(0, 1, IpiMode::Init, 0, true);
-  stats.record_send(0, IpiMode::StartUp, IpiShorthand::None, 0x08);
-  stats.record_ipi(0, 1, IpiMode::StartUp, 0x08, true);
+  stats.record_send(0, ApicDeliveryMode::Init, ApicShorthand::None, 0);
+  stats.record_ipi(0, 1, ApicDeliveryMode::Init, 0, true);
+  stats.record_send(0, ApicDeliveryMode::StartUp, ApicShorthand::None, 0x08);
+  stats.record_ipi(0, 1, ApicDeliveryMode::StartUp, 0x08, true);
   EXPECT_TRUE(stats.vcpu(0).sent_by_vector.empty());
   EXPECT_TRUE(stats.vcpu(1).received_by_vector.empty());
-  EXPECT_EQ(stats.vcpu(1).ipis_received[static_cast<size_t>(IpiMode::StartUp)], 1u);
+  EXPECT_EQ(stats.vcpu(1).ipis_received[static_cast<size_t>(ApicDeliveryMode::StartUp)], 1u);
   EXPECT_EQ(stats.ipi_matrix().at({0, 1}), 2u);
 }
 
@@ -47,21 +47,23 @@ TEST(Stats, WakesAndUndeliverableAreCountedPerVcpu) {
 
 TEST(Stats, NamesAreStable) {
   // Report schemas depend on these spellings.
-  EXPECT_EQ(to_string(IpiMode::LowestPriority), "lowest-priority");
-  EXPECT_EQ(to_string(IpiMode::StartUp), "startup");
-  EXPECT_EQ(to_string(IpiShorthand::AllExcludingSelf), "all-but-self");
+  EXPECT_EQ(to_string(ApicDeliveryMode::LowestPriority), "lowest-priority");
+  EXPECT_EQ(to_string(ApicDeliveryMode::StartUp), "startup");
+  EXPECT_EQ(to_string(ApicDeliveryMode::Nmi), "nmi");  // past the reserved mode's slot
+  EXPECT_EQ(to_string(ApicDeliveryMode::ExtInt), "extint");
+  EXPECT_EQ(to_string(ApicShorthand::AllExcludingSelf), "all-but-self");
   EXPECT_EQ(to_string(WakeCause::MwaitStore), "mwait-store");
 }
 
 TEST(Stats, AWindowIsTheDifferenceOfTwoSnapshots) {
   Stats stats(2);
-  stats.record_send(0, IpiMode::Fixed, IpiShorthand::None, 0xfd);
-  stats.record_ipi(0, 1, IpiMode::Fixed, 0xfd, true);
+  stats.record_send(0, ApicDeliveryMode::Fixed, ApicShorthand::None, 0xfd);
+  stats.record_ipi(0, 1, ApicDeliveryMode::Fixed, 0xfd, true);
   stats.vcpu(1).exits[static_cast<size_t>(ExitKind::Hlt)] = 3;
   stats.vcpu(1).mwait_hints[0] = 2;
   const Stats begin = stats;
-  stats.record_send(0, IpiMode::Fixed, IpiShorthand::None, 0xfb);
-  stats.record_ipi(0, 1, IpiMode::Fixed, 0xfb, false);
+  stats.record_send(0, ApicDeliveryMode::Fixed, ApicShorthand::None, 0xfb);
+  stats.record_ipi(0, 1, ApicDeliveryMode::Fixed, 0xfb, false);
   stats.vcpu(1).exits[static_cast<size_t>(ExitKind::Hlt)] = 5;
   stats.vcpu(1).mwait_hints[0] = 2;
   stats.vcpu(1).run_ns = 40;

@@ -61,12 +61,14 @@ nlohmann::ordered_json vcpu_json(const VcpuStats& s) {
   ordered_json v;
   put_counters(v, s, "instructions", "halted_ns");
   ordered_json sent, received, shorthands, wake, exits;
-  for (size_t m = 0; m < kIpiModes; ++m) {
-    sent[std::string(to_string(static_cast<IpiMode>(m)))] = s.ipis_sent[m];
-    received[std::string(to_string(static_cast<IpiMode>(m)))] = s.ipis_received[m];
+  for (size_t m = 0; m < kApicDeliveryModes; ++m) {
+    const auto mode = static_cast<ApicDeliveryMode>(m);
+    if (mode == ApicDeliveryMode::Reserved) continue;  // never sent: the run stops there
+    sent[std::string(to_string(mode))] = s.ipis_sent[m];
+    received[std::string(to_string(mode))] = s.ipis_received[m];
   }
-  for (size_t h = 0; h < kIpiShorthands; ++h)
-    shorthands[std::string(to_string(static_cast<IpiShorthand>(h)))] = s.ipis_sent_by_shorthand[h];
+  for (size_t h = 0; h < kApicShorthands; ++h)
+    shorthands[std::string(to_string(static_cast<ApicShorthand>(h)))] = s.ipis_sent_by_shorthand[h];
   for (size_t w = 0; w < kWakeCauses; ++w) wake[std::string(to_string(static_cast<WakeCause>(w)))] = s.wakes[w];
   for (size_t k = 0; k < kExitKinds; ++k) exits[std::string(to_string(static_cast<ExitKind>(k)))] = s.exits[k];
   v["ipis_sent"] = sent;
@@ -117,7 +119,7 @@ std::string format_run_table(const RunReportInput& in) {
     total.hlt_entries += s.hlt_entries;
     total.halted_ns += s.halted_ns;
     total.received_while_halted += s.received_while_halted;
-    for (size_t m = 0; m < kIpiModes; ++m) {
+    for (size_t m = 0; m < kApicDeliveryModes; ++m) {
       total.ipis_sent[m] += s.ipis_sent[m];
       total.ipis_received[m] += s.ipis_received[m];
     }
@@ -130,8 +132,8 @@ std::string format_run_table(const RunReportInput& in) {
       continue;
     }
     if (++rows > kTableRows) continue;
-    uint64_t init_sipi = s.ipis_received[static_cast<size_t>(IpiMode::Init)] +
-                         s.ipis_received[static_cast<size_t>(IpiMode::StartUp)];
+    uint64_t init_sipi = s.ipis_received[static_cast<size_t>(ApicDeliveryMode::Init)] +
+                         s.ipis_received[static_cast<size_t>(ApicDeliveryMode::StartUp)];
     appendf(out, "{:>5} {:>#7x} {:>14} {:>8} {:>12.1f} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>6.1f}\n", i,
             in.cpuid.topology().apic_id(i), s.instructions, s.hlt_entries, s.halted_ns / 1e3, s.total_sent(),
             s.total_received(), s.received_while_halted, wakes(s), init_sipi, s.mwait_entries, s.pauses,
