@@ -77,9 +77,9 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
         if (running_ && running_->vcpu()) running_->vcpu()->request_stop();
       }),
       fw_cfg_(FwCfg::Config{
-          .nb_cpus = static_cast<uint16_t>(cpuid_.topology().cpus()),
+          .nb_cpus = static_cast<uint16_t>(config_.topology.cpus()),
           .apic_id_limit = static_cast<uint16_t>(
-              std::min<uint32_t>(cpuid_.topology().apic_id(cpuid_.topology().max_cpus() - 1) + 1, 0xffff)),
+              std::min<uint32_t>(config_.topology.apic_id(config_.topology.max_cpus() - 1) + 1, 0xffff)),
           .ram_size = ram_.size()}),
       pic_master_(PicStub::Role::kMaster),
       pic_slave_(PicStub::Role::kSlave),
@@ -97,9 +97,9 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
       acpi_pm_([this] { return device_now_ns(); },
                [this] { request_shutdown("the guest powered the machine off (ACPI S5 through PM1a_CNT)"); }),
       bochs_shutdown_([this] { request_shutdown("the guest powered the machine off (\"Shutdown\" to port 0x8900)"); }),
-      stats_(cpuid_.topology().cpus()),
-      activity_(cpuid_.topology().cpus()),
-      platform_{.cpuid = cpuid_, .msrs = msrs_, .cost = config_.cost, .ram = ram_, .ports = ports_,
+      stats_(config_.topology.cpus()),
+      activity_(config_.topology.cpus()),
+      platform_{.topology = config_.topology, .cpuid = cpuid_, .msrs = msrs_, .cost = config_.cost, .ram = ram_, .ports = ports_,
                 .stats = stats_, .activity = activity_, .make_vcpu = make_vcpu_, .events = *this, .clock = clock_,
                 .pause_loop_exiting = pause_loop_exiting(config)} {
   check_run_limits(config);
@@ -112,7 +112,7 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
   ports_.attach(MeasurePort::kBase, MeasurePort::kPortCount, measure_port_);
   attach_platform_devices();
 
-  const AcpiTables acpi = build_acpi_tables(ram_, cpuid_.topology());
+  const AcpiTables acpi = build_acpi_tables(ram_, config_.topology);
   std::vector<uint8_t> image = read_image_file(config.image, ram_.size());
   // As QEMU's -kernel: a setup header makes it Linux, an ELF64 with the PVH
   // note a PVH kernel, anything else must be Multiboot. (QEMU tries
@@ -141,13 +141,13 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
         config.append, modules);
   }
 
-  cpus_.reserve(cpuid_.topology().cpus());
+  cpus_.reserve(config_.topology.cpus());
   std::vector<const LocalApic*> apics;
-  for (unsigned i = 0; i < cpuid_.topology().cpus(); ++i) {
+  for (unsigned i = 0; i < config_.topology.cpus(); ++i) {
     cpus_.push_back(std::make_unique<Cpu>(platform_, i));
     apics.push_back(&cpus_.back()->apic());
   }
-  bus_.emplace(std::move(apics), [this](uint32_t id) { return cpuid_.topology().index_of_apic_id(id); });
+  bus_.emplace(std::move(apics), [this](uint32_t id) { return config_.topology.index_of_apic_id(id); });
   if (linux_boot)
     cpus_[0]->vcpu()->enter_linux32(linux_boot->entry, linux_boot->boot_params, linux_boot->gdt,
                                     linux_boot->gdt_limit);

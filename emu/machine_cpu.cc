@@ -12,7 +12,7 @@ namespace topolab {
 MachineCpu::MachineCpu(const CpuPlatform& platform, unsigned index)
     : platform_(platform),
       index_(index),
-      apic_(LocalApicConfig{.apic_id = platform.cpuid.topology().apic_id(index),
+      apic_(LocalApicConfig{.apic_id = platform.topology.apic_id(index),
                             .bsp = index == 0,
                             .x2apic_supported = platform.cpuid.cpu().has(CpuFeature::X2apic),
                             .tsc_hz = platform.cost.tsc_hz()}),
@@ -20,7 +20,7 @@ MachineCpu::MachineCpu(const CpuPlatform& platform, unsigned index)
       msr_file_([&platform, index](uint32_t leaf, uint32_t subleaf) { return platform.cpuid.query(index, leaf, subleaf); }) {
   // With APIC IDs past 254, firmware hands over every APIC in x2APIC mode
   // (xAPIC cannot address them), as a BIOS does and Linux expects.
-  if (platform.cpuid.topology().needs_x2apic())
+  if (platform.topology.needs_x2apic())
     apic_.wrmsr(LocalApic::MSR_IA32_APIC_BASE, apic_.apic_base_msr() | apic::APIC_BASE_EN | apic::APIC_BASE_EXTD, 0);
   if (index == 0) create_engine();
 }
@@ -291,7 +291,7 @@ std::optional<int64_t> MachineCpu::hypercall(const KvmHypercall& call) {
   if (!platform_.cpuid.cpu().has(CpuFeature::Hypervisor)) return std::nullopt;
   charge_exit(ExitKind::Hypercall);
   const uint64_t at = now();
-  const Topology& topology = platform_.cpuid.topology();
+  const Topology& topology = platform_.topology;
   KvmHypercallResult result =
       kvm_hypercall(call, [&](uint32_t id) { return topology.index_of_apic_id(id).has_value(); });
   for (ApicMessage& message : result.ipis) {

@@ -135,7 +135,7 @@ std::string format_run_table(const RunReportInput& in) {
     uint64_t init_sipi = s.ipis_received[static_cast<size_t>(ApicDeliveryMode::Init)] +
                          s.ipis_received[static_cast<size_t>(ApicDeliveryMode::StartUp)];
     appendf(out, "{:>5} {:>#7x} {:>14} {:>8} {:>12.1f} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>6.1f}\n", i,
-            in.cpuid.topology().apic_id(i), s.instructions, s.hlt_entries, s.halted_ns / 1e3, s.total_sent(),
+            in.config.topology.apic_id(i), s.instructions, s.hlt_entries, s.halted_ns / 1e3, s.total_sent(),
             s.total_received(), s.received_while_halted, wakes(s), init_sipi, s.mwait_entries, s.pauses,
             s.total_exits(), elapsed ? 100.0 * s.host_busy_ns() / elapsed : 0.0);
   }
@@ -181,7 +181,7 @@ std::string format_run_json(const RunReportInput& in) {
   ordered_json j;
   j["schema"] = kRunReportSchema;
   j["config"] = {{"image", std::filesystem::path(in.config.image).filename().string()},
-                 {"smp", in.cpuid.topology().to_smp_arg()},
+                 {"smp", in.config.topology.to_smp_arg()},
                  {"cpu", in.config.cpu.arg},
                  {"memory_mib", in.config.ram_mib},
                  {"append", in.config.append},
@@ -202,7 +202,7 @@ std::string format_run_json(const RunReportInput& in) {
     for (unsigned i = 0; i < from.vcpu_count(); ++i) {
       ordered_json v;
       v["index"] = i;
-      v["apic_id"] = in.cpuid.topology().apic_id(i);
+      v["apic_id"] = in.config.topology.apic_id(i);
       v.update(vcpu_json(from.vcpu(i)));
       vcpus.push_back(v);
     }
