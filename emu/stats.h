@@ -107,6 +107,8 @@ class Stats {
   // Every counter minus `earlier`'s, which must be a copy of this Stats
   // taken before (a measuring window's begin).
   Stats minus(const Stats& earlier) const;
+  // Every counter summed over the vCPUs.
+  VcpuStats total() const;
 
   // The source -> destination matrix, sparse: 4,096 vCPUs would need 128 MiB dense.
   const std::map<std::pair<unsigned, unsigned>, uint64_t>& ipi_matrix() const { return matrix_; }

@@ -1,5 +1,6 @@
 #include "emu/stats.h"
 
+#include <map>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -76,6 +77,35 @@ TEST(Stats, AWindowIsTheDifferenceOfTwoSnapshots) {
   EXPECT_TRUE(window.vcpu(1).mwait_hints.empty());
   EXPECT_EQ(window.vcpu(1).host_busy_ns(), 40u);
   EXPECT_EQ(window.ipi_matrix().at({0, 1}), 1u);
+}
+
+TEST(Stats, TheTotalSumsEveryCounterOverTheVcpus) {
+  Stats stats(3);
+  stats.record_send(0, ApicDeliveryMode::Fixed, ApicShorthand::None, 0xfd);
+  stats.record_ipi(0, 1, ApicDeliveryMode::Fixed, 0xfd, true);
+  stats.record_send(2, ApicDeliveryMode::Nmi, ApicShorthand::Self, 0);
+  stats.record_ipi(2, 2, ApicDeliveryMode::Nmi, 0, false);
+  stats.record_wake(1, WakeCause::Interrupt);
+  stats.vcpu(1).exits[static_cast<size_t>(ExitKind::Hlt)] = 3;
+  stats.vcpu(2).exits[static_cast<size_t>(ExitKind::Hlt)] = 4;
+  const VcpuStats total = stats.total();
+  EXPECT_EQ(total.total_sent(), 2u);
+  EXPECT_EQ(total.ipis_received[static_cast<size_t>(ApicDeliveryMode::Nmi)], 1u);
+  EXPECT_EQ(total.ipis_sent_by_shorthand[static_cast<size_t>(ApicShorthand::Self)], 1u);
+  EXPECT_EQ(total.sent_by_vector, (std::map<uint8_t, uint64_t>{{0xfd, 1}}));
+  EXPECT_EQ(total.received_by_vector, (std::map<uint8_t, uint64_t>{{0xfd, 1}}));
+  EXPECT_EQ(total.wakes[static_cast<size_t>(WakeCause::Interrupt)], 1u);
+  EXPECT_EQ(total.exits[static_cast<size_t>(ExitKind::Hlt)], 7u);
+  EXPECT_EQ(total.received_while_halted + total.received_while_running, 2u);
+
+  Stats plain(2);
+  uint64_t n = 1;
+  for (const ScalarCounter& c : scalar_counters()) {
+    plain.vcpu(0).*c.member = n;
+    plain.vcpu(1).*c.member = 10 * n++;
+  }
+  n = 1;
+  for (const ScalarCounter& c : scalar_counters()) EXPECT_EQ(plain.total().*c.member, 11 * n++) << c.name;
 }
 
 TEST(Stats, EveryPlainCounterIsInTheWindowArithmetic) {
