@@ -778,7 +778,8 @@ namespace topolab {
 
 namespace {
 
-constexpr const char* kSmpCacheNames[kSmpCacheCount] = {"l1d", "l1i", "l2", "l3"};
+constexpr const char* kSmpCacheNames[] = {"l1d", "l1i", "l2", "l3"};
+static_assert(std::size(kSmpCacheNames) == kSmpCacheCount);
 
 // QEMU's CpuTopologyLevel spellings and what an x86 PC machine makes of
 // them: a level topolab shares caches at, or the reason QEMU refuses it.

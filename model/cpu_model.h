@@ -206,7 +206,7 @@ std::vector<DroppedFeature> dropped_features(const CpuModelDef& model);
 
 // The caches QEMU 10.0's -machine smp-cache.N.cache= names.
 enum class SmpCache { L1d, L1i, L2, L3 };
-inline constexpr size_t kSmpCacheCount = 4;
+inline constexpr size_t kSmpCacheCount = static_cast<size_t>(SmpCache::L3) + 1;
 const char* smp_cache_name(SmpCache cache);
 
 // What -machine sets that topolab models: the topology level each cache is
