@@ -220,7 +220,8 @@ const std::vector<CpuidModel::Entry>& CpuidModel::type_entries(unsigned cpu_inde
 }
 
 std::span<const CpuidModel::Entry> CpuidModel::cpu_entries(unsigned cpu_index) const {
-  return std::span(cpu_entries_).subspan(cpu_begin_.at(cpu_index), cpu_begin_[cpu_index + 1] - cpu_begin_[cpu_index]);
+  const uint32_t begin = cpu_begin_.at(cpu_index), end = cpu_begin_.at(cpu_index + 1);
+  return std::span(cpu_entries_).subspan(begin, end - begin);
 }
 
 void CpuidModel::apply_machine_cache_levels() {
