@@ -98,7 +98,7 @@ struct PagingState {
   uint64_t efer = 0;
   uint64_t rflags = 0;
   uint32_t pkru = 0;
-  unsigned maxphyaddr = 40;  // CPUID.80000008H:EAX[7:0], as emu/cpuid.cc reports
+  unsigned maxphyaddr = 40;  // CPUID.80000008H:EAX[7:0], as model/cpuid.cc reports
 };
 
 // SDM 4.1.1, table 4-1.

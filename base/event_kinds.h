@@ -15,7 +15,7 @@ enum class WakeCause : uint8_t { Interrupt, Timer, Nmi, Init, Sipi, MwaitStore }
 inline constexpr size_t kWakeCauses = static_cast<size_t>(WakeCause::MwaitStore) + 1;
 std::string_view to_string(WakeCause cause);
 
-// The kinds of VM exit the cost model charges for (emu/cost_model.h).
+// The kinds of VM exit the cost model charges for (model/cost_model.h).
 // PauseLoop: a pause-loop exit (PLE) and its yield, when spin skipping is on.
 enum class ExitKind : uint8_t { Cpuid, Hlt, Io, Msr, Apic, Icr, Mwait, Monitor, PauseLoop, Hypercall };
 inline constexpr size_t kExitKinds = static_cast<size_t>(ExitKind::Hypercall) + 1;

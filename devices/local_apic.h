@@ -21,8 +21,9 @@
 //   them; the machine counts and reports them.
 // - ICR combinations SDM table 10-3 calls invalid (e.g. lowest priority or
 //   SIPI with the "self" shorthand) are sent as written; the router decides.
-// - Lowest-priority arbitration is the machine's job: it picks among the
-//   matching APICs by arbitration_priority() (no focus processor).
+// - Lowest-priority arbitration is the APIC bus's job (devices/apic_bus.h):
+//   it picks among the matching APICs by arbitration_priority() (no focus
+//   processor).
 // - MMIO accesses other than aligned 32-bit: reads of 1 or 2 bytes within a
 //   register's first dword return those bytes, other reads return 0; such
 //   writes are ignored (SDM 10.4.1 makes only 32-bit accesses architectural).
@@ -270,8 +271,8 @@ class LocalApic {
   // --- The bus ------------------------------------------------------------
   // Whether this APIC is a destination of `msg` (shorthands compare with
   // msg.source_id). Hardware-disabled APICs match nothing. Lowest priority
-  // is not arbitrated here: the machine picks, among the matching APICs,
-  // the lowest arbitration_priority(), ties to the lowest APIC ID.
+  // is not arbitrated here: ApicBus picks, among the matching APICs, the
+  // lowest arbitration_priority(), ties to the lowest APIC ID.
   bool matches(const ApicMessage& msg) const;
   // Take a message this APIC matched.
   ApicAcceptResult accept(const ApicMessage& msg);

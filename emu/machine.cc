@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -11,6 +13,7 @@
 
 #include "arch/x86_arch.h"
 #include "firmware/acpi.h"
+#include "firmware/boot.h"
 #include "base/memory_map.h"
 #include "model/cost_rules.h"
 
@@ -34,21 +37,23 @@ void check_run_limits(const MachineConfig& config) {
   if (config.quantum == 0) throw ConfigError("--quantum must be at least 1 instruction");
 }
 
-std::vector<MultibootModule> read_modules(const std::vector<std::string>& specs, uint64_t ram_bytes) {
-  std::vector<MultibootModule> modules;
-  for (const std::string& spec : specs) {
-    // QEMU's -initrd "FILE ARGS": the file name ends at the first space.
-    std::string path = spec.substr(0, spec.find(' '));
-    modules.push_back({spec, read_image_file(path, ram_bytes)});
-  }
-  return modules;
-}
-
 // The engines' PLE controls: the cost model's gap and window in instructions.
 std::optional<PauseLoopExiting> pause_loop_exiting(const MachineConfig& config) {
   if (!config.spin_skip || config.cost.ple_window == 0) return std::nullopt;
   return PauseLoopExiting{.gap_instructions = config.cost.instructions_for_cycles(config.cost.ple_gap),
                           .window_instructions = config.cost.instructions_for_cycles(config.cost.ple_window)};
+}
+
+// vCPU 0 starts as its boot protocol says.
+void enter_boot_state(Vcpu& vcpu, const BootEntry& boot) {
+  switch (boot.protocol) {
+    case BootProtocol::Linux: vcpu.enter_linux32(boot.entry, boot.boot_data, boot.gdt, boot.gdt_limit); return;
+    // PVH's entry state is Multiboot's with EBX the start_info (EAX unused).
+    case BootProtocol::Pvh: vcpu.enter_multiboot(boot.entry, 0, boot.boot_data); return;
+    case BootProtocol::Multiboot:
+      vcpu.enter_multiboot(boot.entry, MultibootBoot::kBootloaderMagic, boot.boot_data);
+      return;
+  }
 }
 
 }  // namespace
@@ -99,9 +104,12 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
       bochs_shutdown_([this] { request_shutdown("the guest powered the machine off (\"Shutdown\" to port 0x8900)"); }),
       stats_(config_.topology.cpus()),
       activity_(config_.topology.cpus()),
-      platform_{.topology = config_.topology, .cpuid = cpuid_, .msrs = msrs_, .cost = config_.cost, .ram = ram_, .ports = ports_,
+      platform_{.topology = config_.topology,
+                .cpuid = cpuid_, .msrs = msrs_, .cost = config_.cost, .ram = ram_, .ports = ports_,
                 .stats = stats_, .activity = activity_, .make_vcpu = make_vcpu_, .events = *this, .clock = clock_,
-                .pause_loop_exiting = pause_loop_exiting(config)} {
+                .pause_loop_exiting = pause_loop_exiting(config)},
+      timeline_(config_.topology.cpus()),
+      mwait_line_of_(config_.topology.cpus()) {
   check_run_limits(config);
   ports_.attach(Uart16550::kCom1Base, Uart16550::kPortCount, uart_);
   if (config.isa_debug_exit) ports_.attach(DebugExit::kBase, DebugExit::kPortCount, debug_exit_);
@@ -113,33 +121,15 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
   attach_platform_devices();
 
   const AcpiTables acpi = build_acpi_tables(ram_, config_.topology);
-  std::vector<uint8_t> image = read_image_file(config.image, ram_.size());
-  // As QEMU's -kernel: a setup header makes it Linux, an ELF64 with the PVH
-  // note a PVH kernel, anything else must be Multiboot. (QEMU tries
-  // Multiboot before PVH; no image here has both.)
-  std::optional<LinuxBoot> linux_boot;
-  std::optional<PvhBoot> pvh;
-  std::optional<MultibootBoot> multiboot;
-  const bool linux_kernel = is_linux_image(image) || is_pvh_image(image);
+  // The guest sees a Multiboot image's file name without its directories
+  // (QEMU passes the path as typed), so where the image sits cannot change
+  // what it does.
+  const BootFiles files = read_boot_files(
+      config.image, config.image_name.empty() ? std::filesystem::path(config.image).filename().string() : config.image_name,
+      config.append, config.initrd, ram_.size());
   // Before any vCPU exists, so before any read of a clock.
-  clock_.set_synced(config.synced_clocks.value_or(linux_kernel));
-  if (linux_kernel) {
-    if (config.initrd.size() > 1) throw ImageError("a Linux kernel takes one -initrd file");
-    std::vector<uint8_t> initrd;
-    if (!config.initrd.empty()) initrd = read_image_file(config.initrd.front(), ram_.size());
-    if (is_linux_image(image))
-      linux_boot = load_linux(ram_, image, config.append, initrd);
-    else
-      pvh = load_pvh(ram_, image, config.append, initrd, acpi.rsdp);
-  } else {
-    std::vector<MultibootModule> modules = read_modules(config.initrd, ram_.size());
-    // The guest sees the file name without its directories (QEMU passes the
-    // path as typed), so where the image sits cannot change what it does.
-    multiboot = load_multiboot(
-        ram_, image,
-        config.image_name.empty() ? std::filesystem::path(config.image).filename().string() : config.image_name,
-        config.append, modules);
-  }
+  clock_.set_synced(config.synced_clocks.value_or(files.is_linux_kernel()));
+  const BootEntry boot = load_boot_image(ram_, files, acpi.rsdp);
 
   cpus_.reserve(config_.topology.cpus());
   std::vector<const LocalApic*> apics;
@@ -148,13 +138,8 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
     apics.push_back(&cpus_.back()->apic());
   }
   bus_.emplace(std::move(apics), [this](uint32_t id) { return config_.topology.index_of_apic_id(id); });
-  if (linux_boot)
-    cpus_[0]->vcpu()->enter_linux32(linux_boot->entry, linux_boot->boot_params, linux_boot->gdt,
-                                    linux_boot->gdt_limit);
-  else if (pvh)  // PVH's entry state is Multiboot's with EBX the start_info (EAX unused)
-    cpus_[0]->vcpu()->enter_multiboot(pvh->entry, 0, pvh->start_info);
-  else
-    cpus_[0]->vcpu()->enter_multiboot(multiboot->entry, MultibootBoot::kBootloaderMagic, multiboot->info_address);
+  enter_boot_state(*cpus_[0]->vcpu(), boot);
+  for (auto& cpu : cpus_) rekey(*cpu);
 }
 
 Machine::~Machine() = default;
@@ -225,67 +210,72 @@ void Machine::send_device_interrupts(const IoApicMessages& messages) {
   Cpu* cpu = accessing_cpu();
   const uint64_t at = cpu ? cpu->now() : settled_time();
   for (const ApicMessage& message : messages)
-    ipis_to_route_.push(at, IpiInFlight{.sender = cpu ? cpu->index() : 0, .message = message, .sent_ns = at,
-                                        .from_device = true});
+    ipis_to_route_.push_back(
+        IpiInFlight{.sender = cpu ? cpu->index() : 0, .message = message, .sent_ns = at, .from_device = true});
   if (cpu && cpu->vcpu()) cpu->vcpu()->request_stop();
 }
 
 // --- Scheduling ------------------------------------------------------------------
 
 // Halted vCPUs whose APIC timer fires before `horizon_ns` wake at that time,
-// so a timer interrupt is never later than the vCPUs still running.
+// so a timer interrupt is never later than the vCPUs still running. Each is
+// handled once per call, as its timer stood when the call began.
 void Machine::wake_due_timers(uint64_t horizon_ns) {
-  for (auto& cpu : cpus_) {
-    if (cpu->state() != Cpu::State::Halted) continue;
-    std::optional<uint64_t> when = cpu->apic().next_timer_event();
-    if (!when || *when > horizon_ns) continue;
-    if (!cpu->timer_can_wake()) {
-      // Expiries that can never wake it are settled in one step, not one
-      // period at a time (a masked 1 ns periodic timer would spin the host).
-      cpu->apic().on_time(horizon_ns);
-      continue;
-    }
-    cpu->catch_up(*when);
-    cpu->apic().on_time(*when);
-    if (cpu->can_wake()) cpu->wake(*when, WakeCause::Timer);
+  for (unsigned index : timeline_.take_due_timers(horizon_ns)) {
+    expire_timer(*cpus_[index], horizon_ns);
+    rekey(*cpus_[index]);
   }
 }
 
+void Machine::expire_timer(Cpu& cpu, uint64_t horizon_ns) {
+  const std::optional<uint64_t> when = cpu.apic().next_timer_event();
+  if (!when || *when > horizon_ns) return;
+  if (!cpu.timer_can_wake()) {
+    // Expiries that can never wake it are settled in one step, not one
+    // period at a time (a masked 1 ns periodic timer would spin the host).
+    cpu.apic().on_time(horizon_ns);
+    return;
+  }
+  cpu.catch_up(*when);
+  cpu.apic().on_time(*when);
+  if (cpu.can_wake()) cpu.wake(*when, WakeCause::Timer);
+}
+
 Machine::Cpu* Machine::pick_next(uint64_t limit_ns) {
+#ifndef NDEBUG
+  // The cross-check walks every vCPU: on large machines it would hide the
+  // cost it guards (emu/machine_test.cc counts it).
+  constexpr size_t kCheckedVcpus = 64;
+  if (cpus_.size() <= kCheckedVcpus)
+    if (const std::string mismatch = timeline_mismatch(); !mismatch.empty()) {
+      std::fprintf(stderr, "topolab: the timeline is out of step with the vCPUs: %s\n", mismatch.c_str());
+      std::abort();
+    }
+#endif
   std::optional<uint64_t> jumped_to;
   while (true) {
-    uint64_t horizon = std::numeric_limits<uint64_t>::max();
-    for (const auto& cpu : cpus_)
-      if (cpu->state() == Cpu::State::Running) horizon = std::min(horizon, cpu->now());
-    if (horizon != std::numeric_limits<uint64_t>::max()) {
-      wake_due_timers(horizon);
-      Cpu* best = nullptr;
-      for (auto& cpu : cpus_)
-        if (cpu->state() == Cpu::State::Running && (!best || cpu->now() < best->now())) best = cpu.get();
-      return best;
+    if (std::optional<CpuAt> horizon = timeline_.earliest_clock()) {
+      wake_due_timers(horizon->time);
+      const CpuAt next = *timeline_.earliest_clock();
+      timeline_.set_clock(next.cpu, std::nullopt);
+      in_slice_ = cpus_[next.cpu].get();
+      return in_slice_;
     }
     // Nobody runs: jump to the earliest APIC timer that can wake a halted vCPU.
-    std::optional<uint64_t> earliest;
-    unsigned owner = 0;
-    for (const auto& cpu : cpus_)
-      if (cpu->state() == Cpu::State::Halted && cpu->timer_can_wake())
-        if (auto when = cpu->apic().next_timer_event(); when && (!earliest || *when < *earliest)) {
-          earliest = when;
-          owner = cpu->index();
-        }
-    if (!earliest || *earliest >= limit_ns) return nullptr;
+    const std::optional<CpuAt> earliest = timeline_.next_waking_timer();
+    if (!earliest || earliest->time >= limit_ns) return nullptr;
     // The invariant that makes a host hang impossible whatever a device
     // reports: each jump wakes a vCPU or moves the earliest timer later.
     // A timer that stays due without firing (F1 of issue 14: a deadline
     // wrapped to an early time) is a diagnosed hang, not a spin.
-    if (jumped_to && *earliest <= *jumped_to) {
+    if (jumped_to && earliest->time <= *jumped_to) {
       stall_ = fmt::format("guest hung: no vCPU can run and virtual time cannot advance: cpu {}'s APIC timer stays "
                            "due at {} ns without firing",
-                           owner, *earliest);
+                           earliest->cpu, earliest->time);
       return nullptr;
     }
-    jumped_to = earliest;
-    wake_due_timers(*earliest);
+    jumped_to = earliest->time;
+    wake_due_timers(earliest->time);
   }
 }
 
@@ -320,12 +310,18 @@ uint64_t Machine::total_instructions() const {
 // matches(), which the bus asks of every target when it routes: no list of
 // destinations is built twice per ICR write.
 bool Machine::ipi_sent(const IpiInFlight& ipi) {
-  ipis_to_route_.push(ipi.sent_ns, ipi);
+  ipis_to_route_.push_back(ipi);
   return ipi.message.delivery_mode != ApicDeliveryMode::Fixed || cpus_[ipi.sender]->apic().matches(ipi.message);
 }
 
 void Machine::route_sent_ipis() {
-  for (const IpiInFlight& ipi : ipis_to_route_.take_all()) route(ipi);
+  std::vector<IpiInFlight> sent;
+  sent.swap(ipis_to_route_);
+  // A device's message leaves at the vCPU's clock, an ICR write's after its
+  // send latency: by time, then in send order.
+  std::stable_sort(sent.begin(), sent.end(),
+                   [](const IpiInFlight& a, const IpiInFlight& b) { return a.sent_ns < b.sent_ns; });
+  for (const IpiInFlight& ipi : sent) route(ipi);
 }
 
 void Machine::route(const IpiInFlight& ipi) {
@@ -351,12 +347,12 @@ void Machine::route(const IpiInFlight& ipi) {
   for (unsigned index : targets) {
     Cpu& target = *cpus_[index];
     // A running target sees the IPI a posted-interrupt latency after the
-    // send: one whose clock is behind that waits for it in its inbox. If it
+    // send: one whose clock is behind that gets it on the timeline. If it
     // halts first, the IPI finds it halted, at its send time (settle_halt).
     if (target.state() == Cpu::State::Running) {
       const uint64_t arrival = ipi_arrival_at_running_ns(config_.cost, ipi.sent_ns, index == ipi.sender);
       if (target.now() < arrival) {
-        target.defer(ipi, arrival);
+        timeline_.schedule_arrival(arrival, index, ipi);
         continue;
       }
     }
@@ -391,21 +387,65 @@ void Machine::deliver(Cpu& target, const IpiInFlight& ipi) {
   }
   if (!ipi.from_device)
     stats_.record_ipi(ipi.sender, target.index(), ipi.message.delivery_mode, ipi.message.vector, was_halted);
+  rekey(target);
 }
 
 void Machine::settle_halt(Cpu& cpu) {
   // A halted vCPU's clock jumps to whatever wakes it: IPIs already sent to
   // it arrive now, each at its own time.
-  for (const IpiInFlight& ipi : cpu.take_arrivals(std::numeric_limits<uint64_t>::max())) deliver(cpu, ipi);
+  for (const IpiInFlight& ipi : timeline_.take_arrivals(cpu.index(), std::numeric_limits<uint64_t>::max()))
+    deliver(cpu, ipi);
   if (cpu.can_wake()) cpu.wake(cpu.now(), cpu.wake_cause_now());
 }
 
 uint64_t Machine::settled_time() const {
   uint64_t t = std::numeric_limits<uint64_t>::max();
-  for (const auto& cpu : cpus_)
-    if (cpu->state() == Cpu::State::Running) t = std::min(t, cpu->now());
-  if (auto first = ipis_to_route_.next_time()) t = std::min(t, *first);
+  if (std::optional<CpuAt> earliest = timeline_.earliest_clock()) t = earliest->time;
+  if (in_slice_ && in_slice_->state() == Cpu::State::Running) t = std::min(t, in_slice_->now());
+  for (const IpiInFlight& ipi : ipis_to_route_) t = std::min(t, ipi.sent_ns);
   return t == std::numeric_limits<uint64_t>::max() ? 0 : t;
+}
+
+// --- The timeline ----------------------------------------------------------------------
+
+void Machine::rekey(Cpu& cpu) {
+  if (&cpu == in_slice_) return;  // its slice moves its clock; rekeyed when the slice ends
+  const unsigned index = cpu.index();
+  const bool running = cpu.state() == Cpu::State::Running, halted = cpu.state() == Cpu::State::Halted;
+  timeline_.set_clock(index, running ? std::optional<uint64_t>(cpu.now()) : std::nullopt, clock_kind(cpu));
+  timeline_.set_timer(index, halted ? cpu.apic().next_timer_event() : std::nullopt, halted && cpu.timer_can_wake());
+  track_mwait_line(cpu);
+}
+
+Timeline::Clock Machine::clock_kind(const Cpu& cpu) const {
+  if (cpu.quiescent(store_epoch_)) return Timeline::Clock::QuiescentSpin;
+  if (cpu.parked_on_time(store_epoch_)) return Timeline::Clock::TimedSpin;
+  return Timeline::Clock::MayStore;
+}
+
+std::string Machine::timeline_mismatch() const {
+  auto ns = [](std::optional<uint64_t> t) { return t ? fmt::format("{} ns", *t) : std::string("none"); };
+  for (const auto& c : cpus_) {
+    const Cpu& cpu = *c;
+    const unsigned i = cpu.index();
+    const bool running = cpu.state() == Cpu::State::Running && &cpu != in_slice_;
+    const bool halted = cpu.state() == Cpu::State::Halted;
+    std::optional<uint64_t> clock;
+    if (running) clock = cpu.now();
+    if (timeline_.clock(i) != clock)
+      return fmt::format("cpu {}'s clock is {} on the timeline, {} by its state", i, ns(timeline_.clock(i)), ns(clock));
+    if (running && timeline_.clock_kind(i) != clock_kind(cpu))
+      return fmt::format("cpu {}'s spin park changed without a rekey", i);
+    std::optional<uint64_t> timer;
+    if (halted) timer = cpu.apic().next_timer_event();
+    if (timeline_.timer(i) != timer)
+      return fmt::format("cpu {}'s timer is {} on the timeline, {} by its state", i, ns(timeline_.timer(i)), ns(timer));
+    if (timer && timeline_.timer_wakes(i) != cpu.timer_can_wake())
+      return fmt::format("cpu {}'s timer changed whether it can wake it without a rekey", i);
+    if (mwait_line_of_[i] != (cpu.parked_in_mwait() ? std::optional<uint64_t>(cpu.monitor_line()) : std::nullopt))
+      return fmt::format("cpu {}'s MWAIT line is not the one it is parked on", i);
+  }
+  return {};
 }
 
 // --- The loop --------------------------------------------------------------------------
@@ -416,7 +456,7 @@ uint64_t Machine::slice_budget(Cpu& cpu, uint64_t now, uint64_t limit_ns) const 
   // next vCPU's clock would be passed by much (the quantum bounds that).
   uint64_t until = limit_ns;
   if (auto timer = cpu.apic().next_timer_event()) until = std::min(until, *timer);
-  if (auto arrival = cpu.next_arrival()) until = std::min(until, *arrival);
+  if (auto arrival = timeline_.next_arrival(cpu.index())) until = std::min(until, *arrival);
   uint64_t budget = std::max<uint64_t>(1, config_.cost.instructions_for_ns(until > now ? until - now : 0));
   // An interrupt or NMI waiting out an STI shadow goes in after one instruction.
   const Cpu::PendingInterrupts pending = cpu.pending_interrupts();
@@ -427,7 +467,7 @@ uint64_t Machine::slice_budget(Cpu& cpu, uint64_t now, uint64_t limit_ns) const 
 
 std::optional<RunResult> Machine::run_slice(Cpu& cpu, uint64_t now, uint64_t limit_ns, bool& reset_itself) {
   reset_itself = false;
-  for (const IpiInFlight& ipi : cpu.take_arrivals(now)) deliver(cpu, ipi);
+  for (const IpiInFlight& ipi : timeline_.take_arrivals(cpu.index(), now)) deliver(cpu, ipi);
   cpu.apic().on_time(now);
   if (auto failure = deliver_pending(cpu))
     return finish(RunResult::Outcome::Crashed,
@@ -441,7 +481,10 @@ std::optional<RunResult> Machine::run_slice(Cpu& cpu, uint64_t now, uint64_t lim
   VcpuExit exit = cpu.vcpu()->run(budget);
   running_ = nullptr;
   cpu.leave_spin();
-  if (exit.reason != VcpuExit::Reason::PauseLoop || !exit.spin_recheck) ++store_epoch_;
+  if (exit.reason != VcpuExit::Reason::PauseLoop || !exit.spin_recheck) {
+    ++store_epoch_;
+    timeline_.wake_parked_spinners();
+  }
   activity_.record(cpu.index(), now, cpu.now(),
                    cpu.pauses() != pauses_before ? VcpuActivity::Spinning : VcpuActivity::Running);
   // Stores of this slice wake MWAITs at the slice's end, before whatever
@@ -483,6 +526,8 @@ RunResult Machine::run() {
     const uint64_t instructions_before = cpu->instructions();
     bool reset_itself = false;
     if (auto result = run_slice(*cpu, now, limit_ns, reset_itself)) return *result;
+    in_slice_ = nullptr;
+    rekey(*cpu);
     if (reset_itself) continue;  // not judged for progress: its clock restarted
     // The same invariant for running vCPUs: a slice that ran no instruction
     // and moved no clock made no progress; a million of those in a row (far

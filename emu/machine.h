@@ -7,7 +7,9 @@
 // does not advance; an IPI or its APIC timer wakes it, and its clock catches
 // up to the waker's. Every cross-vCPU effect (an ICR write) is routed after
 // the sender's slice ends, at the sender's time: the same image and flags
-// give the same run on any host. docs/machine.md describes the loop.
+// give the same run on any host. What comes next, and when, is on one
+// timeline (emu/timeline.h), so no step of the loop walks every vCPU.
+// docs/machine.md describes the loop.
 //
 // Where things are: one vCPU's machine-side state in emu/machine_cpu.h,
 // routing in devices/apic_bus.h, the cost rules in model/cost_rules.h; this
@@ -19,8 +21,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,13 +49,10 @@
 #include "base/guest_ram.h"
 #include "model/msr_features.h"
 #include "emu/activity_log.h"
-#include "emu/event_queue.h"
 #include "emu/machine_cpu.h"
 #include "emu/stats.h"
+#include "emu/timeline.h"
 #include "emu/vcpu.h"
-#include "firmware/linux_boot.h"
-#include "firmware/multiboot.h"
-#include "firmware/pvh_boot.h"
 
 namespace topolab {
 
@@ -88,7 +89,7 @@ struct MachineConfig {
   bool isa_debug_exit = true;
   // -device pc-testdev: QEMU's ISA test device (devices/pc_testdev.h).
   bool pc_testdev = false;
-  // -device pci-testdev: QEMU's PCI test device at 00:03.0 (devices/pci.h).
+  // -device pci-testdev: QEMU's PCI test device at 00:02.0 (memory_map::kPciTestdevSlot).
   bool pci_testdev = false;
   // The 8254 PIT at 0x40-0x43 and its port 0x61 bits; -machine pit=off: false.
   bool pit = true;
@@ -198,8 +199,22 @@ class Machine final : private CpuEvents {
   uint64_t device_now_ns();
 
   // The loop (machine.cc).
+  // The runnable vCPU with the earliest clock, taken off the timeline's
+  // clocks for its slice (rekey puts it back).
   Cpu* pick_next(uint64_t limit_ns);
   void wake_due_timers(uint64_t horizon_ns);
+  // One halted vCPU's timer, due at or before `horizon_ns`: fires, and wakes it if it can.
+  void expire_timer(Cpu& cpu, uint64_t horizon_ns);
+  // Tells the timeline where `cpu` stands now: its clock if it runs, its
+  // APIC timer if it is halted, its MWAIT line if it is parked on one. Every
+  // change the loop makes to a vCPU other than the one in its slice ends in
+  // a rekey (deliver, expire_timer, an MWAIT store wake); the vCPU in its
+  // slice is re-keyed when the slice ends.
+  void rekey(Cpu& cpu);
+  Timeline::Clock clock_kind(const Cpu& cpu) const;
+  // Debug builds: the first difference between the timeline and what a walk
+  // over every vCPU finds (the scans the timeline replaced); empty if none.
+  std::string timeline_mismatch() const;
   uint64_t limit_ns() const { return static_cast<uint64_t>(config_.time_limit_seconds * 1e9); }
   // Runs `cpu` for one slice from its clock `now`; a result ends the run.
   // `reset_itself`: an INIT it sent itself reset it during the slice.
@@ -240,8 +255,11 @@ class Machine final : private CpuEvents {
   // the guest cannot take it.
   std::optional<RunResult> raise_gp_for(Cpu& cpu, const VcpuExit& exit, const char* instruction, uint32_t ecx);
   // Wakes vCPUs parked in MWAIT whose line `writer` changed in the slice
-  // that ended at `slice_end_ns`.
+  // that ended at `slice_end_ns`: only the vCPUs parked on a line are
+  // compared, line by line (mwait_lines_), not every vCPU.
   void check_monitored_lines(Cpu& writer, uint64_t slice_end_ns);
+  // Keeps mwait_lines_ to `cpu`'s state (from rekey).
+  void track_mwait_line(const Cpu& cpu);
 
   // The window and the end of the run (machine_window.cc).
   void on_measure_mark(MeasurePort::Mark mark);
@@ -284,12 +302,20 @@ class Machine final : private CpuEvents {
   CpuPlatform platform_;
   std::vector<std::unique_ptr<Cpu>> cpus_;
   std::optional<ApicBus> bus_;  // over cpus_, made once they exist
+  Timeline timeline_;
+  // The vCPU whose slice is under way, from its pick to its rekey: its clock
+  // moves as it runs, so it is not among the timeline's clocks meanwhile.
+  Cpu* in_slice_ = nullptr;
+  // vCPUs parked in MWAIT, by monitored line, and the line each is parked on.
+  std::map<uint64_t, std::set<unsigned>> mwait_lines_;
+  std::vector<std::optional<uint64_t>> mwait_line_of_;
   // Slices that may have stored to memory: every slice but a spinner's
   // recheck of its parked loop (emu/pause_loop.h). A parked spinner that
   // confirmed its loop at the current count is quiescent.
   uint64_t store_epoch_ = 0;
-  // ICR writes wait here until the sender's slice ends (see the top).
-  EventQueue<IpiInFlight> ipis_to_route_;
+  // ICR writes and device interrupt messages of the running slice, routed
+  // when it ends (see the top) in (send time, send order).
+  std::vector<IpiInFlight> ipis_to_route_;
   // A guest error found outside a vCPU exit (a reserved ICR delivery mode).
   std::optional<std::string> guest_error_;
   // Set by pick_next when virtual time cannot advance: the hang's diagnosis.

@@ -1,7 +1,8 @@
 // One vCPU as the machine keeps it: its engine (made at its first SIPI, so
 // thousands of waiting APs cost nothing), its local APIC, its run state and
-// virtual clock, its MONITOR line, the MSRs the machine emulates and the
-// IPIs on their way to it. It answers its engine's calls (VcpuHost) and its
+// virtual clock, its MONITOR line and the MSRs the machine emulates (the
+// IPIs on their way to it are on the machine's timeline, emu/timeline.h).
+// It answers its engine's calls (VcpuHost) and its
 // xAPIC page (MmioHandler); what it needs of the rest of the machine it
 // reaches through CpuPlatform, and the cost rules come from
 // model/cost_rules.h.
@@ -25,8 +26,8 @@
 #include "devices/port_bus.h"
 #include "emu/guest_clock.h"
 #include "emu/activity_log.h"
-#include "emu/event_queue.h"
 #include "emu/stats.h"
+#include "emu/timeline.h"
 #include "emu/vcpu.h"
 #include "model/cost_model.h"
 #include "model/cpuid.h"
@@ -34,17 +35,6 @@
 #include "model/msr_file.h"
 
 namespace topolab {
-
-// An IPI on its way: who sent it, what, and when it left. An interrupt
-// message from a platform device (the I/O APIC) travels the same way, with
-// `from_device` set and `sender` the vCPU whose access caused it; it is not
-// counted as an IPI.
-struct IpiInFlight {
-  unsigned sender = 0;
-  ApicMessage message;
-  uint64_t sent_ns = 0;
-  bool from_device = false;
-};
 
 // What a vCPU tells the machine as it runs.
 class CpuEvents {
@@ -138,13 +128,6 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   void charge_exit(ExitKind kind);
   void begin_slice(uint64_t end_ns) { slice_end_ns_ = end_ns; }
 
-  // --- IPIs on their way ----------------------------------------------------
-  // An IPI that reaches this running vCPU at `arrive_ns`, a time its clock
-  // has not reached yet.
-  void defer(const IpiInFlight& ipi, uint64_t arrive_ns) { inbox_.push(arrive_ns, ipi); }
-  std::optional<uint64_t> next_arrival() const { return inbox_.next_time(); }
-  std::vector<IpiInFlight> take_arrivals(uint64_t until_ns) { return inbox_.take_due(until_ns); }
-
   // --- Interrupts -----------------------------------------------------------
   // What it could take: one query of the vCPU and its APIC (crosvm's shape).
   struct PendingInterrupts {
@@ -206,6 +189,7 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   void arm_monitor(uint64_t line);
   bool ever_monitored() const { return ever_monitored_; }
   bool monitor_armed() const { return monitor_armed_; }
+  uint64_t monitor_line() const { return monitor_line_; }
   void disarm_monitor() { monitor_armed_ = false; }
   // The armed line no longer holds what MONITOR saw: a store hit it. (A
   // store of the same bytes is missed: docs/deviations.md.)
@@ -282,7 +266,6 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   // machine check...), from its own CPUID.
   MsrFile msr_file_;
   std::optional<uint64_t> mapped_apic_page_;
-  EventQueue<IpiInFlight> inbox_;  // by arrival time
 };
 
 }  // namespace topolab

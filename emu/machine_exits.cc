@@ -158,28 +158,43 @@ uint64_t Machine::spin_horizon(const Cpu& spinner, bool reads_time) const {
   if (pending.takes_nmi() || pending.takes_interrupt()) return spinner.now();
   uint64_t t = limit_ns();
   if (auto timer = spinner.apic().next_timer_event()) t = std::min(t, *timer);
-  if (auto arrival = spinner.next_arrival()) t = std::min(t, *arrival);
-  if (auto unrouted = ipis_to_route_.next_time()) t = std::min(t, *unrouted);
-  for (const auto& cpu : cpus_) {
-    if (cpu.get() == &spinner) continue;
-    // A spinner on the TSC skips a quantum at most: another one parked on
-    // the TSC, which can leave its loop only at a time it reads, does not
-    // hold it back (it would see that one's store at most a quantum late,
-    // the bound its own skip already has). Otherwise they would advance in
-    // lockstep, each no further than the slowest.
-    if (cpu->state() == Cpu::State::Running && !cpu->quiescent(store_epoch_) &&
-        !(reads_time && cpu->parked_on_time(store_epoch_)))
-      t = std::min(t, cpu->now());
-    if (cpu->state() == Cpu::State::Halted && cpu->timer_can_wake())
-      if (auto timer = cpu->apic().next_timer_event()) t = std::min(t, *timer);
-  }
+  if (auto arrival = timeline_.next_arrival(spinner.index())) t = std::min(t, *arrival);
+  for (const IpiInFlight& ipi : ipis_to_route_) t = std::min(t, ipi.sent_ns);
+  // The spinner is in its slice, so not among the timeline's clocks. A
+  // spinner on the TSC skips a quantum at most: another one parked on the
+  // TSC, which can leave its loop only at a time it reads, does not hold it
+  // back (it would see that one's store at most a quantum late, the bound
+  // its own skip already has). Otherwise they would advance in lockstep,
+  // each no further than the slowest.
+  if (auto storing = timeline_.earliest_storing_clock(reads_time)) t = std::min(t, *storing);
+  if (auto timer = timeline_.next_waking_timer()) t = std::min(t, timer->time);
   return t;
 }
 
 void Machine::check_monitored_lines(Cpu& writer, uint64_t slice_end_ns) {
-  for (auto& cpu : cpus_)
-    if (cpu.get() != &writer && cpu->parked_in_mwait() && cpu->monitored_line_changed())
-      cpu->wake(slice_end_ns, WakeCause::MwaitStore);
+  std::vector<unsigned> woken;
+  for (const auto& [line, parked] : mwait_lines_)
+    for (unsigned index : parked)
+      if (index != writer.index() && cpus_[index]->monitored_line_changed()) woken.push_back(index);
+  // Each wake touches its own vCPU only; index order as the walk over every vCPU had.
+  std::sort(woken.begin(), woken.end());
+  for (unsigned index : woken) {
+    cpus_[index]->wake(slice_end_ns, WakeCause::MwaitStore);
+    rekey(*cpus_[index]);
+  }
+}
+
+void Machine::track_mwait_line(const Cpu& cpu) {
+  const std::optional<uint64_t> line = cpu.parked_in_mwait() ? std::optional<uint64_t>(cpu.monitor_line()) : std::nullopt;
+  std::optional<uint64_t>& tracked = mwait_line_of_[cpu.index()];
+  if (tracked == line) return;
+  if (tracked) {
+    auto it = mwait_lines_.find(*tracked);
+    it->second.erase(cpu.index());
+    if (it->second.empty()) mwait_lines_.erase(it);
+  }
+  if (line) mwait_lines_[*line].insert(cpu.index());
+  tracked = line;
 }
 
 }  // namespace topolab

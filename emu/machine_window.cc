@@ -36,10 +36,7 @@ RunResult Machine::finish(RunResult::Outcome outcome, std::string diagnosis) {
 }
 
 RunResult Machine::finish_idle() {
-  bool any_timer = false;
-  for (const auto& c : cpus_)
-    if (c->state() == Cpu::State::Halted && c->timer_can_wake() && c->apic().next_timer_event()) any_timer = true;
-  if (any_timer)
+  if (timeline_.next_waking_timer())
     return finish(RunResult::Outcome::BudgetExhausted,
                   fmt::format("the guest did not finish within {} s of virtual time (halted, waiting for timers; "
                               "raise --time-limit)",

@@ -1,6 +1,6 @@
 // Stats: the product's voice. Everything a run counts about IPIs, halts and
 // wakeups, per vCPU, and the source -> destination IPI matrix. Pure data;
-// the machine records, the reports read (emu/run_report.h).
+// the machine records, the reports read (report/run_report.h).
 #pragma once
 
 #include <array>

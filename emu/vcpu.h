@@ -38,7 +38,7 @@ class VcpuHost {
   // VcpuExit::Reason::GeneralProtection instead of silently ignoring it.
   virtual std::optional<uint64_t> read_msr(uint32_t msr) = 0;
   virtual bool write_msr(uint32_t msr, uint64_t value) = 0;
-  // Whether the CPU has `msr` as far as CPUID announces it (emu/msr_features),
+  // Whether the CPU has `msr` as far as CPUID announces it (model/msr_features),
   // for the MSRs the vCPU keeps in the engine (EFER, STAR, PAT, SYSENTER, FS/GS
   // base...), which never reach read_msr/write_msr: false makes RDMSR and
   // WRMSR of it #GP(0).
@@ -109,8 +109,8 @@ const char* to_string(VcpuExit::Reason reason);
 // A device register window the guest reaches with loads and stores (the
 // local APIC page). Calls are synchronous, in the middle of a block, like
 // the VcpuHost port calls; a write may call Vcpu::request_stop(). Unicorn
-// 2.0.1 delivers 1-, 2- and 4-byte accesses as they are; an 8-byte access
-// arrives as two 4-byte ones (low half first) and an unaligned 4-byte access
+// (as measured on 2.0.1) delivers 1-, 2- and 4-byte accesses as they are;
+// an 8-byte access arrives as two 4-byte ones (low half first) and an unaligned 4-byte access
 // is split wrongly, so a handler sees what the library gives it.
 // During a call, Vcpu::instructions() counts up to the start of the block
 // holding the access (Unicorn does not say which instruction it was).
@@ -190,12 +190,11 @@ class Vcpu {
   // - long mode (64-bit and compatibility code): 16-byte 64-bit interrupt and
   //   trap gates; aligns RSP down to 16, pushes SS, RSP, RFLAGS, CS, RIP and
   //   the error code; IST stacks are taken from the TSS at TR.base.
-  // Not supported (delivery fails with a detail): task gates, 16-bit gates,
-  // handlers at a higher privilege than the interrupted code (no ring change,
-  // no TSS stack switch outside IST), and a gate whose code segment
-  // descriptor differs from the current CS descriptor (Unicorn cannot load a
-  // CS descriptor from outside the guest; equal descriptors under another
-  // selector are fine).
+  // A handler at a higher privilege than the interrupted code is entered
+  // with the ring change and the stack switch through the TSS (RSPn, or an
+  // IST stack in long mode), as arch/event_delivery rules.
+  // Not supported (delivery fails with a detail): task gates, 16-bit gates
+  // and 16-bit TSSs, and virtual-8086 mode (arch/event_delivery.h).
   virtual Injection inject_interrupt(uint8_t vector) = 0;
   // An NMI (vector 2): once delivered, further NMIs are blocked until the
   // guest's next IRET (SDM 6.7.1); the machine holds them pending till then.
@@ -235,7 +234,7 @@ class Vcpu {
   // the exit details print linear addresses.
 
   // From a VcpuHost callback: stop at the next block boundary (the stop is
-  // exact there; see "the stop trap" in UNICORN_NOTES.md), which is right
+  // exact there; docs/unicorn.md, "exact exits"), which is right
   // after the instruction when it was an RDMSR or WRMSR (each ends its
   // block). A request that
   // no block boundary consumed (the run ended first, e.g. at HLT) is

@@ -46,7 +46,7 @@ inline cs_mode capstone_mode(CodeSize size) {
 // hook answers it). IRET and PAUSE it only watches: an IRET ends NMI
 // blocking (SDM 6.7.1), and PAUSEs are counted.
 // SYSCALL and SYSENTER are stopped at and emulated too: Unicorn runs them
-// as no-ops that only call a hook (emu/fast_syscall has their rules).
+// as no-ops that only call a hook (arch/fast_syscall has their rules).
 // RDMSR and WRMSR are no sites: their instruction hooks answer them
 // (topolab's engine patch 0003); the kinds name them for execute_trap.
 enum class TrapKind : uint8_t { Rdmsr, Wrmsr, Rdpmc, Rdtscp, Monitor, Mwait, Syscall, Sysenter, Iret, Pause, MovToCr8, MovFromCr8, MovToCr4 };

@@ -73,9 +73,9 @@ class UcContext {
 // It also holds the reset state of a UC_MODE_16 engine: writing CR0 or EFER
 // to a UC_MODE_64 engine sets the value alone, and the hidden flags (PE,
 // LMA, CS64) stay those of protected or long mode (InitStateRunsRealModeIret
-// proves the way round), as the notes say for INIT/SIPI.
+// proves the way round), as docs/unicorn.md says for INIT/SIPI.
 // One scratch engine per thread, not per vCPU: an engine costs 1-6 ms and
-// ~2.8 MiB (the notes). Proven by StartAtSipiRunsRealModeCodeAtVectorTimes4K
+// ~2.8 MiB (docs/unicorn.md). Proven by StartAtSipiRunsRealModeCodeAtVectorTimes4K
 // and the real-mode injection tests.
 class RealModeSegmentLoader {
  public:

@@ -50,8 +50,8 @@
 //   UC_HOOK_CODE that stops the run in front of them; run() then emulates
 //   them on the host side (or hands them to the machine) and resumes.
 // - Exceptions the engine raises and events the machine injects are
-//   delivered through the guest's IDT by vcpu_inject.cc (emu/event_delivery's
-//   rules); guest memory the host touches goes through emu/page_walker.
+//   delivered through the guest's IDT by vcpu_inject.cc (arch/event_delivery's
+//   rules); guest memory the host touches goes through arch/page_walker.
 //
 // Counting
 //   instructions() = instructions retired before the one executing now,
@@ -133,12 +133,12 @@ namespace topolab {
 namespace vcpu_internal {
 
 
-// uc_emu_start's `until`: non-canonical in long mode and above 4 GiB in
-// every other mode, so no guest instruction is ever there.
-inline constexpr uint64_t kNeverExecuted = 0x8000'0000'0000'0000;  // uc_emu_start's `until`, ignored with exits enabled
+// uc_emu_start's `until` (ignored with exits enabled): non-canonical in
+// long mode and above 4 GiB in every other mode, so no guest instruction is
+// ever there.
+inline constexpr uint64_t kNeverExecuted = 0x8000'0000'0000'0000;
 
-// SDM Vol. 3A 2.5 (CR0) and Vol. 4 (MSR numbers).
-
+// CR0, MSR, gate and TSS constants are arch/x86_arch.h's.
 inline constexpr uint8_t kHltOpcode = 0xF4;
 inline constexpr uint8_t kIcebpOpcode = 0xF1;  // INT1
 inline constexpr uint64_t kDr6SingleStep = 1u << 14;         // DR6.BS (SDM Vol. 3B 18.2.3)
@@ -147,7 +147,6 @@ inline constexpr uint64_t kIdleInstructionLength = 3;  // MONITOR, MWAIT
 inline constexpr uint32_t kTranslationBufferBytes = 128u << 20;  // per engine (Engine::Engine)
 // EFLAGS bit 1 is reserved and always 1 (SDM Vol. 1 3.4.3); IF = 0.
 inline constexpr uint64_t kRflagsInterruptsOff = 0x2;
-// EFLAGS bits (SDM Vol. 1 3.4.3).
 
 // State after INIT (SDM Vol. 3A 9.1.1, table 9-1).
 inline constexpr uint64_t kCr0AfterInit = 0x6000'0010;  // CD, NW, ET
@@ -156,9 +155,6 @@ inline constexpr uint64_t kResetIp = 0xFFF0;
 inline constexpr uint32_t kDescriptorTableLimitAfterInit = 0xFFFF;
 inline constexpr uint64_t kDr6AfterInit = 0xFFFF'0FF0;
 inline constexpr uint64_t kDr7AfterInit = 0x400;
-
-// Gate types (SDM Vol. 3A 3.5 table 3-2, 6.11, 6.14.1).
-// 64-bit TSS: IST1 at 0x24, IST2..7 follow (SDM Vol. 3A 7.7, figure 7-11).
 
 inline constexpr uint16_t kMultibootCodeSelector = 0x08;
 inline constexpr uint16_t kMultibootDataSelector = 0x10;
@@ -356,7 +352,7 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
   void reset_for_init();
   void start_at_sipi(uint8_t vector);
 
-  // --- guest memory through the guest's paging (emu/page_walker) ---
+  // --- guest memory through the guest's paging (arch/page_walker) ---
   x86::PagingState paging_state();
   x86::PagedMemory linear_memory() { return x86::PagedMemory(physical, paging_state()); }
   // Bytes at a linear address for the host's own eyes (decoding, traces,

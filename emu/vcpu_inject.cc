@@ -1,9 +1,9 @@
-// Interrupt and exception delivery. The rules are emu/event_delivery (pure,
+// Interrupt and exception delivery. The rules are arch/event_delivery (pure,
 // SDM Vol. 3A chapter 6: IDT gates, privilege changes through the TSS, IST,
 // error codes, #DF and the triple fault); this part takes a snapshot of the
 // engine for them, gives them the guest's memory through its own paging
-// (emu/page_walker), and loads what they decide into the engine. Unicorn
-// never vectors an event itself (the notes): it stops, or calls the
+// (arch/page_walker), and loads what they decide into the engine. Unicorn
+// never vectors an event itself (docs/unicorn.md): it stops, or calls the
 // interrupt hook, and leaves the rest to us.
 #include "emu/vcpu_engine.h"
 

@@ -83,7 +83,7 @@ void UnicornVcpu::Engine::write_edx_eax(uint64_t value) {
 // sets the selector alone and the hidden base, limit and D bit stay. So a
 // scratch UC_MODE_32 engine loads flat descriptors from a GDT in its own
 // memory, and its CPU context (registers, descriptor caches, CR0, EFER) is
-// copied into ours, as the notes do for INIT/SIPI.
+// copied into ours, as INIT/SIPI do (docs/unicorn.md, "Every behaviour relied on").
 void UnicornVcpu::Engine::load_flat_protected_mode(uint16_t code, uint16_t data) {
   UcHandle scratch(UC_MODE_32);
   uc_engine* s = scratch.get();
@@ -283,7 +283,7 @@ void UnicornVcpu::Engine::start_at_sipi(uint8_t vector) {
   known_cs = {selector, uint64_t{selector} << 4};
   waits_for_sipi = false;
   // The trampoline was written by another vCPU: drop whatever this engine
-  // translated (the notes, "code written by others").
+  // translated (docs/unicorn.md: a store into code another engine translated is not seen).
   flush_translations();
 }
 

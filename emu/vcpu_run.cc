@@ -411,7 +411,7 @@ VcpuExit UnicornVcpu::Engine::exit_before_block(VcpuExit::Reason reason) {
   return exit_at(reason, read_reg(UC_X86_REG_RIP));
 }
 
-// Unicorn returns OK at HLT exactly as at a stop of ours (the notes), and
+// Unicorn returns OK at HLT exactly as at a stop of ours (docs/unicorn.md), and
 // every stop of ours sets stop_cause. Anything else is named, never guessed.
 // Besides HLT, the engine stops with UC_ERR_OK for a debug exception
 // (QEMU's EXCP_DEBUG, which Unicorn treats as an exit request and never
@@ -757,7 +757,7 @@ std::optional<VcpuExit> UnicornVcpu::Engine::emulate_trap() {
   return retire_at(rip + trap.length);
 }
 
-// SYSCALL and SYSENTER (SDM Vol. 2B) by emu/fast_syscall's rules, with the
+// SYSCALL and SYSENTER (SDM Vol. 2B) by arch/fast_syscall's rules, with the
 // MSRs the engine keeps. CS and SS are loaded from the GDT entries their
 // selectors name, where the CPU loads fixed flat descriptors: the same for
 // every guest whose GDT matches its STAR/SYSENTER_CS (docs/deviations.md).

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "base/bytes.h"
+
 namespace topolab {
 
 namespace {
@@ -105,7 +107,6 @@ constexpr uint8_t kAcpiIoApicId = memory_map::kIoApicId;
 constexpr uint16_t kAcpiResetPort = memory_map::kResetControlPort;
 constexpr uint8_t kAcpiResetValue = memory_map::kResetControlValue;
 
-uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
 
 // Tables are assembled in a host buffer that mirrors guest memory from `base`.
 class Image {

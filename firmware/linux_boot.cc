@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "base/bytes.h"
 #include "base/memory_map.h"
 
 namespace topolab {
@@ -62,13 +63,6 @@ constexpr uint32_t kPage = 4096;
 // Flat 4 GiB segments, base 0, G = 1, DPL 0 (SDM Vol. 3A 3.4.5), at the
 // indexes of __BOOT_CS and __BOOT_DS.
 constexpr std::array<uint64_t, 4> kBootGdt = {0, 0, 0x00CF'9A00'0000'FFFF, 0x00CF'9200'0000'FFFF};
-
-template <typename T>
-T load_le(std::span<const uint8_t> bytes, size_t offset) {
-  T v;
-  std::memcpy(&v, bytes.data() + offset, sizeof(T));
-  return v;
-}
 
 std::string mib(uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 

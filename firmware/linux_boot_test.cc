@@ -6,42 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include "firmware/fake_kernels.h"
+
 namespace topolab {
 namespace {
-
-// A bzImage as the kernel's build lays one out, with only the fields the
-// loader reads: `setup_sects` sectors of setup after the boot sector, then
-// `payload` as the protected-mode kernel.
-struct FakeKernel {
-  uint16_t protocol = 0x20f;
-  uint8_t setup_sects = 4;
-  uint8_t loadflags = 0x01;  // LOADED_HIGH
-  uint32_t cmdline_size = 2047;
-  uint32_t initrd_addr_max = 0x7fffffff;
-  uint64_t pref_address = 0x1000000;
-  uint32_t init_size = 8 << 20;
-  std::vector<uint8_t> payload = std::vector<uint8_t>(4096, 0x90);
-
-  std::vector<uint8_t> build() const {
-    std::vector<uint8_t> image((setup_sects + 1) * 512, 0);
-    auto put = [&](size_t at, auto v) { std::memcpy(image.data() + at, &v, sizeof v); };
-    image[0x1f1] = setup_sects;
-    image[0x1ef] = 0xff;  // a byte before the header the loader must not copy (the sentinel)
-    put(0x1f4, static_cast<uint32_t>(payload.size() / 16));
-    put(0x1fe, uint16_t{0xaa55});
-    image[0x201] = 0x6a;  // the header runs to 0x26c
-    put(0x202, uint32_t{0x53726448});
-    put(0x206, protocol);
-    image[0x211] = loadflags;
-    put(0x214, uint32_t{0x100000});
-    put(0x22c, initrd_addr_max);
-    put(0x238, cmdline_size);
-    put(0x258, pref_address);
-    put(0x260, init_size);
-    image.insert(image.end(), payload.begin(), payload.end());
-    return image;
-  }
-};
 
 std::string expect_error(GuestRam& ram, const std::vector<uint8_t>& image, const std::string& cmdline = "",
                          const std::vector<uint8_t>& initrd = {}) {

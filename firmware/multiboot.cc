@@ -8,7 +8,9 @@
 
 #include <fmt/format.h>
 
+#include "base/bytes.h"
 #include "base/memory_map.h"
+#include "firmware/elf.h"
 
 namespace topolab {
 
@@ -35,20 +37,6 @@ constexpr uint32_t kInfoSize = 88;            // up to and including the APM tab
 constexpr uint32_t kBootDeviceNone = 0x8000ffff;  // QEMU: first BIOS disk, no partition
 constexpr uint32_t kFirstMiB = memory_map::kFirstMiB;
 constexpr uint32_t kPage = 4096;
-
-constexpr uint8_t kElfClass32 = 1, kElfLittleEndian = 1;
-constexpr uint16_t kElfMachine386 = 3;
-constexpr uint32_t kElfPtLoad = 1;
-constexpr uint32_t kElfPfExecute = 1;
-
-uint32_t align_up(uint64_t v, uint32_t a) { return static_cast<uint32_t>((v + a - 1) / a * a); }
-
-template <typename T>
-T load_le(std::span<const uint8_t> bytes, size_t offset) {
-  T v;
-  std::memcpy(&v, bytes.data() + offset, sizeof(T));
-  return v;
-}
 
 struct Header {
   size_t file_offset;
@@ -97,39 +85,36 @@ struct Loaded {
 };
 
 Loaded load_elf32(GuestRam& ram, std::span<const uint8_t> image) {
-  if (image.size() < 52 || std::memcmp(image.data(), "\x7f" "ELF", 4) != 0)
+  const std::optional<elf::Class> elf_class = elf::identify(image);
+  if (!elf_class)
     throw ImageError("not an ELF image, and its Multiboot header does not give load addresses (flag 16)");
-  if (image[4] != kElfClass32)
+  if (*elf_class != elf::Class::Elf32)
     throw ImageError("a 64-bit ELF: Multiboot 1 loads ELF32 only (wrap it: objcopy -O elf32-i386)");
-  if (image[5] != kElfLittleEndian) throw ImageError("a big-endian ELF cannot be an x86 image");
-  if (load_le<uint16_t>(image, 18) != kElfMachine386)
-    throw ImageError(fmt::format("ELF machine {} is not i386 (3)", load_le<uint16_t>(image, 18)));
-  uint32_t entry = load_le<uint32_t>(image, 24), phoff = load_le<uint32_t>(image, 28);
-  uint16_t phentsize = load_le<uint16_t>(image, 42), phnum = load_le<uint16_t>(image, 44);
-  if (phnum == 0) throw ImageError("the ELF has no program headers");
-  if (phentsize != 32) throw ImageError(fmt::format("ELF program header size {} is not 32", phentsize));
-  if (uint64_t{phoff} + uint64_t{phnum} * phentsize > image.size())
-    throw ImageError("the ELF program headers run past the end of the file");
+  if (const std::string problem = elf::problem(image, elf::Class::Elf32); !problem.empty()) throw ImageError(problem);
+  const elf::File file = elf::read(image, elf::Class::Elf32);
+  if (file.segments.empty()) throw ImageError("the ELF has no program headers");
 
+  const auto entry = static_cast<uint32_t>(file.entry);
   Loaded loaded{entry, UINT32_MAX, 0};
   bool entry_is_loaded = false;
-  for (unsigned i = 0; i < phnum; ++i) {
-    size_t ph = phoff + i * phentsize;
-    if (load_le<uint32_t>(image, ph) != kElfPtLoad) continue;
-    uint32_t offset = load_le<uint32_t>(image, ph + 4), paddr = load_le<uint32_t>(image, ph + 12);
-    uint32_t filesz = load_le<uint32_t>(image, ph + 16), memsz = load_le<uint32_t>(image, ph + 20);
-    uint32_t flags = load_le<uint32_t>(image, ph + 24);
-    std::string what = fmt::format("ELF segment {}", i);
-    if (filesz > memsz) throw ImageError(fmt::format("{} has more file bytes ({}) than memory ({})", what, filesz, memsz));
-    if (uint64_t{offset} + filesz > image.size())
-      throw ImageError(fmt::format("{} [{:#x}+{:#x}] runs past the end of the file", what, offset, filesz));
-    if (memsz == 0) continue;
-    check_target(ram, paddr, memsz, what);
-    std::memcpy(ram.bytes(paddr, filesz).data(), image.data() + offset, filesz);
-    std::memset(ram.bytes(paddr + filesz, memsz - filesz).data(), 0, memsz - filesz);
-    loaded.start = std::min(loaded.start, paddr);
-    loaded.end = std::max(loaded.end, paddr + memsz);
-    if ((flags & kElfPfExecute) && entry >= paddr && entry - paddr < memsz) entry_is_loaded = true;
+  for (size_t i = 0; i < file.segments.size(); ++i) {
+    const elf::Segment& segment = file.segments[i];
+    if (segment.type != elf::kPtLoad) continue;
+    const std::string what = fmt::format("ELF segment {}", i);
+    if (segment.filesz > segment.memsz)
+      throw ImageError(fmt::format("{} has more file bytes ({}) than memory ({})", what, segment.filesz, segment.memsz));
+    if (!elf::in_file(image, segment.offset, segment.filesz))
+      throw ImageError(fmt::format("{} [{:#x}+{:#x}] runs past the end of the file", what, segment.offset,
+                                   segment.filesz));
+    if (segment.memsz == 0) continue;
+    check_target(ram, segment.paddr, segment.memsz, what);
+    std::memcpy(ram.bytes(segment.paddr, segment.filesz).data(), image.data() + segment.offset, segment.filesz);
+    std::memset(ram.bytes(segment.paddr + segment.filesz, segment.memsz - segment.filesz).data(), 0,
+                segment.memsz - segment.filesz);
+    // ELF32 fields are 32 bits wide, so a segment check_target took ends at or below 4 GiB.
+    loaded.start = std::min(loaded.start, static_cast<uint32_t>(segment.paddr));
+    loaded.end = std::max(loaded.end, static_cast<uint32_t>(segment.paddr + segment.memsz));
+    if ((segment.flags & elf::kPfExecute) && segment.contains(entry)) entry_is_loaded = true;
   }
   if (loaded.end == 0) throw ImageError("the ELF has no loadable segment");
   if (!entry_is_loaded) throw ImageError(fmt::format("the ELF entry point {:#x} is in no executable segment", entry));
@@ -159,7 +144,7 @@ class BootDataWriter {
  public:
   BootDataWriter(GuestRam& ram, uint32_t cursor) : ram_(ram), cursor_(cursor) {}
   uint32_t put(std::span<const uint8_t> bytes, uint32_t align) {
-    uint32_t at = align_up(cursor_, align);
+    const auto at = static_cast<uint32_t>(align_up(cursor_, align));
     if (!ram_.contains(at, bytes.size() + 1))
       throw ImageError(fmt::format("the image, its modules and the boot information do not fit in {} MiB of RAM (see -m)",
                                    ram_.size() >> 20));
@@ -209,7 +194,7 @@ MultibootBoot load_multiboot(GuestRam& ram, std::span<const uint8_t> image, cons
 
   // The boot information follows the image, and stays out of the first MiB
   // when the image is in it.
-  BootDataWriter out(ram, align_up(std::max<uint64_t>(loaded.end, kFirstMiB), kPage));
+  BootDataWriter out(ram, static_cast<uint32_t>(align_up(std::max<uint64_t>(loaded.end, kFirstMiB), kPage)));
   std::vector<uint8_t> mods;
   for (const auto& m : modules) {
     uint32_t start = out.put(m.bytes, kPage);  // page-aligned, as header flag 0 may require

@@ -3,25 +3,22 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <string_view>
 
 #include <fmt/format.h>
 
+#include "base/bytes.h"
 #include "base/memory_map.h"
+#include "firmware/elf.h"
 
 namespace topolab {
 
 namespace {
 
-// ELF64 (System V gABI, "ELF Header", "Program Header", "Sections").
-constexpr uint8_t kElfClass64 = 2, kElfLittleEndian = 1;
-constexpr uint16_t kElfMachineX86_64 = 62;
-constexpr uint32_t kElfHeaderSize = 64, kElfPhdrSize = 56, kElfShdrSize = 64;
-constexpr uint32_t kPtLoad = 1, kPtNote = 4, kShtNote = 7;
-
 // The note the kernel's ELFNOTE(Xen, XEN_ELFNOTE_PHYS32_ENTRY, ...) makes
 // (xen/include/public/elfnote.h); its descriptor is the entry's physical
 // address, 4 or 8 bytes (Linux's _ASM_PTR: 8 on x86-64).
-constexpr char kXenNoteName[] = "Xen";  // namesz 4, with the NUL
+constexpr std::string_view kXenNoteName = "Xen";
 constexpr uint32_t kXenElfnotePhys32Entry = 18;
 
 // struct hvm_start_info, hvm_modlist_entry and hvm_memmap_table_entry
@@ -60,90 +57,40 @@ constexpr uint32_t kCommandLineSize = 2048;
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kFirstMiB = memory_map::kFirstMiB;
 
-template <typename T>
-T load_le(std::span<const uint8_t> bytes, uint64_t offset) {
-  T v;
-  std::memcpy(&v, bytes.data() + offset, sizeof(T));
-  return v;
-}
-
-bool in_file(std::span<const uint8_t> image, uint64_t offset, uint64_t size) {
-  return offset <= image.size() && size <= image.size() - offset;
-}
-
 std::string mib(uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
 // What keeps `image` from being an ELF64 for x86-64 whose program header
 // table is in the file, or "" if nothing.
 std::string elf64_problem(std::span<const uint8_t> image) {
-  if (image.size() < kElfHeaderSize || std::memcmp(image.data(), "\x7f" "ELF", 4) != 0) return "not an ELF image";
-  if (image[4] != kElfClass64) return "a 32-bit ELF: PVH loads ELF64 kernels";
-  if (image[5] != kElfLittleEndian) return "a big-endian ELF cannot be an x86 image";
-  if (const uint16_t machine = load_le<uint16_t>(image, 18); machine != kElfMachineX86_64)
-    return fmt::format("ELF machine {} is not x86-64 ({})", machine, kElfMachineX86_64);
-  if (load_le<uint16_t>(image, 54) != kElfPhdrSize)
-    return fmt::format("ELF program header size {} is not {}", load_le<uint16_t>(image, 54), kElfPhdrSize);
-  if (!in_file(image, load_le<uint64_t>(image, 32), uint64_t{load_le<uint16_t>(image, 56)} * kElfPhdrSize))
-    return "the ELF program headers run past the end of the file";
-  return "";
+  const std::optional<elf::Class> elf_class = elf::identify(image);
+  if (!elf_class) return "not an ELF image";
+  if (*elf_class != elf::Class::Elf64) return "a 32-bit ELF: PVH loads ELF64 kernels";
+  return elf::problem(image, elf::Class::Elf64);
 }
 
-// The descriptor of the first PHYS32_ENTRY note in `notes`, a run of
-// Elf64_Nhdr-headed notes padded to `align` bytes; a note cut short ends
-// the run.
-std::optional<uint64_t> find_entry_note(std::span<const uint8_t> notes, uint64_t align) {
-  const auto padded = [align](uint64_t n) { return (n + align - 1) / align * align; };
-  uint64_t at = 0;
-  while (notes.size() - at >= 12) {
-    const uint32_t namesz = load_le<uint32_t>(notes, at), descsz = load_le<uint32_t>(notes, at + 4);
-    const uint32_t type = load_le<uint32_t>(notes, at + 8);
-    const uint64_t name = at + 12, desc = name + padded(namesz);
-    if (!in_file(notes, name, namesz) || !in_file(notes, desc, descsz)) break;
-    if (type == kXenElfnotePhys32Entry && namesz == sizeof kXenNoteName &&
-        std::memcmp(notes.data() + name, kXenNoteName, sizeof kXenNoteName) == 0) {
-      if (descsz == 4) return load_le<uint32_t>(notes, desc);
-      if (descsz == 8) return load_le<uint64_t>(notes, desc);
-    }
-    at = std::min<uint64_t>(desc + padded(descsz), notes.size());
-  }
-  return std::nullopt;
-}
-
-// The PVH entry of an image elf64_problem accepted: from the PT_NOTE
-// segments, else the SHT_NOTE sections (a kernel may carry either).
-std::optional<uint64_t> find_pvh_entry(std::span<const uint8_t> image) {
-  const uint64_t phoff = load_le<uint64_t>(image, 32);
-  for (uint64_t i = 0; i < load_le<uint16_t>(image, 56); ++i) {
-    const uint64_t ph = phoff + i * kElfPhdrSize;
-    const uint64_t offset = load_le<uint64_t>(image, ph + 8), size = load_le<uint64_t>(image, ph + 32);
-    if (load_le<uint32_t>(image, ph) != kPtNote || !in_file(image, offset, size)) continue;
-    if (auto entry = find_entry_note(image.subspan(offset, size), load_le<uint64_t>(image, ph + 48) == 8 ? 8 : 4))
-      return entry;
-  }
-  const uint64_t shoff = load_le<uint64_t>(image, 40);
-  const uint16_t shnum = load_le<uint16_t>(image, 60);
-  if (load_le<uint16_t>(image, 58) != kElfShdrSize || !in_file(image, shoff, uint64_t{shnum} * kElfShdrSize))
-    return std::nullopt;
-  for (uint64_t i = 0; i < shnum; ++i) {
-    const uint64_t sh = shoff + i * kElfShdrSize;
-    const uint64_t offset = load_le<uint64_t>(image, sh + 24), size = load_le<uint64_t>(image, sh + 32);
-    if (load_le<uint32_t>(image, sh + 4) != kShtNote || !in_file(image, offset, size)) continue;
-    if (auto entry = find_entry_note(image.subspan(offset, size), load_le<uint64_t>(image, sh + 48) == 8 ? 8 : 4))
-      return entry;
-  }
+// The PVH entry of an image elf64_problem accepted: the first
+// PHYS32_ENTRY note, in the PT_NOTE segments or else the SHT_NOTE sections
+// (a kernel may carry either). A descriptor of another size than 4 or 8
+// bytes is no entry.
+std::optional<uint64_t> find_pvh_entry(std::span<const uint8_t> image, const elf::File& file) {
+  const auto desc = elf::find_note(image, file, kXenNoteName, kXenElfnotePhys32Entry);
+  if (!desc) return std::nullopt;
+  if (desc->size() == 4) return load_le<uint32_t>(*desc, 0);
+  if (desc->size() == 8) return load_le<uint64_t>(*desc, 0);
   return std::nullopt;
 }
 
 }  // namespace
 
 bool is_pvh_image(std::span<const uint8_t> image) {
-  return elf64_problem(image).empty() && find_pvh_entry(image).has_value();
+  return elf64_problem(image).empty() && find_pvh_entry(image, elf::read(image, elf::Class::Elf64)).has_value();
 }
 
 PvhBoot load_pvh(GuestRam& ram, std::span<const uint8_t> image, const std::string& cmdline,
                  std::span<const uint8_t> initrd, uint32_t rsdp) {
   if (const std::string problem = elf64_problem(image); !problem.empty()) throw ImageError(problem);
-  const std::optional<uint64_t> entry = find_pvh_entry(image);
+  const elf::File file = elf::read(image, elf::Class::Elf64);
+  const std::optional<uint64_t> entry = find_pvh_entry(image, file);
   if (!entry)
     throw ImageError("the ELF64 has no PVH entry (a \"Xen\" note of type 18, XEN_ELFNOTE_PHYS32_ENTRY; "
                      "Linux needs CONFIG_PVH)");
@@ -152,27 +99,24 @@ PvhBoot load_pvh(GuestRam& ram, std::span<const uint8_t> image, const std::strin
                                  kCommandLineSize - 1));
 
   // Every check before the first byte is written: a refused image leaves RAM as it was.
-  const uint64_t phoff = load_le<uint64_t>(image, 32);
-  const uint16_t phnum = load_le<uint16_t>(image, 56);
   uint64_t kernel_start = UINT64_MAX, kernel_end = 0;
   bool entry_is_loaded = false;
-  for (uint64_t i = 0; i < phnum; ++i) {
-    const uint64_t ph = phoff + i * kElfPhdrSize;
-    if (load_le<uint32_t>(image, ph) != kPtLoad) continue;
-    const uint64_t offset = load_le<uint64_t>(image, ph + 8), paddr = load_le<uint64_t>(image, ph + 24);
-    const uint64_t filesz = load_le<uint64_t>(image, ph + 32), memsz = load_le<uint64_t>(image, ph + 40);
-    if (filesz > memsz)
-      throw ImageError(fmt::format("ELF segment {} has more file bytes ({}) than memory ({})", i, filesz, memsz));
-    if (!in_file(image, offset, filesz))
+  for (size_t i = 0; i < file.segments.size(); ++i) {
+    const elf::Segment& segment = file.segments[i];
+    if (segment.type != elf::kPtLoad) continue;
+    if (segment.filesz > segment.memsz)
+      throw ImageError(fmt::format("ELF segment {} has more file bytes ({}) than memory ({})", i, segment.filesz,
+                                   segment.memsz));
+    if (!elf::in_file(image, segment.offset, segment.filesz))
       throw ImageError(fmt::format("the ELF is truncated: segment {} [{:#x}+{:#x}] runs past the end of the "
-                                   "{}-byte file", i, offset, filesz, image.size()));
-    if (memsz == 0) continue;
-    if (paddr < kFirstMiB || !ram.contains(paddr, memsz))
+                                   "{}-byte file", i, segment.offset, segment.filesz, image.size()));
+    if (segment.memsz == 0) continue;
+    if (segment.paddr < kFirstMiB || !ram.contains(segment.paddr, segment.memsz))
       throw ImageError(fmt::format("ELF segment {} [{:#x}, {:#x}) lies outside guest RAM above 1 MiB ({}, see -m)", i,
-                                   paddr, paddr + memsz, mib(ram.size())));
-    kernel_start = std::min(kernel_start, paddr);
-    kernel_end = std::max(kernel_end, paddr + memsz);
-    if (*entry >= paddr && *entry - paddr < memsz) entry_is_loaded = true;
+                                   segment.paddr, segment.paddr + segment.memsz, mib(ram.size())));
+    kernel_start = std::min(kernel_start, segment.paddr);
+    kernel_end = std::max(kernel_end, segment.paddr + segment.memsz);
+    if (segment.contains(*entry)) entry_is_loaded = true;
   }
   if (kernel_end == 0) throw ImageError("the ELF has no loadable segment");
   if (!entry_is_loaded) throw ImageError(fmt::format("the PVH entry point {:#x} is in no loaded segment", *entry));
@@ -186,14 +130,11 @@ PvhBoot load_pvh(GuestRam& ram, std::span<const uint8_t> image, const std::strin
     initrd_start = (ram.size() - initrd.size()) / kPage * kPage;
   }
 
-  for (uint64_t i = 0; i < phnum; ++i) {
-    const uint64_t ph = phoff + i * kElfPhdrSize;
-    if (load_le<uint32_t>(image, ph) != kPtLoad) continue;
-    const uint64_t offset = load_le<uint64_t>(image, ph + 8), paddr = load_le<uint64_t>(image, ph + 24);
-    const uint64_t filesz = load_le<uint64_t>(image, ph + 32), memsz = load_le<uint64_t>(image, ph + 40);
-    if (memsz == 0) continue;
-    std::memcpy(ram.bytes(paddr, filesz).data(), image.data() + offset, filesz);
-    std::memset(ram.bytes(paddr + filesz, memsz - filesz).data(), 0, memsz - filesz);  // the bss
+  for (const elf::Segment& segment : file.segments) {
+    if (segment.type != elf::kPtLoad || segment.memsz == 0) continue;
+    std::memcpy(ram.bytes(segment.paddr, segment.filesz).data(), image.data() + segment.offset, segment.filesz);
+    std::memset(ram.bytes(segment.paddr + segment.filesz, segment.memsz - segment.filesz).data(), 0,
+                segment.memsz - segment.filesz);  // the bss
   }
   if (!initrd.empty()) std::memcpy(ram.bytes(initrd_start, initrd.size()).data(), initrd.data(), initrd.size());
   std::span<uint8_t> cmd = ram.bytes(kCmdlineAddress, cmdline.size() + 1);

@@ -6,98 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include "firmware/fake_kernels.h"
+
 namespace topolab {
 namespace {
-
-// An ELF64 laid out as Linux's vmlinux is, with only what the loader reads:
-// the header, a program header table (the PT_LOAD segments, then a PT_NOTE
-// unless `note_in_segment` is off), the segments' bytes, the notes, and a
-// section header table with the notes as SHT_NOTE when `note_in_section`.
-struct FakeVmlinux {
-  struct Segment {
-    uint64_t paddr;
-    std::vector<uint8_t> bytes;
-    uint64_t memsz;  // bytes.size() and more for a bss
-  };
-  uint8_t elf_class = 2;
-  uint16_t machine = 62;
-  std::vector<Segment> segments = {{0x1000000, std::vector<uint8_t>(0x3000, 0x90), 0x3000},
-                                   {0x1200000, std::vector<uint8_t>(0x100, 0x11), 0x4000}};
-  uint64_t entry = 0x1000850;
-  uint32_t entry_size = 8;       // Linux's _ASM_PTR on x86-64
-  uint32_t entry_type = 18;      // XEN_ELFNOTE_PHYS32_ENTRY
-  std::string note_owner = "Xen";
-  bool note_in_segment = true, note_in_section = false;
-
-  std::vector<uint8_t> notes() const {
-    std::vector<uint8_t> out;
-    auto put32 = [&](uint32_t v) {
-      for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
-    };
-    auto pad = [&] { out.resize((out.size() + 3) / 4 * 4, 0); };
-    // Another Xen note first (XEN_ELFNOTE_GUEST_OS "linux"), which must be skipped.
-    put32(4), put32(6), put32(6);
-    out.insert(out.end(), {'X', 'e', 'n', 0, 'l', 'i', 'n', 'u', 'x', 0});
-    pad();
-    put32(static_cast<uint32_t>(note_owner.size() + 1)), put32(entry_size), put32(entry_type);
-    out.insert(out.end(), note_owner.begin(), note_owner.end());
-    out.push_back(0);
-    pad();
-    for (uint32_t i = 0; i < entry_size; ++i) out.push_back(static_cast<uint8_t>(entry >> (8 * i)));
-    pad();
-    return out;
-  }
-
-  std::vector<uint8_t> build() const {
-    const size_t phnum = segments.size() + (note_in_segment ? 1 : 0);
-    std::vector<uint8_t> image(64 + 56 * phnum, 0);
-    auto put = [&](size_t at, auto v) { std::memcpy(image.data() + at, &v, sizeof v); };
-    std::memcpy(image.data(), "\x7f" "ELF", 4);
-    image[4] = elf_class;
-    image[5] = 1;  // little-endian
-    image[6] = 1;
-    put(16, uint16_t{2});  // ET_EXEC
-    put(18, machine);
-    put(24, uint64_t{0xffffffff81000000});  // e_entry, the 64-bit virtual one the loader ignores
-    put(32, uint64_t{64});
-    put(52, uint16_t{64});
-    put(54, uint16_t{56});
-    put(56, static_cast<uint16_t>(phnum));
-    put(58, uint16_t{64});
-    for (size_t i = 0; i < segments.size(); ++i) {
-      const size_t ph = 64 + 56 * i, offset = image.size();
-      image.insert(image.end(), segments[i].bytes.begin(), segments[i].bytes.end());
-      put(ph, uint32_t{1});
-      put(ph + 8, uint64_t{offset});
-      put(ph + 16, segments[i].paddr + 0xffffffff80000000);
-      put(ph + 24, segments[i].paddr);
-      put(ph + 32, uint64_t{segments[i].bytes.size()});
-      put(ph + 40, segments[i].memsz);
-    }
-    const std::vector<uint8_t> n = notes();
-    const size_t notes_at = image.size();
-    image.insert(image.end(), n.begin(), n.end());
-    if (note_in_segment) {
-      const size_t ph = 64 + 56 * segments.size();
-      put(ph, uint32_t{4});
-      put(ph + 8, uint64_t{notes_at});
-      put(ph + 32, uint64_t{n.size()});
-      put(ph + 40, uint64_t{n.size()});
-      put(ph + 48, uint64_t{4});
-    }
-    if (note_in_section) {
-      const size_t shoff = image.size();
-      image.resize(shoff + 2 * 64, 0);  // the null section, then .notes
-      put(40, uint64_t{shoff});
-      put(60, uint16_t{2});
-      put(shoff + 64 + 4, uint32_t{7});
-      put(shoff + 64 + 24, uint64_t{notes_at});
-      put(shoff + 64 + 32, uint64_t{n.size()});
-      put(shoff + 64 + 48, uint64_t{4});
-    }
-    return image;
-  }
-};
 
 std::string expect_error(GuestRam& ram, const std::vector<uint8_t>& image, const std::string& cmdline = "",
                          const std::vector<uint8_t>& initrd = {}) {

@@ -1,3 +1,5 @@
+// What one CPUID query returns (EAX, EBX, ECX, EDX), the vocabulary the CPUID
+// model, the vCPU interface and the dumps share; no leaf knowledge here.
 #pragma once
 
 #include <cstdint>

@@ -2,7 +2,7 @@
 // and conversions between CPU index, (package, die, module, core, thread)
 // and APIC ID. Pure; no emulation here.
 //
-// APIC-ID layout (REFERENCE.md §1, QEMU include/hw/i386/topology.h): each
+// APIC-ID layout (docs/topology.md, QEMU include/hw/i386/topology.h): each
 // level gets a field ceil(log2(count)) bits wide, SMT in the low bits, then
 // core, module, die, package. Counts that are not powers of two leave gaps
 // in the APIC-ID space, so consumers must enumerate IDs, never assume them

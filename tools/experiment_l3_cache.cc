@@ -1,4 +1,4 @@
-// The l3-cache experiment (the seeds' debate, REFERENCE §6): perf bench sched
+// The l3-cache experiment (the seeds' debate, docs/results.md): perf bench sched
 // messaging and pipe with l3-cache=off and =on, on 16 and 8 Intel vCPUs
 // and on an AMD family 15 model as the control.
 #include <fmt/format.h>
@@ -19,7 +19,7 @@ struct Machine3 {
   const char* cpu;
 };
 
-// The machines of the seeds (REFERENCE §6): the SAP HANA guest's 16 vCPUs
+// The machines of the seeds (docs/results.md): the SAP HANA guest's 16 vCPUs
 // with SMT, the 8-core `perf bench` guest, and an AMD family 15 model whose
 // LLC Linux takes from the package, so that l3-cache cannot matter (control).
 constexpr Machine3 kL3Machines[] = {

@@ -5,6 +5,12 @@
 #
 # Usage: tools/linux_guest.sh [--dir DIR]     (DIR defaults to .deps/linux)
 #
+# Installed (cmake --install, the .deb) it is PREFIX/share/topolab/linux/
+# linux_guest.sh, with /init, the two Python writers and a topolab-window
+# built by CMake beside it, and DIR defaults to the user's cache,
+# $XDG_CACHE_HOME/topolab/linux or ~/.cache/topolab/linux: where an
+# installed topolab looks for the guest (tools/data_paths.h).
+#
 # Every binary comes from Debian's package archive through `apt-get
 # download` and is unpacked with dpkg-deb into DIR: nothing is installed
 # on the host, and nothing downloaded is ever committed. DIR/.complete
@@ -28,8 +34,20 @@
 # Prints one line on stdout: `linux_guest: kernel K initramfs I`; on a cold
 # cache progress goes to stderr.
 set -euo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
-dir=$top/.deps/linux
+here=$(cd "$(dirname "$0")" && pwd)
+# A checkout has topolab-window's source; an installed tree has the program.
+if [ -f "$here/../testcases/linux/topolab_window.c" ]; then
+  top=$(cd "$here/.." && pwd)
+  dir=$top/.deps/linux
+  window_source=$top/testcases/linux
+else
+  window_source=""
+  # The XDG base directory spec's cache, a relative $XDG_CACHE_HOME ignored
+  # as the spec says (tools/data_paths.cc reads it the same way).
+  cache=${XDG_CACHE_HOME:-}
+  if [[ $cache != /* ]]; then cache=""; [[ ${HOME:-} != /* ]] || cache=$HOME/.cache; fi
+  dir=${cache:+$cache/topolab/linux}
+fi
 
 while [ $# -gt 0 ]; do
   case $1 in
@@ -41,8 +59,9 @@ while [ $# -gt 0 ]; do
 done
 die() { echo "linux_guest: error: $*" >&2; exit 1; }
 note() { echo "linux_guest: $*" >&2; }
-for tool in apt-get apt-cache dpkg-deb readelf python3 sha256sum flock gcc; do
-  command -v "$tool" >/dev/null || die "$tool is missing (tools/setup.sh installs it)"
+[ -n "$dir" ] || die "no default directory (HOME is not set): give --dir DIR"
+for tool in apt-get apt-cache dpkg-deb readelf python3 sha256sum flock ${window_source:+gcc}; do
+  command -v "$tool" >/dev/null || die "$tool is missing (tools/setup.sh installs it; the topolab package depends on it)"
 done
 
 mkdir -p "$dir"
@@ -256,10 +275,16 @@ scan_elves
 # built here with the host's gcc: busybox cannot write an I/O port.
 # Stripped and compiled from its own directory, so no path of this checkout
 # gets into the image and the initramfs is the same bytes everywhere.
-(cd "$top/testcases/linux" && gcc -static -s -O2 -Wall -Wextra -o "$dir/topolab-window" topolab_window.c)
+# Installed, CMake has built it the same way (testcases/CMakeLists.txt).
+if [ -n "$window_source" ]; then
+  window=$dir/topolab-window
+  (cd "$window_source" && gcc -static -s -O2 -Wall -Wextra -o "$window" topolab_window.c)
+else
+  window=$here/topolab-window
+fi
 {
-  echo "file /init $top/tools/linux_init.sh 0755"
-  echo "file /bin/topolab-window $dir/topolab-window 0755"
+  echo "file /init $here/linux_init.sh 0755"
+  echo "file /bin/topolab-window $window 0755"
   for d in proc sys dev tmp root; do echo "dir /$d 0755"; done
   # The kernel opens /dev/console for /init before devtmpfs is mounted.
   echo "nod /dev/console 0600 c 5 1"
@@ -273,15 +298,15 @@ fi
 
 ln -sfn "pkg/$kernel_pkg/boot/vmlinuz-$release" "$dir/vmlinuz"
 # Rewritten only when the bytes would differ (the script compares them).
-python3 "$top/tools/vmlinux_from_bzimage.py" "$kernel" -o "$dir/vmlinux" || die "cannot extract vmlinux from $kernel"
+python3 "$here/vmlinux_from_bzimage.py" "$kernel" -o "$dir/vmlinux" || die "cannot extract vmlinux from $kernel"
 # The image is rebuilt only when what goes in may have changed: the
 # packages are fixed once .complete is there, so the manifest, /init and
 # the writer say it all. Uncompressed: the kernel copies 36 MB faster than
 # it inflates 12 (a guest's gunzip costs about a billion instructions).
 image=$dir/initramfs.cpio
-stamp=$(sort "$manifest" | cat - "$top/tools/linux_init.sh" "$top/tools/make_initramfs.py" "$marker" "$dir/topolab-window" | sha256sum | cut -d' ' -f1)
+stamp=$(sort "$manifest" | cat - "$here/linux_init.sh" "$here/make_initramfs.py" "$marker" "$window" | sha256sum | cut -d' ' -f1)
 if [ ! -f "$image" ] || [ "$(cat "$dir/initramfs.stamp" 2>/dev/null)" != "$stamp" ]; then
-  python3 "$top/tools/make_initramfs.py" --manifest "$manifest" -o "$image"
+  python3 "$here/make_initramfs.py" --manifest "$manifest" -o "$image"
   echo "$stamp" >"$dir/initramfs.stamp"
 fi
 echo "linux_guest: kernel $dir/vmlinuz initramfs $image"

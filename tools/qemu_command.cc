@@ -400,19 +400,20 @@ uint64_t parse_qemu_ram_size(const std::string& text) {
   return bytes >> 20;
 }
 
-std::string qemu_version_text(const std::string& engine_version) {
+std::string qemu_version_text(const std::string& topolab_version, const std::string& engine_version) {
   // kvm-unit-tests and other scripts read "QEMU emulator version X.Y.Z" off
   // the first line; the parenthesis says what is really answering.
   return fmt::format(
-      "QEMU emulator version 7.2.0 (topolab, on Unicorn {})\n"
+      "QEMU emulator version 7.2.0 (topolab {}, on Unicorn {})\n"
       "Copyright (c) 2003-2022 Fabrice Bellard and the QEMU Project developers\n",
-      engine_version);
+      topolab_version, engine_version);
 }
 
-std::string qemu_help_text(const std::string& engine_version) {
+std::string qemu_help_text(const std::string& topolab_version, const std::string& engine_version) {
   // The first line is -version's: kvm-unit-tests reads QEMU's version off
   // `-h | head -1` into the guest's environment.
-  return qemu_version_text(engine_version).substr(0, qemu_version_text(engine_version).find('\n') + 1) +
+  const std::string version = qemu_version_text(topolab_version, engine_version);
+  return version.substr(0, version.find('\n') + 1) +
          "usage: qemu-system-x86_64 [options] (topolab: QEMU 7.2's x86 command line, as far as topolab's machine goes)\n"
          "\n"
          "-kernel FILE      a Multiboot kernel image\n"

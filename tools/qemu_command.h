@@ -55,8 +55,8 @@ QemuCommand parse_qemu_command(const std::vector<std::string>& args);
 uint64_t parse_qemu_ram_size(const std::string& text);
 
 // What QEMU prints for the answers of Action.
-std::string qemu_version_text(const std::string& engine_version);
-std::string qemu_help_text(const std::string& engine_version);
+std::string qemu_version_text(const std::string& topolab_version, const std::string& engine_version);
+std::string qemu_help_text(const std::string& topolab_version, const std::string& engine_version);
 std::string qemu_device_list_text();
 std::string qemu_machine_list_text();
 std::string qemu_accelerator_list_text();

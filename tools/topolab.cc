@@ -30,6 +30,7 @@
 #include "report/svg_report.h"
 #include "emu/unicorn_vcpu.h"
 #include "tools/check_command.h"
+#include "tools/data_paths.h"
 #include "tools/experiment_sweep.h"
 #include "tools/experiments.h"
 #include "tools/qemu_command.h"
@@ -466,7 +467,7 @@ int run_one_case(const ExperimentOptions& o, const std::vector<ExperimentCase>& 
 // `topolab experiment NAME`: the tables (or JSON) on stdout, progress on
 // stderr, results.json and the charts into --output; or one step of a sweep
 // in pieces (--list-cases, --case, --merge).
-int run_experiment(ExperimentCli& cli, const std::filesystem::path& self) {
+int run_experiment(ExperimentCli& cli, const DataPaths& data) {
   ExperimentOptions& o = cli.options;
   if (o.name.empty()) {
     fmt::print("experiments (topolab experiment NAME):\n");
@@ -475,14 +476,21 @@ int run_experiment(ExperimentCli& cli, const std::filesystem::path& self) {
   }
   o.json = cli.format == "json";
   o.cost = CostModel::parse(cli.cost_spec, CostModel::defaults());
-  if (o.sched_image.empty()) o.sched_image = (self.parent_path() / "testcases" / "sched.elf").string();
+  if (o.sched_image.empty()) o.sched_image = (data.images / "sched.elf").string();
   if (o.guest == "linux") {
     if (o.name != "l3-cache") throw ConfigError(fmt::format("--guest linux: only the l3-cache experiment runs on Linux"));
-    if (o.linux_dir.empty()) o.linux_dir = (self.parent_path().parent_path() / ".deps" / "linux").string();
+    if (o.linux_dir.empty()) {
+      if (data.linux_dir.empty())
+        throw ConfigError(
+            "--guest linux: no default directory for the Linux guest (HOME is not set): give --linux DIR");
+      o.linux_dir = data.linux_dir.string();
+    }
     for (const char* file : {"vmlinux", "initramfs.cpio"})
       if (!std::filesystem::exists(std::filesystem::path(o.linux_dir) / file))
-        throw ConfigError(fmt::format("--guest linux: no {}/{} (tools/linux_guest.sh fetches and builds the guest)",
-                                      o.linux_dir, file));
+        throw ConfigError(fmt::format("--guest linux: no {}/{} ({}{} fetches and builds the guest)", o.linux_dir,
+                                      file, data.linux_guest_command,
+                                      o.linux_dir == data.linux_dir.string() ? ""
+                                                                             : fmt::format(" --dir {}", o.linux_dir)));
   }
   const std::vector<ExperimentCase> cases = experiment_cases(o);
   if (cli.list_cases) {
@@ -511,8 +519,8 @@ int run_experiment(ExperimentCli& cli, const std::filesystem::path& self) {
 // The default job: the 16-vCPU machine of the l3-cache debate as CPUID
 // describes it, the topology_check guest reading it on the boot CPU, then
 // the l3-cache experiment.
-int run_demo(const std::filesystem::path& self) {
-  auto image = self.parent_path() / "testcases" / "topology_check.elf";
+int run_demo(const DataPaths& data) {
+  auto image = data.images / "topology_check.elf";
   fmt::print("== topolab cpuid -smp {} -cpu {}\n\n", kDemoSmp, kDemoCpu);
   std::fflush(stdout);
   CpuidModel model(Topology::parse(kDemoSmp), parse_cpu(kDemoCpu));
@@ -532,7 +540,7 @@ int run_demo(const std::filesystem::path& self) {
   std::fflush(stdout);
   ExperimentCli experiment;
   experiment.options.name = "l3-cache";
-  return run_experiment(experiment, self);
+  return run_experiment(experiment, data);
 }
 
 // --spin-skip on|off (emu/pause_loop.h; off runs every instruction).
@@ -658,7 +666,8 @@ CLI::App* add_experiment_command(CLI::App& app, ExperimentCli& experiment) {
       ->check(CLI::Range(1u, 10000u))
       ->capture_default_str();
   experiment_cmd->add_option("--cost", experiment.cost_spec, "cost model over the defaults, as for run");
-  experiment_cmd->add_option("--image", experiment.options.sched_image, "the sched kernel (default: beside topolab)");
+  experiment_cmd->add_option("--image", experiment.options.sched_image,
+                             "the sched kernel (default: sched.elf of topolab's guest images)");
   experiment_cmd
       ->add_option("--guest", experiment.options.guest,
                    "sched (testcases/sched, the default) or linux (Debian's Linux 6.1 running perf bench sched; "
@@ -666,8 +675,9 @@ CLI::App* add_experiment_command(CLI::App& app, ExperimentCli& experiment) {
       ->check(CLI::IsMember({"sched", "linux"}))
       ->capture_default_str();
   experiment_cmd->add_option("--linux", experiment.options.linux_dir,
-                             "the Linux guest's directory, as tools/linux_guest.sh fills it (default: .deps/linux "
-                             "of the checkout topolab was built in)");
+                             "the Linux guest's directory, as linux_guest.sh fills it (default: .deps/linux of "
+                             "the checkout topolab was built in; installed, ~/.cache/topolab/linux or "
+                             "$XDG_CACHE_HOME/topolab/linux)");
   experiment_cmd->add_option("--html", experiment.html,
                              "also write one self-contained HTML page with the charts, tables and machines");
   add_sweep_options(experiment_cmd, experiment);
@@ -697,8 +707,8 @@ int run_qemu(const std::vector<std::string>& args) {
   const QemuCommand q = parse_qemu_command(args);
   switch (q.action) {
     case QemuCommand::Action::Run: break;
-    case QemuCommand::Action::Version: fmt::print("{}", qemu_version_text(engine_version())); return 0;
-    case QemuCommand::Action::Help: fmt::print("{}", qemu_help_text(engine_version())); return 0;
+    case QemuCommand::Action::Version: fmt::print("{}", qemu_version_text(TOPOLAB_VERSION, engine_version())); return 0;
+    case QemuCommand::Action::Help: fmt::print("{}", qemu_help_text(TOPOLAB_VERSION, engine_version())); return 0;
     case QemuCommand::Action::ListDevices: fmt::print("{}", qemu_device_list_text()); return 0;
     case QemuCommand::Action::ListCpus: return print_models();
     case QemuCommand::Action::ListMachines: fmt::print("{}", qemu_machine_list_text()); return 0;
@@ -787,8 +797,9 @@ int main(int argc, char** argv) {
   CLI::App app{"topolab: a deterministic x86 machine for studying what topology a guest sees\n"
                "and what that does to its IPI and HLT traffic. With no command it runs the demo."};
   app.require_subcommand(0, 1);
-  app.set_version_flag("--version", [] { return fmt::format("topolab on Unicorn {}", engine_version()); },
-                       "print the version of the CPU engine topolab runs on");
+  app.set_version_flag("--version",
+                       [] { return fmt::format("topolab {} on Unicorn {}", TOPOLAB_VERSION, engine_version()); },
+                       "print topolab's version and the CPU engine's it runs on");
 
   CpuidOptions cpuid;
   CLI::App* cpuid_cmd = add_cpuid_command(app, cpuid);
@@ -823,10 +834,10 @@ int main(int argc, char** argv) {
         if (!experiment_cmd->count("--quantum")) experiment.options.quantum = kLinuxExperimentQuantum;
         if (!experiment_cmd->count("--repeats")) experiment.options.repeats = kLinuxExperimentRepeats;
       }
-      return run_experiment(experiment, std::filesystem::canonical("/proc/self/exe"));
+      return run_experiment(experiment, find_data_paths());
     }
     if (*models_cmd) return print_models();
-    return run_demo(std::filesystem::canonical("/proc/self/exe"));
+    return run_demo(find_data_paths());
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
