@@ -99,7 +99,8 @@ Machine::Machine(const MachineConfig& config, std::function<void(uint8_t)> seria
       bochs_shutdown_([this] { request_shutdown("the guest powered the machine off (\"Shutdown\" to port 0x8900)"); }),
       stats_(config_.topology.cpus()),
       activity_(config_.topology.cpus()),
-      platform_{.topology = config_.topology, .cpuid = cpuid_, .msrs = msrs_, .cost = config_.cost, .ram = ram_, .ports = ports_,
+      platform_{.topology = config_.topology,
+                .cpuid = cpuid_, .msrs = msrs_, .cost = config_.cost, .ram = ram_, .ports = ports_,
                 .stats = stats_, .activity = activity_, .make_vcpu = make_vcpu_, .events = *this, .clock = clock_,
                 .pause_loop_exiting = pause_loop_exiting(config)} {
   check_run_limits(config);
