@@ -1,6 +1,7 @@
-// The kinds of thing a run counts: IPI delivery modes and shorthands, why a
-// halted vCPU woke, and the VM exits the cost model charges. Their order is
-// the order reports list them in.
+// The kinds of thing a run counts: why a halted vCPU woke, and the VM exits
+// the cost model charges. Their order is the order reports list them in.
+// (IPIs are counted by the APIC's own delivery modes and shorthands,
+// devices/local_apic.h.)
 #pragma once
 
 #include <cstddef>
@@ -9,25 +10,15 @@
 
 namespace topolab {
 
-// ICR delivery modes (SDM 10.6.1), in the order reports list them.
-enum class IpiMode : uint8_t { Fixed, LowestPriority, Smi, Nmi, Init, StartUp, ExtInt };
-inline constexpr size_t kIpiModes = 7;
-std::string_view to_string(IpiMode mode);
-
-// ICR destination shorthands.
-enum class IpiShorthand : uint8_t { None, Self, AllIncludingSelf, AllExcludingSelf };
-inline constexpr size_t kIpiShorthands = 4;
-std::string_view to_string(IpiShorthand shorthand);
-
 // Why a halted (or MWAIT-parked) vCPU resumed.
 enum class WakeCause : uint8_t { Interrupt, Timer, Nmi, Init, Sipi, MwaitStore };
-inline constexpr size_t kWakeCauses = 6;
+inline constexpr size_t kWakeCauses = static_cast<size_t>(WakeCause::MwaitStore) + 1;
 std::string_view to_string(WakeCause cause);
 
 // The kinds of VM exit the cost model charges for (model/cost_model.h).
 // PauseLoop: a pause-loop exit (PLE) and its yield, when spin skipping is on.
 enum class ExitKind : uint8_t { Cpuid, Hlt, Io, Msr, Apic, Icr, Mwait, Monitor, PauseLoop, Hypercall };
-inline constexpr size_t kExitKinds = 10;
+inline constexpr size_t kExitKinds = static_cast<size_t>(ExitKind::Hypercall) + 1;
 std::string_view to_string(ExitKind kind);
 
 // How an APIC register write leaves the guest on a KVM host with APICv:

@@ -685,6 +685,7 @@ bool LocalApic::timer_interrupts() const {
 
 std::string LocalApic::describe(uint64_t now) const {
   static constexpr const char* kModes[] = {"disabled", "xAPIC", "x2APIC"};
+  static_assert(std::size(kModes) == static_cast<size_t>(ApicMode::X2Apic) + 1);
   std::string out = fmt::format("apic id {:#x} ({}), base {:#x}{}, {}software-enabled\n", id(),
                                 kModes[static_cast<int>(mode())], base_address(), is_bsp() ? ", BSP" : "",
                                 software_enabled() ? "" : "not ");

@@ -33,6 +33,7 @@
 //   next initial-count write (real hardware switches rate at once).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -128,10 +129,12 @@ enum class ApicDeliveryMode : uint8_t {
   StartUp = 6,
   ExtInt = 7,
 };
+inline constexpr size_t kApicDeliveryModes = static_cast<size_t>(ApicDeliveryMode::ExtInt) + 1;
 enum class ApicDestinationMode : uint8_t { Physical = 0, Logical = 1 };
 enum class ApicTriggerMode : uint8_t { Edge = 0, Level = 1 };
 // ICR[19:18].
 enum class ApicShorthand : uint8_t { None = 0, Self = 1, AllIncludingSelf = 2, AllExcludingSelf = 3 };
+inline constexpr size_t kApicShorthands = static_cast<size_t>(ApicShorthand::AllExcludingSelf) + 1;
 
 // An interrupt message on the (virtual) APIC bus.
 struct ApicMessage {

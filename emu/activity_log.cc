@@ -1,11 +1,13 @@
 #include "emu/activity_log.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace topolab {
 
 std::string_view to_string(VcpuActivity activity) {
   static constexpr std::string_view kNames[] = {"running", "spinning", "halted", "mwait", "wait-for-sipi"};
+  static_assert(std::size(kNames) == static_cast<size_t>(VcpuActivity::WaitForSipi) + 1);
   return kNames[static_cast<size_t>(activity)];
 }
 

@@ -37,30 +37,6 @@ void check_run_limits(const MachineConfig& config) {
   if (config.quantum == 0) throw ConfigError("--quantum must be at least 1 instruction");
 }
 
-// The report's name for an ICR delivery mode (Reserved never gets here).
-IpiMode ipi_mode(ApicDeliveryMode mode) {
-  switch (mode) {
-    case ApicDeliveryMode::Fixed: return IpiMode::Fixed;
-    case ApicDeliveryMode::LowestPriority: return IpiMode::LowestPriority;
-    case ApicDeliveryMode::Smi: return IpiMode::Smi;
-    case ApicDeliveryMode::Nmi: return IpiMode::Nmi;
-    case ApicDeliveryMode::Init: return IpiMode::Init;
-    case ApicDeliveryMode::StartUp: return IpiMode::StartUp;
-    case ApicDeliveryMode::ExtInt: case ApicDeliveryMode::Reserved: break;
-  }
-  return IpiMode::ExtInt;
-}
-
-IpiShorthand ipi_shorthand(ApicShorthand shorthand) {
-  switch (shorthand) {
-    case ApicShorthand::None: return IpiShorthand::None;
-    case ApicShorthand::Self: return IpiShorthand::Self;
-    case ApicShorthand::AllIncludingSelf: return IpiShorthand::AllIncludingSelf;
-    case ApicShorthand::AllExcludingSelf: return IpiShorthand::AllExcludingSelf;
-  }
-  return IpiShorthand::None;
-}
-
 // The engines' PLE controls: the cost model's gap and window in instructions.
 std::optional<PauseLoopExiting> pause_loop_exiting(const MachineConfig& config) {
   if (!config.spin_skip || config.cost.ple_window == 0) return std::nullopt;
@@ -107,9 +83,9 @@ Machine::Machine(const MachineConfig& config, std::optional<BootFiles> files, st
         if (running_ && running_->vcpu()) running_->vcpu()->request_stop();
       }),
       fw_cfg_(FwCfg::Config{
-          .nb_cpus = static_cast<uint16_t>(cpuid_.topology().cpus()),
+          .nb_cpus = static_cast<uint16_t>(config_.topology.cpus()),
           .apic_id_limit = static_cast<uint16_t>(
-              std::min<uint32_t>(cpuid_.topology().apic_id(cpuid_.topology().max_cpus() - 1) + 1, 0xffff)),
+              std::min<uint32_t>(config_.topology.apic_id(config_.topology.max_cpus() - 1) + 1, 0xffff)),
           .ram_size = ram_.size()}),
       pic_master_(PicStub::Role::kMaster),
       pic_slave_(PicStub::Role::kSlave),
@@ -120,13 +96,14 @@ Machine::Machine(const MachineConfig& config, std::optional<BootFiles> files, st
       acpi_pm_([this] { return device_now_ns(); },
                [this] { request_shutdown("the guest powered the machine off (ACPI S5 through PM1a_CNT)"); }),
       bochs_shutdown_([this] { request_shutdown("the guest powered the machine off (\"Shutdown\" to port 0x8900)"); }),
-      stats_(cpuid_.topology().cpus()),
-      activity_(cpuid_.topology().cpus()),
-      platform_{.cpuid = cpuid_, .msrs = msrs_, .cost = config_.cost, .ram = ram_, .ports = ports_,
+      stats_(config_.topology.cpus()),
+      activity_(config_.topology.cpus()),
+      platform_{.topology = config_.topology,
+                .cpuid = cpuid_, .msrs = msrs_, .cost = config_.cost, .ram = ram_, .ports = ports_,
                 .stats = stats_, .activity = activity_, .make_vcpu = make_vcpu_, .events = *this, .clock = clock_,
                 .pause_loop_exiting = pause_loop_exiting(config)},
-      timeline_(cpuid_.topology().cpus()),
-      mwait_line_of_(cpuid_.topology().cpus()) {
+      timeline_(config_.topology.cpus()),
+      mwait_line_of_(config_.topology.cpus()) {
   check_run_limits(config);
   ports_.attach(Uart16550::kCom1Base, Uart16550::kPortCount, uart_);
   if (config.devices.has(PlatformDevice::IsaDebugExit)) ports_.attach(DebugExit::kBase, DebugExit::kPortCount, debug_exit_);
@@ -137,7 +114,7 @@ Machine::Machine(const MachineConfig& config, std::optional<BootFiles> files, st
   ports_.attach(MeasurePort::kBase, MeasurePort::kPortCount, measure_port_);
   attach_platform_devices();
 
-  const AcpiTables acpi = build_acpi_tables(ram_, cpuid_.topology());
+  const AcpiTables acpi = build_acpi_tables(ram_, config_.topology);
   // The guest sees a Multiboot image's file name without its directories
   // (QEMU passes the path as typed), so where the image sits cannot change
   // what it does.
@@ -150,13 +127,13 @@ Machine::Machine(const MachineConfig& config, std::optional<BootFiles> files, st
   clock_.set_synced(config.synced_clocks.value_or(files->is_linux_kernel()));
   const BootEntry boot = load_boot_image(ram_, *files, acpi.rsdp);
 
-  cpus_.reserve(cpuid_.topology().cpus());
+  cpus_.reserve(config_.topology.cpus());
   std::vector<const LocalApic*> apics;
-  for (unsigned i = 0; i < cpuid_.topology().cpus(); ++i) {
+  for (unsigned i = 0; i < config_.topology.cpus(); ++i) {
     cpus_.push_back(std::make_unique<Cpu>(platform_, i));
     apics.push_back(&cpus_.back()->apic());
   }
-  bus_.emplace(std::move(apics), [this](uint32_t id) { return cpuid_.topology().index_of_apic_id(id); });
+  bus_.emplace(std::move(apics), [this](uint32_t id) { return config_.topology.index_of_apic_id(id); });
   enter_boot_state(*cpus_[0]->vcpu(), boot);
   for (auto& cpu : cpus_) rekey(*cpu);
 }
@@ -348,7 +325,7 @@ void Machine::route(const IpiInFlight& ipi) {
       guest_error(fmt::format("cpu {} wrote an ICR with the reserved delivery mode 011b", ipi.sender));
       return;
     }
-    stats_.record_send(ipi.sender, ipi_mode(message.delivery_mode), ipi_shorthand(message.shorthand), message.vector);
+    stats_.record_send(ipi.sender, message.delivery_mode, message.shorthand, message.vector);
     if (message.is_init_level_deassert()) return;  // a no-op since the Pentium 4 (SDM 10.6.1)
   }
 
@@ -399,7 +376,7 @@ void Machine::deliver(Cpu& target, const IpiInFlight& ipi) {
       break;
   }
   if (!ipi.from_device)
-    stats_.record_ipi(ipi.sender, target.index(), ipi_mode(ipi.message.delivery_mode), ipi.message.vector, was_halted);
+    stats_.record_ipi(ipi.sender, target.index(), ipi.message.delivery_mode, ipi.message.vector, was_halted);
   rekey(target);
 }
 

@@ -141,6 +141,9 @@ class Machine final : private CpuEvents {
   void set_trace(std::FILE* out);
   RunResult run();
 
+  // The machine's topology, owned by its configuration: the CPUID model,
+  // the APICs, firmware and the reports all describe this one.
+  const Topology& topology() const { return config_.topology; }
   const CpuidModel& cpuid() const { return cpuid_; }
   const Stats& stats() const { return stats_; }
   // What each vCPU did over virtual time, span by span.

@@ -9,48 +9,24 @@
 
 namespace topolab {
 
-namespace {
-
-// CPUID.07H:ECX[3] PKU and [4] OSPKE, which mirrors CR4.PKE (SDM Vol. 2).
-constexpr uint32_t kLeaf7EcxPku = 1u << 3;
-constexpr uint32_t kLeaf7EcxOspke = 1u << 4;
-// CPUID.01H:EDX[9] APIC: clear while IA32_APIC_BASE.EN = 0 (SDM Vol. 3A
-// 11.4.3, "the CPUID feature flag for the APIC is also set to 0").
-constexpr uint32_t kLeaf1EdxApic = 1u << 9;
-// CPUID.01H:ECX[31]: the guest is told it runs on a hypervisor, which then
-// takes its hypercalls (devices/kvm_hypercall.h).
-constexpr uint32_t kLeaf1EcxHypervisor = 1u << 31;
-
-// The engine's own model whose instruction set matches the CPUID model best.
-EngineCpu engine_cpu_for(const CpuConfig& cpu) {
-  switch (cpu.model.engine) {
-    case EngineCpuModel::SkylakeServer: return EngineCpu::SkylakeServer;
-    case EngineCpuModel::Epyc: return EngineCpu::Epyc;
-    case EngineCpuModel::Qemu64: break;
-  }
-  return EngineCpu::Qemu64;
-}
-
-}  // namespace
-
 MachineCpu::MachineCpu(const CpuPlatform& platform, unsigned index)
     : platform_(platform),
       index_(index),
-      apic_(LocalApicConfig{.apic_id = platform.cpuid.topology().apic_id(index),
+      apic_(LocalApicConfig{.apic_id = platform.topology.apic_id(index),
                             .bsp = index == 0,
-                            .x2apic_supported = platform.cpuid.cpu().has("x2apic"),
+                            .x2apic_supported = platform.cpuid.cpu().has(CpuFeature::X2apic),
                             .tsc_hz = platform.cost.tsc_hz()}),
       state_(index == 0 ? State::Running : State::WaitForSipi),
       msr_file_([&platform, index](uint32_t leaf, uint32_t subleaf) { return platform.cpuid.query(index, leaf, subleaf); }) {
   // With APIC IDs past 254, firmware hands over every APIC in x2APIC mode
   // (xAPIC cannot address them), as a BIOS does and Linux expects.
-  if (platform.cpuid.topology().needs_x2apic())
+  if (platform.topology.needs_x2apic())
     apic_.wrmsr(LocalApic::MSR_IA32_APIC_BASE, apic_.apic_base_msr() | apic::APIC_BASE_EN | apic::APIC_BASE_EXTD, 0);
   if (index == 0) create_engine();
 }
 
 void MachineCpu::create_engine() {
-  vcpu_ = platform_.make_vcpu(index_, platform_.ram, *this, engine_cpu_for(platform_.cpuid.cpu()));
+  vcpu_ = platform_.make_vcpu(index_, platform_.ram, *this, platform_.cpuid.cpu().model.engine);
   vcpu_->set_pause_loop_exiting(platform_.pause_loop_exiting);
   for (const PlatformMmio& window : platform_.mmio_windows) vcpu_->map_mmio(window.base, window.size, *window.handler);
   sync_apic_page();
@@ -240,12 +216,10 @@ CpuidRegs MachineCpu::describe_cpuid(uint32_t leaf, uint32_t subleaf) {
 
 CpuidRegs MachineCpu::cpuid(uint32_t leaf, uint32_t subleaf) {
   charge_exit(ExitKind::Cpuid);
-  CpuidRegs r = platform_.cpuid.query(index_, leaf, subleaf);
-  // OSPKE mirrors CR4.PKE: the one leaf bit that follows guest state, now
-  // that no model offers XSAVE (OSXSAVE).
-  if (leaf == 7 && subleaf == 0 && (r.ecx & kLeaf7EcxPku) && (vcpu_->state().cr4 & x86::kCr4Pke)) r.ecx |= kLeaf7EcxOspke;
-  if (leaf == 1 && !(apic_.apic_base_msr() & apic::APIC_BASE_EN)) r.edx &= ~kLeaf1EdxApic;
-  return r;
+  // The guest state CPUID follows (OSPKE, the APIC bit); the model applies it.
+  const CpuidDynamic dynamic{.cr4_pke = (vcpu_->cr4() & x86::kCr4Pke) != 0,
+                             .apic_enabled = (apic_.apic_base_msr() & apic::APIC_BASE_EN) != 0};
+  return platform_.cpuid.query(index_, leaf, subleaf, dynamic);
 }
 
 uint32_t MachineCpu::port_in(uint16_t port, unsigned size) {
@@ -312,10 +286,12 @@ void MachineCpu::write_cr8(uint64_t value) {
 }
 
 std::optional<int64_t> MachineCpu::hypercall(const KvmHypercall& call) {
-  if (!(platform_.cpuid.query(index_, 1, 0).ecx & kLeaf1EcxHypervisor)) return std::nullopt;
+  // Only a guest told it runs on a hypervisor (CPUID.01H:ECX[31]) makes
+  // hypercalls (devices/kvm_hypercall.h).
+  if (!platform_.cpuid.cpu().has(CpuFeature::Hypervisor)) return std::nullopt;
   charge_exit(ExitKind::Hypercall);
   const uint64_t at = now();
-  const Topology& topology = platform_.cpuid.topology();
+  const Topology& topology = platform_.topology;
   KvmHypercallResult result =
       kvm_hypercall(call, [&](uint32_t id) { return topology.index_of_apic_id(id).has_value(); });
   for (ApicMessage& message : result.ipis) {

@@ -64,6 +64,7 @@ struct PlatformMmio {
 
 // The parts of the machine every vCPU shares.
 struct CpuPlatform {
+  const Topology& topology;  // the machine configuration's
   const CpuidModel& cpuid;
   // Which MSRs CPUID announces; the others #GP (issue 14 F5). The vCPU
   // keeps EFER, PAT, SYSENTER and the SYSCALL MSRs itself, without asking;

@@ -64,7 +64,7 @@ std::optional<RunResult> Machine::handle_exit(Cpu& cpu, const VcpuExit& exit) {
       return finish(RunResult::Outcome::Crashed, fmt::format("guest needs what topolab does not model: {}", exit.detail));
     case VcpuExit::Reason::Monitor:
     case VcpuExit::Reason::Mwait:
-      if (!cpuid_.cpu().has("monitor")) {
+      if (!config_.cpu.has(CpuFeature::Monitor)) {
         // No MONITOR/MWAIT in this model (CPUID.01H:ECX[3]): #UD, as on hardware.
         const std::string why = fmt::format(
             "invalid opcode: {} (the CPU model has no MONITOR/MWAIT; add +monitor to -cpu)", exit.detail);

@@ -63,8 +63,8 @@ TEST(MachineIoApic, LevelPinRaisedThroughPcTestdevIsDeliveredAndReassertedAfterE
   EXPECT_EQ(seen_after_first_eoi, (std::vector<uint8_t>{0x76, 0x76}));
   EXPECT_EQ(rig.cpu(0).injected, (std::vector<uint8_t>{0x76, 0x76}));
   EXPECT_EQ(entry_at_end & ioapic::RTE_REMOTE_IRR, 0u);
-  EXPECT_EQ(rig.stats(0).ipis_received, (std::array<uint64_t, kIpiModes>{}));
-  EXPECT_EQ(rig.stats(0).ipis_sent, (std::array<uint64_t, kIpiModes>{}));
+  EXPECT_EQ(rig.stats(0).ipis_received, (std::array<uint64_t, kApicDeliveryModes>{}));
+  EXPECT_EQ(rig.stats(0).ipis_sent, (std::array<uint64_t, kApicDeliveryModes>{}));
 }
 
 TEST(MachineIoApic, IrqLinePortsExistOnlyWithPcTestdev) {

@@ -209,7 +209,7 @@ struct Rig {
     image.image_name = "rig.elf";
     machine = std::make_unique<Machine>(
         config, std::move(image), [this](uint8_t b) { serial.push_back(static_cast<char>(b)); },
-        [this, scripts](unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu) -> std::unique_ptr<Vcpu> {
+        [this, scripts](unsigned index, GuestRam& ram, VcpuHost& host, EngineCpuModel) -> std::unique_ptr<Vcpu> {
           auto fake = std::make_unique<FakeVcpu>(index, host, index < scripts.size() ? scripts[index] : std::vector<Action>{});
           fake->ram = &ram;
           fakes[index] = fake.get();

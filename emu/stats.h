@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/event_kinds.h"
+#include "devices/local_apic.h"  // ApicDeliveryMode, ApicShorthand
 
 namespace topolab {
 
@@ -19,9 +20,11 @@ struct VcpuStats {
   uint64_t instructions = 0;
   uint64_t hlt_entries = 0;
   uint64_t halted_ns = 0;  // not executing: in HLT or MWAIT, or waiting to resume
-  std::array<uint64_t, kIpiModes> ipis_sent{};
-  std::array<uint64_t, kIpiModes> ipis_received{};
-  std::array<uint64_t, kIpiShorthands> ipis_sent_by_shorthand{};
+  // By the APIC's own delivery mode; the reserved mode's count stays 0 (the
+  // run stops at such an ICR write) and reports leave it out.
+  std::array<uint64_t, kApicDeliveryModes> ipis_sent{};
+  std::array<uint64_t, kApicDeliveryModes> ipis_received{};
+  std::array<uint64_t, kApicShorthands> ipis_sent_by_shorthand{};
   std::map<uint8_t, uint64_t> sent_by_vector;      // fixed and lowest-priority only
   std::map<uint8_t, uint64_t> received_by_vector;
   // Interrupts the vCPU took through its IDT, by vector: IPIs and device
@@ -80,6 +83,11 @@ struct ScalarCounter {
 };
 std::span<const ScalarCounter> scalar_counters();
 
+// The names reports give the IPI counters' keys, e.g. "lowest-priority",
+// "all-but-self".
+std::string_view to_string(ApicDeliveryMode mode);
+std::string_view to_string(ApicShorthand shorthand);
+
 class Stats {
  public:
   explicit Stats(unsigned vcpus) : vcpus_(vcpus) {}
@@ -90,15 +98,17 @@ class Stats {
 
   // One IPI from `source` accepted by `target` (each target of a broadcast
   // counts once). `target_halted`: it found the target in HLT or MWAIT.
-  void record_ipi(unsigned source, unsigned target, IpiMode mode, uint8_t vector, bool target_halted);
+  void record_ipi(unsigned source, unsigned target, ApicDeliveryMode mode, uint8_t vector, bool target_halted);
   // One ICR write (or SELF_IPI) by `source`, however many CPUs it reaches.
-  void record_send(unsigned source, IpiMode mode, IpiShorthand shorthand, uint8_t vector);
+  void record_send(unsigned source, ApicDeliveryMode mode, ApicShorthand shorthand, uint8_t vector);
   void record_undeliverable(unsigned source) { ++vcpu(source).ipis_to_nobody; }
   void record_wake(unsigned index, WakeCause cause) { ++vcpu(index).wakes[static_cast<size_t>(cause)]; }
 
   // Every counter minus `earlier`'s, which must be a copy of this Stats
   // taken before (a measuring window's begin).
   Stats minus(const Stats& earlier) const;
+  // Every counter summed over the vCPUs.
+  VcpuStats total() const;
 
   // The source -> destination matrix, sparse: 4,096 vCPUs would need 128 MiB dense.
   const std::map<std::pair<unsigned, unsigned>, uint64_t>& ipi_matrix() const { return matrix_; }

@@ -1,5 +1,6 @@
 #include "emu/stats.h"
 
+#include <map>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -10,10 +11,10 @@ namespace {
 TEST(Stats, CountsSendsOncePerIcrWriteAndReceivesPerTarget) {
   Stats stats(4);
   // CPU 0 broadcasts a fixed IPI (vector 0xfd) to all but itself.
-  stats.record_send(0, IpiMode::Fixed, IpiShorthand::AllExcludingSelf, 0xfd);
-  for (unsigned t = 1; t < 4; ++t) stats.record_ipi(0, t, IpiMode::Fixed, 0xfd, /*target_halted=*/t == 2);
+  stats.record_send(0, ApicDeliveryMode::Fixed, ApicShorthand::AllExcludingSelf, 0xfd);
+  for (unsigned t = 1; t < 4; ++t) stats.record_ipi(0, t, ApicDeliveryMode::Fixed, 0xfd, /*target_halted=*/t == 2);
   EXPECT_EQ(stats.vcpu(0).total_sent(), 1u);
-  EXPECT_EQ(stats.vcpu(0).ipis_sent_by_shorthand[static_cast<size_t>(IpiShorthand::AllExcludingSelf)], 1u);
+  EXPECT_EQ(stats.vcpu(0).ipis_sent_by_shorthand[static_cast<size_t>(ApicShorthand::AllExcludingSelf)], 1u);
   EXPECT_EQ(stats.vcpu(0).sent_by_vector.at(0xfd), 1u);
   EXPECT_EQ(stats.vcpu(2).received_while_halted, 1u);
   EXPECT_EQ(stats.vcpu(3).received_while_running, 1u);
@@ -24,13 +25,13 @@ TEST(Stats, CountsSendsOncePerIcrWriteAndReceivesPerTarget) {
 
 TEST(Stats, VectorlessModesKeepNoVector) {
   Stats stats(2);
-  stats.record_send(0, IpiMode::Init, IpiShorthand::None, 0);
-  stats.record_ipi(0, 1, IpiMode::Init, 0, true);
-  stats.record_send(0, IpiMode::StartUp, IpiShorthand::None, 0x08);
-  stats.record_ipi(0, 1, IpiMode::StartUp, 0x08, true);
+  stats.record_send(0, ApicDeliveryMode::Init, ApicShorthand::None, 0);
+  stats.record_ipi(0, 1, ApicDeliveryMode::Init, 0, true);
+  stats.record_send(0, ApicDeliveryMode::StartUp, ApicShorthand::None, 0x08);
+  stats.record_ipi(0, 1, ApicDeliveryMode::StartUp, 0x08, true);
   EXPECT_TRUE(stats.vcpu(0).sent_by_vector.empty());
   EXPECT_TRUE(stats.vcpu(1).received_by_vector.empty());
-  EXPECT_EQ(stats.vcpu(1).ipis_received[static_cast<size_t>(IpiMode::StartUp)], 1u);
+  EXPECT_EQ(stats.vcpu(1).ipis_received[static_cast<size_t>(ApicDeliveryMode::StartUp)], 1u);
   EXPECT_EQ(stats.ipi_matrix().at({0, 1}), 2u);
 }
 
@@ -47,21 +48,23 @@ TEST(Stats, WakesAndUndeliverableAreCountedPerVcpu) {
 
 TEST(Stats, NamesAreStable) {
   // Report schemas depend on these spellings.
-  EXPECT_EQ(to_string(IpiMode::LowestPriority), "lowest-priority");
-  EXPECT_EQ(to_string(IpiMode::StartUp), "startup");
-  EXPECT_EQ(to_string(IpiShorthand::AllExcludingSelf), "all-but-self");
+  EXPECT_EQ(to_string(ApicDeliveryMode::LowestPriority), "lowest-priority");
+  EXPECT_EQ(to_string(ApicDeliveryMode::StartUp), "startup");
+  EXPECT_EQ(to_string(ApicDeliveryMode::Nmi), "nmi");  // past the reserved mode's slot
+  EXPECT_EQ(to_string(ApicDeliveryMode::ExtInt), "extint");
+  EXPECT_EQ(to_string(ApicShorthand::AllExcludingSelf), "all-but-self");
   EXPECT_EQ(to_string(WakeCause::MwaitStore), "mwait-store");
 }
 
 TEST(Stats, AWindowIsTheDifferenceOfTwoSnapshots) {
   Stats stats(2);
-  stats.record_send(0, IpiMode::Fixed, IpiShorthand::None, 0xfd);
-  stats.record_ipi(0, 1, IpiMode::Fixed, 0xfd, true);
+  stats.record_send(0, ApicDeliveryMode::Fixed, ApicShorthand::None, 0xfd);
+  stats.record_ipi(0, 1, ApicDeliveryMode::Fixed, 0xfd, true);
   stats.vcpu(1).exits[static_cast<size_t>(ExitKind::Hlt)] = 3;
   stats.vcpu(1).mwait_hints[0] = 2;
   const Stats begin = stats;
-  stats.record_send(0, IpiMode::Fixed, IpiShorthand::None, 0xfb);
-  stats.record_ipi(0, 1, IpiMode::Fixed, 0xfb, false);
+  stats.record_send(0, ApicDeliveryMode::Fixed, ApicShorthand::None, 0xfb);
+  stats.record_ipi(0, 1, ApicDeliveryMode::Fixed, 0xfb, false);
   stats.vcpu(1).exits[static_cast<size_t>(ExitKind::Hlt)] = 5;
   stats.vcpu(1).mwait_hints[0] = 2;
   stats.vcpu(1).run_ns = 40;
@@ -74,6 +77,35 @@ TEST(Stats, AWindowIsTheDifferenceOfTwoSnapshots) {
   EXPECT_TRUE(window.vcpu(1).mwait_hints.empty());
   EXPECT_EQ(window.vcpu(1).host_busy_ns(), 40u);
   EXPECT_EQ(window.ipi_matrix().at({0, 1}), 1u);
+}
+
+TEST(Stats, TheTotalSumsEveryCounterOverTheVcpus) {
+  Stats stats(3);
+  stats.record_send(0, ApicDeliveryMode::Fixed, ApicShorthand::None, 0xfd);
+  stats.record_ipi(0, 1, ApicDeliveryMode::Fixed, 0xfd, true);
+  stats.record_send(2, ApicDeliveryMode::Nmi, ApicShorthand::Self, 0);
+  stats.record_ipi(2, 2, ApicDeliveryMode::Nmi, 0, false);
+  stats.record_wake(1, WakeCause::Interrupt);
+  stats.vcpu(1).exits[static_cast<size_t>(ExitKind::Hlt)] = 3;
+  stats.vcpu(2).exits[static_cast<size_t>(ExitKind::Hlt)] = 4;
+  const VcpuStats total = stats.total();
+  EXPECT_EQ(total.total_sent(), 2u);
+  EXPECT_EQ(total.ipis_received[static_cast<size_t>(ApicDeliveryMode::Nmi)], 1u);
+  EXPECT_EQ(total.ipis_sent_by_shorthand[static_cast<size_t>(ApicShorthand::Self)], 1u);
+  EXPECT_EQ(total.sent_by_vector, (std::map<uint8_t, uint64_t>{{0xfd, 1}}));
+  EXPECT_EQ(total.received_by_vector, (std::map<uint8_t, uint64_t>{{0xfd, 1}}));
+  EXPECT_EQ(total.wakes[static_cast<size_t>(WakeCause::Interrupt)], 1u);
+  EXPECT_EQ(total.exits[static_cast<size_t>(ExitKind::Hlt)], 7u);
+  EXPECT_EQ(total.received_while_halted + total.received_while_running, 2u);
+
+  Stats plain(2);
+  uint64_t n = 1;
+  for (const ScalarCounter& c : scalar_counters()) {
+    plain.vcpu(0).*c.member = n;
+    plain.vcpu(1).*c.member = 10 * n++;
+  }
+  n = 1;
+  for (const ScalarCounter& c : scalar_counters()) EXPECT_EQ(plain.total().*c.member, 11 * n++) << c.name;
 }
 
 TEST(Stats, EveryPlainCounterIsInTheWindowArithmetic) {

@@ -18,7 +18,7 @@ namespace topolab {
 
 class UnicornVcpu final : public Vcpu {
  public:
-  UnicornVcpu(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu engine_cpu = EngineCpu::Qemu64);
+  UnicornVcpu(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpuModel engine_cpu = EngineCpuModel::Qemu64);
   ~UnicornVcpu() override;
   UnicornVcpu(const UnicornVcpu&) = delete;
   UnicornVcpu& operator=(const UnicornVcpu&) = delete;
@@ -46,6 +46,7 @@ class UnicornVcpu final : public Vcpu {
   void set_trace(std::FILE* out) override;
   void flush_translations() override;
   VcpuState state() const override;
+  uint64_t cr4() const override;
   unsigned index() const override;
   // How many times run() has entered the engine (uc_emu_start) since this
   // vCPU was made: each entry and the stop before it cost what a KVM exit

@@ -18,7 +18,7 @@ const char* to_string(VcpuExit::Reason reason) {
   return "unknown";
 }
 
-UnicornVcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu engine_cpu)
+UnicornVcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpuModel engine_cpu)
     : index(index), engine_cpu(engine_cpu), ram(ram), host(host), blocks(ram.size()) {
   // Before this engine exists: the probe runs engines of its own, which
   // must never happen inside one of this engine's callbacks.
@@ -32,9 +32,9 @@ UnicornVcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, Engin
     check(uc_ctl_set_tcg_buffer_size(uc, kTranslationBufferBytes), "uc_ctl_set_tcg_buffer_size");
     // Before any memory is mapped, as uc_ctl_set_cpu_model requires. The
     // feature words survive the context copies below (a unit test shows it).
-    const int model = engine_cpu == EngineCpu::SkylakeServer ? UC_CPU_X86_SKYLAKE_SERVER
-                      : engine_cpu == EngineCpu::Epyc        ? UC_CPU_X86_EPYC
-                                                             : UC_CPU_X86_QEMU64;
+    const int model = engine_cpu == EngineCpuModel::SkylakeServer ? UC_CPU_X86_SKYLAKE_SERVER
+                      : engine_cpu == EngineCpuModel::Epyc        ? UC_CPU_X86_EPYC
+                                                                  : UC_CPU_X86_QEMU64;
     check(uc_ctl_set_cpu_model(uc, model), "uc_ctl_set_cpu_model");
     check(uc_mem_map_ptr(uc, 0, ram.size(), UC_PROT_ALL, ram.data()), "uc_mem_map_ptr");
     memory_map.emplace(uc, ram.size(), *this);
@@ -131,13 +131,13 @@ std::string engine_version() {
                      patches == 1 ? "" : "es", patches ? fmt::format(" ({})", TOPOLAB_UNICORN_PATCH_NAMES) : "");
 }
 
-UnicornVcpu::UnicornVcpu(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu engine_cpu)
+UnicornVcpu::UnicornVcpu(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpuModel engine_cpu)
     : engine_(std::make_unique<Engine>(index, ram, host, engine_cpu)) {}
 
 UnicornVcpu::~UnicornVcpu() = default;
 
 VcpuFactory unicorn_vcpu_factory() {
-  return [](unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu cpu) -> std::unique_ptr<Vcpu> {
+  return [](unsigned index, GuestRam& ram, VcpuHost& host, EngineCpuModel cpu) -> std::unique_ptr<Vcpu> {
     return std::make_unique<UnicornVcpu>(index, ram, host, cpu);
   };
 }
@@ -209,6 +209,8 @@ void UnicornVcpu::set_trace(std::FILE* out) { engine_->set_trace(out); }
 void UnicornVcpu::flush_translations() { engine_->flush_translations(); }
 
 unsigned UnicornVcpu::index() const { return engine_->index; }
+
+uint64_t UnicornVcpu::cr4() const { return engine_->read_reg(UC_X86_REG_CR4); }
 
 VcpuState UnicornVcpu::state() const {
   const Engine& e = *engine_;

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "emu/pause_loop.h"
+#include "model/cpu_model.h"  // EngineCpuModel
 #include "model/cpuid_regs.h"
 #include "base/guest_ram.h"
 
@@ -139,12 +140,6 @@ struct VcpuState {
   uint64_t cr0, cr3, cr4, efer;
   uint16_t cs, ds, es, ss;
 };
-
-// Which of the engine's own CPU models decodes the guest's instructions.
-// Unicorn gates some instructions on its internal feature words (PKU's
-// RDPKRU needs a model with PKU, say), whatever CPUID answers; the machine
-// picks the one closest to the CPUID model.
-enum class EngineCpu : uint8_t { Qemu64, SkylakeServer, Epyc };
 
 class Vcpu {
  public:
@@ -275,10 +270,13 @@ class Vcpu {
   virtual void flush_translations() = 0;
 
   virtual VcpuState state() const = 0;
+  // CR4 alone, for the CPUID exit's OSPKE bit: one register, not state().
+  virtual uint64_t cr4() const { return state().cr4; }
   virtual unsigned index() const = 0;
 };
 
 // Makes vCPU `index`'s engine, at its first SIPI (the boot CPU's at once).
-using VcpuFactory = std::function<std::unique_ptr<Vcpu>(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu cpu)>;
+using VcpuFactory =
+    std::function<std::unique_ptr<Vcpu>(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpuModel cpu)>;
 
 }  // namespace topolab

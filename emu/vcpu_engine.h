@@ -195,7 +195,7 @@ enum class StopCause : uint8_t { None, QuantumEnd, StopRequested, Retranslate, T
 using namespace vcpu_internal;
 
 struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
-  Engine(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpu engine_cpu);
+  Engine(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpuModel engine_cpu);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -288,7 +288,7 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
   // RdtscpReturnsTheHostsTimeAndTscAux). Otherwise the site is trapped.
   bool rdtscp_hooked() {
     if (!tsc_aux_known) tsc_aux_present = read_msr(x86::kMsrTscAux).has_value(), tsc_aux_known = true;
-    return tsc_aux_present && engine_cpu != EngineCpu::Qemu64;
+    return tsc_aux_present && engine_cpu != EngineCpuModel::Qemu64;
   }
 
   // --- callbacks that reach the host mid-block ---
@@ -382,7 +382,7 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
   void open_bus_access(uint64_t physical, unsigned size, bool write) override;
 
   const unsigned index;
-  const EngineCpu engine_cpu;
+  const EngineCpuModel engine_cpu;
   GuestRam& ram;
   x86::GuestRamMemory physical{ram};  // RAM, and open bus beyond it
   unsigned maxphyaddr = 0;            // CPUID.80000008H:EAX[7:0], asked once

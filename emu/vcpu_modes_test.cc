@@ -16,7 +16,7 @@ using namespace vcpu_test;
 // RDPKRU after enabling CR4.PKE, with Unicorn's model chosen per vCPU: the
 // engine gates PKU on its internal features whatever CPUID answers, and
 // those features survive the context copy enter_multiboot makes.
-VcpuExit run_rdpkru(EngineCpu engine_cpu) {
+VcpuExit run_rdpkru(EngineCpuModel engine_cpu) {
   GuestRam ram(kRamBytes);
   FakeHost host;
   UnicornVcpu cpu(0, ram, host, engine_cpu);
@@ -36,13 +36,13 @@ VcpuExit run_rdpkru(EngineCpu engine_cpu) {
 
 TEST(VcpuEngineCpu, Qemu64EngineHasNoPku) {
   // The #UD has no IDT to go to (the Multiboot state has none): a triple fault.
-  const VcpuExit exit = run_rdpkru(EngineCpu::Qemu64);
+  const VcpuExit exit = run_rdpkru(EngineCpuModel::Qemu64);
   EXPECT_EQ(exit.reason, VcpuExit::Reason::TripleFault) << exit.detail;
   EXPECT_NE(exit.detail.find("while delivering #UD (the first raised by an invalid opcode"), std::string::npos) << exit.detail;
 }
 
 TEST(VcpuEngineCpu, SkylakeServerEngineRunsPku) {
-  const VcpuExit exit = run_rdpkru(EngineCpu::SkylakeServer);
+  const VcpuExit exit = run_rdpkru(EngineCpuModel::SkylakeServer);
   EXPECT_EQ(exit.reason, VcpuExit::Reason::Halt) << exit.detail;
 }
 
@@ -309,7 +309,8 @@ TEST_F(TrampolineTest, TraceDisassemblesSixteenThirtyTwoAndSixtyFourBitCode) {
 
 // An AP after INIT and SIPI vector 8: real mode at 0x8000, where `code` is.
 struct ApAtSipi {
-  explicit ApAtSipi(const Bytes& code, EngineCpu engine_cpu = EngineCpu::Qemu64) : cpu(1, ram, host, engine_cpu) {
+  explicit ApAtSipi(const Bytes& code, EngineCpuModel engine_cpu = EngineCpuModel::Qemu64)
+      : cpu(1, ram, host, engine_cpu) {
     host.cpu = &cpu;
     std::copy(code.begin(), code.end(), ram.bytes(0x8000, code.size()).begin());
     cpu.reset_for_init();
@@ -324,7 +325,7 @@ struct ApAtSipi {
 // its own CPU model (Unicorn runs MONITOR and MWAIT itself, as a NOP and a
 // HLT, on a model whose internal features have MONITOR).
 TEST(VcpuEngineCpu, MonitorStopsAfterInitAndSipiOnEveryEngineCpu) {
-  for (EngineCpu engine_cpu : {EngineCpu::Qemu64, EngineCpu::SkylakeServer, EngineCpu::Epyc}) {
+  for (EngineCpuModel engine_cpu : {EngineCpuModel::Qemu64, EngineCpuModel::SkylakeServer, EngineCpuModel::Epyc}) {
     ApAtSipi ap({
                     0xb8, 0x40, 0x00,  // 8000: mov ax, 0x40
                     0x0f, 0x01, 0xc8,  // 8003: monitor

@@ -717,11 +717,19 @@ const std::vector<CpuModelDef>& cpu_models() {
 
 const std::vector<FeatureFlag>& feature_flags() { return kFlags; }
 
-bool CpuConfig::has(std::string_view name) const {
-  const FeatureFlag* f = find_flag(name);
-  if (!f) return false;
-  auto it = model.features.find(f->word);
-  return it != model.features.end() && (it->second >> f->bit) & 1;
+FeatureBit feature_bit(CpuFeature feature) {
+  // SDM vol. 2A CPUID: 01H:EDX[9] APIC, 01H:ECX[3] MONITOR, [21] x2APIC,
+  // [31] "not used" (every hypervisor's bit), 07H.0:ECX[3] PKU.
+  static constexpr FeatureBit kBits[] = {{FW::Leaf1Edx, 9}, {FW::Leaf1Ecx, 3}, {FW::Leaf1Ecx, 21}, {FW::Leaf1Ecx, 31},
+                                         {FW::Leaf7Ecx, 3}};
+  static_assert(std::size(kBits) == kCpuFeatures);
+  return kBits[static_cast<size_t>(feature)];
+}
+
+bool CpuConfig::has(CpuFeature feature) const {
+  const FeatureBit b = feature_bit(feature);
+  auto it = model.features.find(b.word);
+  return it != model.features.end() && (it->second & b.mask());
 }
 
 CpuConfig parse_cpu(std::string_view arg) {
@@ -770,7 +778,8 @@ namespace topolab {
 
 namespace {
 
-constexpr const char* kSmpCacheNames[kSmpCacheCount] = {"l1d", "l1i", "l2", "l3"};
+constexpr const char* kSmpCacheNames[] = {"l1d", "l1i", "l2", "l3"};
+static_assert(std::size(kSmpCacheNames) == kSmpCacheCount);
 
 // QEMU's CpuTopologyLevel spellings and what an x86 PC machine makes of
 // them: a level topolab shares caches at, or the reason QEMU refuses it.

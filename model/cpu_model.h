@@ -81,8 +81,8 @@ enum class Vendor { Intel, Amd };
 // The engine's own CPU model a vCPU runs on. Unicorn gates instructions on
 // its model's feature words (Unicorn 2.1.3's QEMU 5.0 TCG: POPCNT, SSSE3,
 // PKU, CLWB ... raise #UD on a model without them), so a CPUID model can only
-// advertise what its engine model executes. emu/ maps these one to one onto
-// the engine (emu/vcpu.h EngineCpu); docs/cpu_models.md has the measurement.
+// advertise what its engine model executes. The vCPU engine is made for one
+// of these (emu/vcpu.h VcpuFactory); docs/cpu_models.md has the measurement.
 enum class EngineCpuModel : uint8_t { Qemu64, SkylakeServer, Epyc };
 const char* engine_cpu_model_name(EngineCpuModel engine);
 
@@ -137,6 +137,18 @@ struct FeatureFlag {
   }
 };
 
+// The features the machine acts on rather than only reports, asked by type
+// so that a misspelt name cannot read as "absent". Each is the bit of the
+// -cpu flag of the same name (feature_flags()).
+enum class CpuFeature : uint8_t { Apic, Monitor, X2apic, Hypervisor, Pku };
+inline constexpr size_t kCpuFeatures = static_cast<size_t>(CpuFeature::Pku) + 1;
+struct FeatureBit {
+  FeatureWord word;
+  unsigned bit;
+  uint32_t mask() const { return 1u << bit; }
+};
+FeatureBit feature_bit(CpuFeature feature);
+
 // A -cpu argument resolved: the model and every property applied.
 struct CpuConfig {
   CpuModelDef model;
@@ -171,7 +183,7 @@ struct CpuConfig {
   std::string arg;       // the -cpu text this came from, for reports
 
   Vendor vendor() const { return model.vendor; }
-  bool has(std::string_view flag) const;
+  bool has(CpuFeature feature) const;
 };
 
 // The models topolab knows, in the order `-cpu help` lists them.
@@ -194,7 +206,7 @@ std::vector<DroppedFeature> dropped_features(const CpuModelDef& model);
 
 // The caches QEMU 10.0's -machine smp-cache.N.cache= names.
 enum class SmpCache { L1d, L1i, L2, L3 };
-inline constexpr size_t kSmpCacheCount = 4;
+inline constexpr size_t kSmpCacheCount = static_cast<size_t>(SmpCache::L3) + 1;
 const char* smp_cache_name(SmpCache cache);
 
 // What -machine sets that topolab models: the topology level each cache is

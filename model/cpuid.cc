@@ -1,6 +1,7 @@
 #include "model/cpuid.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -65,7 +66,8 @@ constexpr uint32_t kLeaf2CallCount = 1;
 constexpr uint32_t kLeaf2DescUseLeaf4 = 0xff;
 // Leaf 1 EDX[28]: more than one logical processor ID in the package.
 constexpr uint32_t kLeaf1EdxHtt = 1u << 28;
-constexpr uint32_t kLeaf1EcxHypervisor = 1u << 31;
+// CPUID.07H.0:ECX[4] OSPKE, which mirrors CR4.PKE where PKU is (SDM vol. 2A).
+constexpr uint32_t kLeaf7EcxOspke = 1u << 4;
 // The hypervisor range 0x40000000.. (Intel SDM: "reserved for software").
 constexpr uint32_t kHypervisorBase = 0x40000000;
 constexpr uint32_t kHypervisorMax = 0x40000001;
@@ -93,6 +95,20 @@ constexpr uint32_t kVirtAddrBits = 48;
 // EAX = EBX = 0, ECX[7:0] echoes the subleaf). Linux stops on the type or a
 // zero count, hwloc on EAX = EBX = 0, edk2 on the type: all stop here.
 CpuidRegs topology_terminator(uint32_t subleaf) { return {0, 0, subleaf & 0xff, 0}; }
+
+// The leaves whose fields carry the vCPU's APIC ID (patch_for_cpu): each
+// vCPU keeps its own entries of these.
+bool carries_apic_id(uint32_t leaf) { return leaf == 0x1 || leaf == 0xB || leaf == 0x1F || leaf == 0x8000001E; }
+
+bool key_less(const CpuidModel::Entry& e, std::pair<uint32_t, uint32_t> key) {
+  return std::pair{e.leaf, e.subleaf} < key;
+}
+
+// The entry for (leaf, subleaf) in a table in ascending key order, or nullptr.
+const CpuidRegs* find_entry(std::span<const CpuidModel::Entry> table, uint32_t leaf, uint32_t subleaf) {
+  auto it = std::lower_bound(table.begin(), table.end(), std::pair{leaf, subleaf}, key_less);
+  return it != table.end() && it->leaf == leaf && it->subleaf == subleaf ? &it->regs : nullptr;
+}
 
 uint32_t pack4(const char* s) {
   return uint32_t(uint8_t(s[0])) | uint32_t(uint8_t(s[1])) << 8 | uint32_t(uint8_t(s[2])) << 16 |
@@ -139,7 +155,7 @@ void put_field_saturated(uint32_t& reg, const CpuidField& f, uint64_t value) {
 
 CpuidModel::CpuidModel(Topology topology, CpuConfig cpu, MachineOptions machine)
     : topology_(std::move(topology)), cpu_(std::move(cpu)), machine_(std::move(machine)) {
-  if (topology_.needs_x2apic() && !cpu_.has("x2apic"))
+  if (topology_.needs_x2apic() && !cpu_.has(CpuFeature::X2apic))
     throw ConfigError(fmt::format(
         "{} CPUs reach APIC ID {}, above the xAPIC limit of {}: add +x2apic to -cpu", topology_.cpus(),
         topology_.max_apic_id(), Topology::kMaxXApicId));
@@ -174,8 +190,38 @@ CpuidModel::CpuidModel(Topology topology, CpuConfig cpu, MachineOptions machine)
     if (leaf >= 0x80000000 && !cpu_.xlevel_explicit) xlevel_ = std::max(xlevel_, leaf);
   }
   if ((feature(FeatureWord::Ext1Ecx) & kExt1EcxSvm) && !cpu_.xlevel_explicit) xlevel_ = std::max<uint32_t>(xlevel_, 0x8000000A);
-  if (topology_.has_core_type(CoreType::Core)) core_enumeration_ = build_enumeration(CoreType::Core);
-  if (topology_.has_core_type(CoreType::Atom)) atom_enumeration_ = build_enumeration(CoreType::Atom);
+  if (topology_.has_core_type(CoreType::Core)) core_entries_ = build_enumeration(CoreType::Core);
+  if (topology_.has_core_type(CoreType::Atom)) atom_entries_ = build_enumeration(CoreType::Atom);
+  build_cpu_entries();
+}
+
+// Each vCPU's own entries: its core type's entries of the leaves that carry
+// the APIC ID, with its APIC ID written in.
+void CpuidModel::build_cpu_entries() {
+  auto own_count = [](const std::vector<Entry>& entries) {
+    return std::count_if(entries.begin(), entries.end(), [](const Entry& e) { return carries_apic_id(e.leaf); });
+  };
+  cpu_entries_.reserve(topology_.cpus() * std::max(own_count(core_entries_), own_count(atom_entries_)));
+  cpu_begin_.reserve(topology_.cpus() + 1);
+  cpu_begin_.push_back(0);
+  for (unsigned cpu = 0; cpu < topology_.cpus(); ++cpu) {
+    const uint32_t apic_id = topology_.apic_id(cpu);
+    for (const Entry& e : type_entries(cpu)) {
+      if (!carries_apic_id(e.leaf)) continue;
+      cpu_entries_.push_back(e);
+      patch_for_cpu(apic_id, e.leaf, cpu_entries_.back().regs);
+    }
+    cpu_begin_.push_back(static_cast<uint32_t>(cpu_entries_.size()));
+  }
+}
+
+const std::vector<CpuidModel::Entry>& CpuidModel::type_entries(unsigned cpu_index) const {
+  return topology_.core_type(cpu_index) == CoreType::Atom ? atom_entries_ : core_entries_;
+}
+
+std::span<const CpuidModel::Entry> CpuidModel::cpu_entries(unsigned cpu_index) const {
+  const uint32_t begin = cpu_begin_.at(cpu_index), end = cpu_begin_.at(cpu_index + 1);
+  return std::span(cpu_entries_).subspan(begin, end - begin);
 }
 
 void CpuidModel::apply_machine_cache_levels() {
@@ -214,14 +260,38 @@ uint32_t CpuidModel::feature(FeatureWord w) const {
   return it == cpu_.model.features.end() ? 0 : it->second;
 }
 
-CpuidRegs CpuidModel::query(unsigned cpu_index, uint32_t leaf, uint32_t subleaf) const {
+uint32_t CpuidModel::answering_leaf(uint32_t leaf) const {
   // SDM: "If a value entered for CPUID.EAX is higher than the maximum input
   // value for basic or extended function ... the data for the highest basic
   // information leaf is returned."
   uint32_t limit = leaf >= 0x80000000 ? xlevel_ : leaf >= kHypervisorBase ? kHypervisorMax : level_;
-  if (leaf > limit) leaf = level_;
-  CpuidRegs r = base_leaf(leaf, subleaf, topology_.core_type(cpu_index));
-  patch_for_cpu(cpu_index, leaf, r);
+  return leaf > limit ? level_ : leaf;
+}
+
+CpuidRegs CpuidModel::query(unsigned cpu_index, uint32_t leaf, uint32_t subleaf, CpuidDynamic dynamic) const {
+  leaf = answering_leaf(leaf);
+  if (!has_subleaves(leaf)) subleaf = 0;  // ECX is ignored
+  CpuidRegs r = lookup(cpu_index, leaf, subleaf);
+  // The guest-state bits apply to the leaf that answers, as hardware
+  // answers an out-of-range leaf with the highest basic leaf as it is now.
+  if (leaf == 0x7 && subleaf == 0 && (r.ecx & feature_bit(CpuFeature::Pku).mask()) && dynamic.cr4_pke)
+    r.ecx |= kLeaf7EcxOspke;
+  // SDM vol. 3A 10.4.3: with IA32_APIC_BASE.EN clear, "the CPUID feature
+  // flag for the APIC ... is also set to 0".
+  if (leaf == 0x1 && !dynamic.apic_enabled) r.edx &= ~feature_bit(CpuFeature::Apic).mask();
+  return r;
+}
+
+CpuidRegs CpuidModel::lookup(unsigned cpu_index, uint32_t leaf, uint32_t subleaf) const {
+  std::span<const Entry> table = carries_apic_id(leaf) ? cpu_entries(cpu_index) : type_entries(cpu_index);
+  if (const CpuidRegs* regs = find_entry(table, leaf, subleaf)) return *regs;
+  // No table lists subleaves past a list's terminator, nor the hypervisor
+  // leaves without the hypervisor bit: those read zeros, except that the
+  // extended-topology leaves go on answering "invalid level" with ECX[7:0]
+  // the subleaf and EDX the x2APIC ID (SDM vol. 2A, leaves 0BH and 1FH).
+  if (leaf != 0xB && leaf != 0x1F) return {};
+  CpuidRegs r = topology_terminator(subleaf);
+  r.edx = topology_.apic_id(cpu_index);
   return r;
 }
 
@@ -256,8 +326,7 @@ CpuidRegs CpuidModel::base_leaf(uint32_t leaf, uint32_t subleaf, CoreType type) 
 }
 
 // The fields that differ between vCPUs: each carries the vCPU's APIC ID.
-void CpuidModel::patch_for_cpu(unsigned cpu_index, uint32_t leaf, CpuidRegs& r) const {
-  uint32_t apic_id = topology_.apic_id(cpu_index);
+void CpuidModel::patch_for_cpu(uint32_t apic_id, uint32_t leaf, CpuidRegs& r) const {
   switch (leaf) {
     case 0x1:
       // Only the low 8 bits fit; past 255 the x2APIC ID is in 0xB/0x1F.
@@ -378,7 +447,7 @@ CpuidRegs CpuidModel::leaf4(uint32_t subleaf, CoreType type) const {
 CpuidRegs CpuidModel::leaf5() const {
   // The monitor line is 64 bytes when MONITOR exists (QEMU reports 0 even
   // then); no C-state sub-states are enumerated.
-  uint32_t line = cpu_.has("monitor") ? kMonitorLineSize : 0;
+  uint32_t line = cpu_.has(CpuFeature::Monitor) ? kMonitorLineSize : 0;
   return {line, line, kMwaitEmx | kMwaitIbe, 0};
 }
 
@@ -426,7 +495,8 @@ CpuidRegs CpuidModel::leafB(uint32_t subleaf, CoreType type) const {
 }
 
 CpuidRegs CpuidModel::leaf1F(uint32_t subleaf, CoreType type) const {
-  if (!reports_leaf_1f()) return {};
+  // In range but not reported (level= set past it): no level at all.
+  if (!reports_leaf_1f()) return topology_terminator(subleaf);
   // The levels that exist, from SMT up; each one's shift is the APIC-ID
   // offset of its parent's field and its count the CPUs in one parent. A
   // level of count 1 has a zero-width field, so skipping it needs no
@@ -524,7 +594,7 @@ CpuidRegs CpuidModel::extA() const {
 }
 
 CpuidRegs CpuidModel::hypervisor(uint32_t leaf) const {
-  if (leaf != kHypervisorBase || !(feature(FeatureWord::Leaf1Ecx) & kLeaf1EcxHypervisor)) return {};
+  if (leaf != kHypervisorBase || !cpu_.has(CpuFeature::Hypervisor)) return {};
   // The hypervisor signature: guests that look for one find "topolab", or
   // with kvm=on KVM's "KVMKVMKVM\0\0\0" (whose leaf 0x40000001 then says no
   // paravirtual features and no hints: all zero, as it is here anyway).
@@ -551,7 +621,8 @@ CpuidRegs CpuidModel::ext1E() const {
 
 // Which leaves and subleaves exist does not depend on the vCPU (only the
 // APIC-ID fields and, on a hybrid part, the core type do), so the list is
-// built once per core type from the base leaves.
+// built once per core type from the base leaves, in ascending (leaf,
+// subleaf) order, which lookup() searches.
 std::vector<CpuidModel::Entry> CpuidModel::build_enumeration(CoreType type) const {
   std::vector<Entry> out;
   auto add_leaf = [&](uint32_t leaf) {
@@ -573,16 +644,19 @@ std::vector<CpuidModel::Entry> CpuidModel::build_enumeration(CoreType type) cons
     }
   };
   for (uint32_t leaf = 0; leaf <= level_; ++leaf) add_leaf(leaf);
-  if (feature(FeatureWord::Leaf1Ecx) & kLeaf1EcxHypervisor)
+  if (cpu_.has(CpuFeature::Hypervisor))
     for (uint32_t leaf = kHypervisorBase; leaf <= kHypervisorMax; ++leaf) add_leaf(leaf);
   for (uint32_t leaf = 0x80000000; leaf <= xlevel_; ++leaf) add_leaf(leaf);
   return out;
 }
 
 std::vector<CpuidModel::Entry> CpuidModel::enumerate(unsigned cpu_index) const {
-  std::vector<Entry> out =
-      topology_.core_type(cpu_index) == CoreType::Atom ? atom_enumeration_ : core_enumeration_;
-  for (Entry& e : out) patch_for_cpu(cpu_index, e.leaf, e.regs);
+  std::vector<Entry> out = type_entries(cpu_index);
+  // The vCPU's own entries, in the same order, replace its type's.
+  std::span<const Entry> own = cpu_entries(cpu_index);
+  auto next = own.begin();
+  for (Entry& e : out)
+    if (carries_apic_id(e.leaf)) e = *next++;
   return out;
 }
 

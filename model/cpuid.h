@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -44,6 +45,18 @@ void put_field(uint32_t& reg, const CpuidField& field, uint64_t value);
 // either; software reads leaf 0xB/0x1F for the real counts.
 void put_field_saturated(uint32_t& reg, const CpuidField& field, uint64_t value);
 
+// The CPUID bits that follow guest state instead of the configuration. The
+// defaults are a vCPU's state at reset (CR4 = 0, the APIC enabled), which is
+// what the dumps show.
+struct CpuidDynamic {
+  bool cr4_pke = false;      // CR4.PKE: CPUID.07H.0:ECX[4] (OSPKE) where PKU is
+  bool apic_enabled = true;  // IA32_APIC_BASE.EN: CPUID.01H:EDX[9] (APIC)
+};
+
+// Every vCPU's CPUID is a table, normalized once when the model is built:
+// the leaves its core type shares with every vCPU of that type, and its own
+// entries of the leaves that carry its APIC ID. A guest's CPUID and the dumps
+// read the same entries; only the two CpuidDynamic bits are applied per read.
 class CpuidModel {
  public:
   // Throws ConfigError when the CPU model cannot describe the topology
@@ -51,19 +64,20 @@ class CpuidModel {
   // core type) or -machine's cache levels break QEMU's ordering rule.
   CpuidModel(Topology topology, CpuConfig cpu, MachineOptions machine = {});
 
-  // What CPUID returns on vCPU `cpu_index` for EAX = leaf, ECX = subleaf.
-  // Leaves above the maximum return the highest basic leaf, as Intel CPUs
-  // (and QEMU) do.
-  CpuidRegs query(unsigned cpu_index, uint32_t leaf, uint32_t subleaf) const;
+  // What CPUID returns on vCPU `cpu_index` for EAX = leaf, ECX = subleaf,
+  // with the guest state `dynamic`. Leaves above the maximum return the
+  // highest basic leaf, as Intel CPUs (and QEMU) do.
+  CpuidRegs query(unsigned cpu_index, uint32_t leaf, uint32_t subleaf, CpuidDynamic dynamic = {}) const;
 
   struct Entry {
     uint32_t leaf;
     uint32_t subleaf;
     CpuidRegs regs;
   };
-  // Every leaf and subleaf that `cpuid -r` would list for one vCPU, in its
-  // order: basic leaves, then extended ones; subleaf enumerations include
-  // their terminating subleaf.
+  // Every leaf and subleaf that `cpuid -r` would list for one vCPU (its
+  // table at reset), in ascending (leaf, subleaf) order: basic leaves, the
+  // hypervisor's, then extended ones; subleaf enumerations include their
+  // terminating subleaf.
   std::vector<Entry> enumerate(unsigned cpu_index) const;
 
   // True for leaves whose output depends on ECX.
@@ -88,8 +102,16 @@ class CpuidModel {
  private:
   CpuidRegs base_leaf(uint32_t leaf, uint32_t subleaf, CoreType type) const;
   std::vector<Entry> build_enumeration(CoreType type) const;
+  void build_cpu_entries();
   void apply_machine_cache_levels();
-  void patch_for_cpu(unsigned cpu_index, uint32_t leaf, CpuidRegs& r) const;
+  void patch_for_cpu(uint32_t apic_id, uint32_t leaf, CpuidRegs& r) const;
+  // The leaf whose data CPUID returns for `leaf` (the leaf-limit rule).
+  uint32_t answering_leaf(uint32_t leaf) const;
+  // vCPU `cpu_index`'s entry for (leaf, subleaf), the rule for subleaves
+  // past a list's end included.
+  CpuidRegs lookup(unsigned cpu_index, uint32_t leaf, uint32_t subleaf) const;
+  const std::vector<Entry>& type_entries(unsigned cpu_index) const;
+  std::span<const Entry> cpu_entries(unsigned cpu_index) const;
 
   CpuidRegs leaf0() const;
   CpuidRegs leaf1() const;
@@ -125,8 +147,13 @@ class CpuidModel {
   CacheSet core_caches_, atom_caches_;
   uint32_t level_, xlevel_;
   bool has_topoext_;
-  // Every vCPU's of one core type, before its APIC-ID fields.
-  std::vector<Entry> core_enumeration_, atom_enumeration_;
+  // What every vCPU of one core type reads, with the APIC-ID fields zero:
+  // each vCPU has its own entries of those leaves (carries_apic_id).
+  std::vector<Entry> core_entries_, atom_entries_;
+  // vCPU i's own entries are [cpu_begin_[i], cpu_begin_[i + 1]) of
+  // cpu_entries_: about ten per vCPU, so 4,096 vCPUs hold under 1 MiB.
+  std::vector<Entry> cpu_entries_;
+  std::vector<uint32_t> cpu_begin_;
 };
 
 }  // namespace topolab

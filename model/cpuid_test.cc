@@ -1,5 +1,6 @@
 #include "model/cpuid.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <set>
@@ -343,6 +344,63 @@ TEST(Enumerate, ListsEverySubleafAndItsTerminator) {
   EXPECT_EQ(count(0x80000008), 1);
   EXPECT_EQ(keys.front(), (std::pair<uint32_t, uint32_t>{0, 0}));
   EXPECT_EQ(keys.back().first, 0x80000008u);
+}
+
+// The guest reads the entries the dump lists, on every vCPU of every core
+// type, and the tables are in the key order lookups search.
+TEST(Table, QueryReadsTheEnumeratedEntries) {
+  for (auto [smp, cpu] : std::vector<std::pair<const char*, const char*>>{
+           {"32,sockets=2,dies=2,cores=4,threads=2", "EPYC"},
+           {"12,sockets=2,cores=3,threads=2", "Skylake-Server"},
+           {"sockets=1,p-modules=2,p-threads=2,e-modules=2,e-cores=4", "AlderLake"}}) {
+    CpuidModel m = make(smp, cpu);
+    for (unsigned i = 0; i < m.topology().cpus(); ++i) {
+      const std::vector<CpuidModel::Entry> entries = m.enumerate(i);
+      EXPECT_TRUE(std::is_sorted(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
+        return std::pair{a.leaf, a.subleaf} < std::pair{b.leaf, b.subleaf};
+      })) << smp;
+      for (const CpuidModel::Entry& e : entries)
+        EXPECT_EQ(m.query(i, e.leaf, e.subleaf), e.regs) << smp << " cpu " << i << " leaf " << e.leaf << "." << e.subleaf;
+    }
+  }
+}
+
+TEST(Table, SubleavesPastTheListFollowTheirLeafsRule) {
+  CpuidModel m = make("12,sockets=2,cores=3,threads=2", "Skylake-Server");
+  EXPECT_EQ(m.query(6, 4, 9), CpuidRegs{});
+  EXPECT_EQ(m.query(6, 7, 1), CpuidRegs{});
+  EXPECT_EQ(m.query(6, 1, 5), m.query(6, 1, 0));  // no subleaves: ECX ignored
+  EXPECT_EQ(m.query(6, 0xB, 7), (CpuidRegs{0, 0, 7, 8}));
+  // Leaf 0x1F in range (level=) but not reported: an invalid level on every
+  // subleaf, as leaf 0xB past its levels.
+  CpuidModel level = make("8", "Skylake-Server,level=0x1f");
+  ASSERT_FALSE(level.reports_leaf_1f());
+  EXPECT_EQ(level.query(3, 0x1F, 0), (CpuidRegs{0, 0, 0, 3}));
+  EXPECT_EQ(level.query(3, 0x1F, 2), (CpuidRegs{0, 0, 2, 3}));
+  // Without the hypervisor bit its leaves are in range and zero.
+  EXPECT_EQ(make("2", "Skylake-Server,-hypervisor").query(0, 0x40000001, 0), CpuidRegs{});
+}
+
+// The two bits that follow guest state. The defaults are the reset state:
+// what the dump shows.
+TEST(Dynamic, OspkeFollowsCr4PkeWherePkuIs) {
+  constexpr uint32_t kPku = 1u << 3, kOspke = 1u << 4;
+  CpuidModel m = make("2", "Skylake-Server");
+  ASSERT_TRUE(m.query(1, 7, 0).ecx & kPku);
+  EXPECT_FALSE(m.query(1, 7, 0).ecx & kOspke);
+  EXPECT_EQ(m.query(1, 7, 0, CpuidDynamic{.cr4_pke = true}).ecx, m.query(1, 7, 0).ecx | kOspke);
+  EXPECT_EQ(m.query(1, 7, 1, CpuidDynamic{.cr4_pke = true}), CpuidRegs{});
+  EXPECT_FALSE(make("2", "Skylake-Server,-pku").query(1, 7, 0, CpuidDynamic{.cr4_pke = true}).ecx & kOspke);
+}
+
+TEST(Dynamic, ApicBitFollowsApicBaseEnable) {
+  constexpr uint32_t kApic = 1u << 9;
+  CpuidModel m = make("2", "Skylake-Server");
+  const CpuidRegs on = m.query(1, 1, 0), off = m.query(1, 1, 0, CpuidDynamic{.apic_enabled = false});
+  ASSERT_TRUE(on.edx & kApic);
+  EXPECT_EQ(off.edx, on.edx & ~kApic);
+  EXPECT_EQ((CpuidRegs{off.eax, off.ebx, off.ecx, on.edx}), on);  // nothing else moves
+  EXPECT_EQ(m.query(1, 0xB, 0, CpuidDynamic{.apic_enabled = false}), m.query(1, 0xB, 0));
 }
 
 TEST(FieldHelper, NamesTheSdmFieldOnOverflow) {

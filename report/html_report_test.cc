@@ -94,8 +94,8 @@ struct RunFixture {
   Stats stats{2};
   ActivityLog log{2};
   RunFixture() {
-    stats.record_send(0, IpiMode::Fixed, IpiShorthand::None, 0xfd);
-    stats.record_ipi(0, 1, IpiMode::Fixed, 0xfd, true);
+    stats.record_send(0, ApicDeliveryMode::Fixed, ApicShorthand::None, 0xfd);
+    stats.record_ipi(0, 1, ApicDeliveryMode::Fixed, 0xfd, true);
     stats.record_wake(1, WakeCause::Interrupt);
     log.record(0, 0, 1000, VcpuActivity::Running);
     log.record(0, 1000, 3000, VcpuActivity::Halted);

@@ -140,22 +140,16 @@ HtmlSection html_wakes_section(const Stats& stats) {
   for (size_t c = 0; c < kWakeCauses; ++c) appendf(out, "<th>{}</th>", to_string(static_cast<WakeCause>(c)));
   appendf(out, "<th>IPIs sent</th><th>IPIs received</th><th>of which while halted</th></tr>\n");
   const unsigned rows = std::min(stats.vcpu_count(), kLanes);
-  VcpuStats total;
-  for (unsigned cpu = 0; cpu < stats.vcpu_count(); ++cpu) {
+  for (unsigned cpu = 0; cpu < rows; ++cpu) {
     const VcpuStats& s = stats.vcpu(cpu);
-    total.hlt_entries += s.hlt_entries;
-    for (size_t c = 0; c < kWakeCauses; ++c) total.wakes[c] += s.wakes[c];
-    total.ipis_sent[0] += s.total_sent();
-    total.ipis_received[0] += s.total_received();
-    total.received_while_halted += s.received_while_halted;
-    if (cpu >= rows) continue;
     appendf(out, "<tr><td>{}</td><td>{}</td>", cpu, s.hlt_entries);
     for (uint64_t n : s.wakes) appendf(out, "<td>{}</td>", n);
     appendf(out, "<td>{}</td><td>{}</td><td>{}</td></tr>\n", s.total_sent(), s.total_received(), s.received_while_halted);
   }
+  const VcpuStats total = stats.total();
   appendf(out, "<tr><th>all</th><th>{}</th>", total.hlt_entries);
   for (uint64_t n : total.wakes) appendf(out, "<th>{}</th>", n);
-  appendf(out, "<th>{}</th><th>{}</th><th>{}</th></tr>\n</table>\n", total.ipis_sent[0], total.ipis_received[0],
+  appendf(out, "<th>{}</th><th>{}</th><th>{}</th></tr>\n</table>\n", total.total_sent(), total.total_received(),
           total.received_while_halted);
   if (rows < stats.vcpu_count())
     appendf(out, "<p class=\"note\">The first {} of {} vCPUs; the last row counts all.</p>\n", rows, stats.vcpu_count());

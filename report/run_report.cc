@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -26,26 +25,6 @@ uint64_t wakes(const VcpuStats& s) {
 
 uint64_t hlt_exits(const VcpuStats& s) { return s.exits[static_cast<size_t>(ExitKind::Hlt)]; }
 
-// Sums of the counters the table's total line and the window line show.
-struct Totals {
-  uint64_t exits = 0, hlt_exits = 0, pauses = 0, mwaits = 0, busy_ns = 0;
-  std::map<uint8_t, uint64_t> received_by_vector;
-};
-
-Totals totals(const Stats& stats) {
-  Totals t;
-  for (unsigned i = 0; i < stats.vcpu_count(); ++i) {
-    const VcpuStats& s = stats.vcpu(i);
-    t.exits += s.total_exits();
-    t.hlt_exits += hlt_exits(s);
-    t.pauses += s.pauses;
-    t.mwaits += s.mwait_entries;
-    t.busy_ns += s.host_busy_ns();
-    for (auto [vector, n] : s.received_by_vector) t.received_by_vector[vector] += n;
-  }
-  return t;
-}
-
 // The scalar counters from `first` to `last` (scalar_counters() order).
 void put_counters(nlohmann::ordered_json& v, const VcpuStats& s, std::string_view first, std::string_view last) {
   bool in_range = false;
@@ -61,12 +40,14 @@ nlohmann::ordered_json vcpu_json(const VcpuStats& s) {
   ordered_json v;
   put_counters(v, s, "instructions", "halted_ns");
   ordered_json sent, received, shorthands, wake, exits;
-  for (size_t m = 0; m < kIpiModes; ++m) {
-    sent[std::string(to_string(static_cast<IpiMode>(m)))] = s.ipis_sent[m];
-    received[std::string(to_string(static_cast<IpiMode>(m)))] = s.ipis_received[m];
+  for (size_t m = 0; m < kApicDeliveryModes; ++m) {
+    const auto mode = static_cast<ApicDeliveryMode>(m);
+    if (mode == ApicDeliveryMode::Reserved) continue;  // never sent: the run stops there
+    sent[std::string(to_string(mode))] = s.ipis_sent[m];
+    received[std::string(to_string(mode))] = s.ipis_received[m];
   }
-  for (size_t h = 0; h < kIpiShorthands; ++h)
-    shorthands[std::string(to_string(static_cast<IpiShorthand>(h)))] = s.ipis_sent_by_shorthand[h];
+  for (size_t h = 0; h < kApicShorthands; ++h)
+    shorthands[std::string(to_string(static_cast<ApicShorthand>(h)))] = s.ipis_sent_by_shorthand[h];
   for (size_t w = 0; w < kWakeCauses; ++w) wake[std::string(to_string(static_cast<WakeCause>(w)))] = s.wakes[w];
   for (size_t k = 0; k < kExitKinds; ++k) exits[std::string(to_string(static_cast<ExitKind>(k)))] = s.exits[k];
   v["ipis_sent"] = sent;
@@ -98,7 +79,7 @@ nlohmann::ordered_json vcpu_json(const VcpuStats& s) {
 
 double host_cpu_percent(const Stats& stats, uint64_t elapsed_ns) {
   if (elapsed_ns == 0) return 0;
-  return 100.0 * static_cast<double>(totals(stats).busy_ns) / static_cast<double>(elapsed_ns);
+  return 100.0 * static_cast<double>(stats.total().host_busy_ns()) / static_cast<double>(elapsed_ns);
 }
 
 std::string format_run_table(const RunReportInput& in) {
@@ -108,32 +89,20 @@ std::string format_run_table(const RunReportInput& in) {
           "instructions", "hlt", "halted us", "ipi sent", "ipi recv", "to idle", "wakes", "init/sipi", "mwait", "pause",
           "exits", "%cpu");
   const uint64_t elapsed = in.result.virtual_ns;
-  VcpuStats total;
   std::vector<unsigned> never_ran;
   unsigned rows = 0;
   for (unsigned i = 0; i < stats.vcpu_count(); ++i) {
     const VcpuStats& s = stats.vcpu(i);
-    total.instructions += s.instructions;
-    total.hlt_entries += s.hlt_entries;
-    total.halted_ns += s.halted_ns;
-    total.received_while_halted += s.received_while_halted;
-    for (size_t m = 0; m < kIpiModes; ++m) {
-      total.ipis_sent[m] += s.ipis_sent[m];
-      total.ipis_received[m] += s.ipis_received[m];
-    }
-    for (size_t w = 0; w < kWakeCauses; ++w) total.wakes[w] += s.wakes[w];
-    total.ple_exits += s.ple_exits;
-    total.skipped_ns += s.skipped_ns;
     // vCPUs the guest never started get one line together below.
     if (s.instructions == 0 && s.total_received() == 0) {
       never_ran.push_back(i);
       continue;
     }
     if (++rows > kTableRows) continue;
-    uint64_t init_sipi = s.ipis_received[static_cast<size_t>(IpiMode::Init)] +
-                         s.ipis_received[static_cast<size_t>(IpiMode::StartUp)];
+    uint64_t init_sipi = s.ipis_received[static_cast<size_t>(ApicDeliveryMode::Init)] +
+                         s.ipis_received[static_cast<size_t>(ApicDeliveryMode::StartUp)];
     appendf(out, "{:>5} {:>#7x} {:>14} {:>8} {:>12.1f} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>6.1f}\n", i,
-            in.cpuid.topology().apic_id(i), s.instructions, s.hlt_entries, s.halted_ns / 1e3, s.total_sent(),
+            in.config.topology.apic_id(i), s.instructions, s.hlt_entries, s.halted_ns / 1e3, s.total_sent(),
             s.total_received(), s.received_while_halted, wakes(s), init_sipi, s.mwait_entries, s.pauses,
             s.total_exits(), elapsed ? 100.0 * s.host_busy_ns() / elapsed : 0.0);
   }
@@ -141,10 +110,10 @@ std::string format_run_table(const RunReportInput& in) {
   if (!never_ran.empty())
     appendf(out, "  vCPU{} {} never ran (the guest sent no INIT/SIPI)\n", never_ran.size() == 1 ? "" : "s",
             format_cpu_list(never_ran));
-  const Totals all = totals(stats);
+  const VcpuStats total = stats.total();
   appendf(out, "{:>5} {:>7} {:>14} {:>8} {:>12.1f} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>6.1f}\n", "all", "",
           total.instructions, total.hlt_entries, total.halted_ns / 1e3, total.total_sent(), total.total_received(),
-          total.received_while_halted, wakes(total), "", all.mwaits, all.pauses, all.exits,
+          total.received_while_halted, wakes(total), "", total.mwait_entries, total.pauses, total.total_exits(),
           host_cpu_percent(stats, elapsed));
 
   std::vector<std::pair<std::pair<unsigned, unsigned>, uint64_t>> routes(stats.ipi_matrix().begin(),
@@ -162,10 +131,10 @@ std::string format_run_table(const RunReportInput& in) {
   if (in.window) {
     const MeasureWindow& w = *in.window;
     const uint64_t ns = w.end_ns - w.begin_ns;
-    const Totals t = totals(w.stats);
+    const VcpuStats t = w.stats.total();
     appendf(out, "measuring window: {:.3f} ms of virtual time{}; host CPU {:.1f}%; HLT exits {}", ns / 1e6,
             w.ended_by_guest ? "" : " (not ended by the guest: to the end of the run)", host_cpu_percent(w.stats, ns),
-            t.hlt_exits);
+            hlt_exits(t));
     for (auto [vector, n] : t.received_by_vector) appendf(out, "; vector {:#04x} x{}", vector, n);
     appendf(out, "\n");
   }
@@ -179,7 +148,7 @@ std::string format_run_json(const RunReportInput& in) {
   ordered_json j;
   j["schema"] = kRunReportSchema;
   j["config"] = {{"image", std::filesystem::path(in.config.image).filename().string()},
-                 {"smp", in.cpuid.topology().to_smp_arg()},
+                 {"smp", in.config.topology.to_smp_arg()},
                  {"cpu", in.config.cpu.arg},
                  {"memory_mib", in.config.ram_mib},
                  {"append", in.config.append},
@@ -200,7 +169,7 @@ std::string format_run_json(const RunReportInput& in) {
     for (unsigned i = 0; i < from.vcpu_count(); ++i) {
       ordered_json v;
       v["index"] = i;
-      v["apic_id"] = in.cpuid.topology().apic_id(i);
+      v["apic_id"] = in.config.topology.apic_id(i);
       v.update(vcpu_json(from.vcpu(i)));
       vcpus.push_back(v);
     }

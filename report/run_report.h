@@ -5,7 +5,6 @@
 #include <optional>
 #include <string>
 
-#include "model/cpuid.h"
 #include "emu/machine.h"
 #include "emu/stats.h"
 
@@ -14,8 +13,7 @@ namespace topolab {
 inline constexpr const char* kRunReportSchema = "topolab.run/1";
 
 struct RunReportInput {
-  const MachineConfig& config;
-  const CpuidModel& cpuid;
+  const MachineConfig& config;  // its topology is the machine's
   const Stats& stats;
   const RunResult& result;
   const std::optional<MeasureWindow>& window;  // the guest's measuring window

@@ -11,9 +11,9 @@ using test_text::count;
 
 TEST(IpiHeatmap, OneCellPerRouteWithItsCount) {
   Stats stats(4);
-  stats.record_ipi(0, 1, IpiMode::Fixed, 0xfd, false);
-  stats.record_ipi(0, 1, IpiMode::Fixed, 0xfd, false);
-  stats.record_ipi(2, 3, IpiMode::Nmi, 0, true);
+  stats.record_ipi(0, 1, ApicDeliveryMode::Fixed, 0xfd, false);
+  stats.record_ipi(0, 1, ApicDeliveryMode::Fixed, 0xfd, false);
+  stats.record_ipi(2, 3, ApicDeliveryMode::Nmi, 0, true);
   std::string svg = ipi_heatmap_svg(stats, Topology::parse("4"));
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   EXPECT_NE(svg.find("<title>cpu 0 -> cpu 1: 2</title>"), std::string::npos) << svg;
@@ -24,7 +24,7 @@ TEST(IpiHeatmap, OneCellPerRouteWithItsCount) {
 
 TEST(IpiHeatmap, LargeMachinesAreBinned) {
   Stats stats(1024);
-  stats.record_ipi(0, 1023, IpiMode::Fixed, 0x40, false);
+  stats.record_ipi(0, 1023, ApicDeliveryMode::Fixed, 0x40, false);
   std::string svg = ipi_heatmap_svg(stats, Topology::parse("1024"));
   EXPECT_NE(svg.find("cpu 0-7 -> cpu 1016-1023: 1"), std::string::npos);
   EXPECT_NE(svg.find("8 vCPUs per cell"), std::string::npos);

@@ -187,11 +187,11 @@ void write_report(const RunOptions& o, const Machine& machine, const RunResult& 
       if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0)
         throw ConfigError(fmt::format("--svg {}: cannot write {}", o.svg_dir, path));
     };
-    write("ipi-heatmap.svg", ipi_heatmap_svg(machine.stats(), machine.cpuid().topology()));
+    write("ipi-heatmap.svg", ipi_heatmap_svg(machine.stats(), machine.topology()));
     write("topology.svg", topology_svg(machine.cpuid()));
   }
   if (o.report == "none") return;
-  RunReportInput in{o.machine, machine.cpuid(), machine.stats(), r, machine.window()};
+  RunReportInput in{o.machine, machine.stats(), r, machine.window()};
   std::string text = o.report == "json" ? format_run_json(in) : format_run_table(in);
   if (o.report_file.empty()) {
     fmt::print(stderr, "{}", text);
@@ -318,7 +318,7 @@ void write_run_page(HtmlFile& html, const RunOptions& o, const Machine& machine,
                                     r.guest_value ? fmt::format(" {}", *r.guest_value) : "", r.instructions,
                                     r.virtual_ns / 1e9, o.machine.quantum);
   if (!r.diagnosis.empty()) outcome += "; " + r.diagnosis;
-  RunReportInput in{o.machine, machine.cpuid(), machine.stats(), r, machine.window()};
+  RunReportInput in{o.machine, machine.stats(), r, machine.window()};
   html.write(run_html_page({o.command, machine.cpuid(), machine.stats(), machine.activity(), outcome,
                             format_run_table(in)}));
 }
