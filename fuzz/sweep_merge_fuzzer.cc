@@ -3,7 +3,8 @@
 // on every case-*.json and whose ConfigError the command turns into one
 // line and status 125. Input: the file's text; the merge is the l3-cache
 // experiment with its default options, or halt-poll when the text's first
-// byte is odd (the cases differ).
+// byte is odd (the cases differ; "{" is odd, so the l3-cache seeds start
+// with a blank).
 // Invariants:
 // - ConfigError is the only refusal, and its message is one line that
 //   names the file;
