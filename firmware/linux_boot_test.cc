@@ -116,6 +116,20 @@ TEST(LinuxBoot, RefusesACommandLineOverTheKernelsLimit) {
             "the kernel command line is 17 bytes; this kernel takes at most 16");
 }
 
+// A header may allow any length (cmdline_size is 32 bits); the line still
+// has to fit between 0x20000 and the kernel at 1 MiB, which it would
+// overwrite (fuzz/linux_boot_fuzzer.cc found it).
+TEST(LinuxBoot, RefusesACommandLineThatWouldReachTheKernel) {
+  GuestRam ram(64 << 20);
+  FakeKernel k;
+  k.cmdline_size = 0xffffffff;
+  EXPECT_NO_THROW(load_linux(ram, k.build(), std::string(0xdffff, 'x'), {}));
+  GuestRam fresh(64 << 20);
+  EXPECT_EQ(expect_error(fresh, k.build(), std::string(0xe0000, 'x')),
+            "the kernel command line is 917504 bytes; topolab has room for 917503 below the kernel");
+  for (uint64_t at = 0; at < fresh.size(); at += 4096) ASSERT_EQ(fresh.read<uint64_t>(at), 0u) << "RAM written at " << at;
+}
+
 TEST(LinuxBoot, RefusesKernelsAndInitrdsThatDoNotFit) {
   GuestRam small(16 << 20);
   EXPECT_NE(expect_error(small, FakeKernel{}.build()).find("too small for this Linux kernel"), std::string::npos);

@@ -317,6 +317,16 @@ TEST_F(SweepFiles, AMangledCaseFileIsOneError) {
             "case-0.json: \"ops\" is no string: 5");
 }
 
+// JSON escapes can put a line break in what an error quotes; the error
+// stays one line (fuzz/sweep_merge_fuzzer.cc).
+TEST_F(SweepFiles, AnErrorQuotingTheFileStaysOneLine) {
+  const std::string description = describe_case(cases[0]);
+  EXPECT_EQ(parse_error(edited([](auto& j) { j["description"] = "a\nb\r\x01"; })),
+            "case-0.json: case 0 is \"a\\nb\\r\\x01\" there, \"" + description + "\" here (another topolab?)");
+  EXPECT_EQ(parse_error(edited([](auto& j) { j["options"]["experiment"] = "x\ny"; })),
+            "case-0.json: a case of experiment x\\ny, not halt-poll");
+}
+
 TEST_F(SweepFiles, AMergeWantsEveryCaseOnce) {
   write_all();
   std::filesystem::remove(dir / case_file_name(4));

@@ -362,11 +362,44 @@ void Parser::serial(const std::string& value) {
   else throw ConfigError(fmt::format("-serial {}: topolab's COM1 goes to stdio, file:PATH or none", value));
 }
 
+// A refusal quotes the user's arguments, which may hold line breaks or other
+// control characters: escaped, the message stays the one line the command
+// prints (found by fuzz/qemu_command_fuzzer.cc).
+std::string printable(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    else out += c;
+  }
+  return out;
+}
+
+uint64_t ram_size_of(const std::string& text);
+
 }  // namespace
 
-QemuCommand parse_qemu_command(const std::vector<std::string>& args) { return Parser().parse(args); }
+QemuCommand parse_qemu_command(const std::vector<std::string>& args) {
+  try {
+    return Parser().parse(args);
+  } catch (const ConfigError& e) {
+    throw ConfigError(printable(e.what()));
+  }
+}
 
 uint64_t parse_qemu_ram_size(const std::string& text) {
+  try {
+    return ram_size_of(text);
+  } catch (const ConfigError& e) {
+    throw ConfigError(printable(e.what()));
+  }
+}
+
+namespace {
+
+uint64_t ram_size_of(const std::string& text) {
   std::vector<std::string> items = split_properties(text);
   std::string size = items.front();
   for (size_t i = 0; i < items.size(); ++i) {
@@ -396,6 +429,8 @@ uint64_t parse_qemu_ram_size(const std::string& text) {
   if (bytes % (uint64_t{1} << 20)) throw ConfigError(fmt::format("-m {}: topolab's RAM is a whole number of MiB", text));
   return bytes >> 20;
 }
+
+}  // namespace
 
 std::string qemu_version_text(const std::string& topolab_version, const std::string& engine_version) {
   // kvm-unit-tests and other scripts read "QEMU emulator version X.Y.Z" off

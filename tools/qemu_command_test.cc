@@ -124,6 +124,20 @@ TEST(QemuCommand, UnknownAndRefusedOptionsNameThemselves) {
   EXPECT_NE(refusal({"-kernel", "k", "--nographic=1"}).find("takes no argument"), std::string::npos);
 }
 
+// A refusal quotes the argument; a line break or another control character
+// in it is escaped, so the message stays one line (fuzz/qemu_command_fuzzer.cc).
+TEST(QemuCommand, RefusalsStayOneLineWhateverTheArgumentsHold) {
+  EXPECT_EQ(refusal({"-vnc", "a\nb\r"}), "-vnc a\\nb\\r: topolab has no display (only -vnc none)");
+  EXPECT_EQ(refusal({"-device", "x\x01\ty"}), "-device x\\x01\\ty: 'x\\x01\\ty' is not a valid device model name");
+  EXPECT_EQ(refusal({"-kernel", "k", "-m", "1\nG"}), "-m 1\\nG: not a size");
+  try {
+    parse_qemu_ram_size("\r");
+    ADD_FAILURE() << "-m \\r was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "-m \\r: unknown size suffix '\\r' (K, M, G or T)");
+  }
+}
+
 TEST(QemuCommand, GlobalsForTopolabsDevicesAreRefused) {
   EXPECT_EQ(refusal({"-kernel", "k", "-global", "kvm-pit.lost_tick_policy=discard"}), "");
   EXPECT_NE(refusal({"-kernel", "k", "-global", "pc-testdev.x=1"}), "");

@@ -9,5 +9,5 @@ tools/build.sh
 tools/linux_guest.sh >/dev/null
 (cd build && ctest --output-on-failure -j"$(nproc)" --timeout 600)
 tools/sanitize_units.sh
-tools/fuzz_smoke.sh 15
+tools/fuzz_smoke.sh 6
 tools/robustness.sh -n 30 --seed 1 -j "$(nproc)"

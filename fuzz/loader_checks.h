@@ -1,0 +1,78 @@
+// What the Linux and PVH loader harnesses check alike: a refusal's message,
+// RAM a refusal must not have touched, and where boot data may lie.
+#pragma once
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "base/guest_ram.h"
+#include "base/memory_map.h"
+#include "fuzz/fuzz_check.h"
+
+namespace topolab::fuzz {
+
+// A loader's refusal: one ImageError line.
+inline void check_refusal_message(const std::string& what) {
+  FUZZ_CHECK(!what.empty() && what.find('\n') == std::string::npos, "ImageError not one line: '{}'", what);
+}
+
+// Whether bytes [p, p + n) are all zero.
+inline bool all_zero(const uint8_t* p, uint64_t n) {
+  static const std::vector<uint8_t> zeros(1 << 16);
+  for (uint64_t done = 0; done < n;) {
+    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(n - done, zeros.size()));
+    if (std::memcmp(p + done, zeros.data(), chunk) != 0) return false;
+    done += chunk;
+  }
+  return true;
+}
+
+// Whether `ram` (fresh from its mmap, zero and not yet backed) is still as
+// it was: every page the kernel backed since is all zero. mincore() lists
+// the backed pages, so a refusal costs a look at the pages it touched, not
+// at all of RAM.
+inline bool untouched(const GuestRam& ram) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> resident((ram.size() + page - 1) / page);
+  FUZZ_CHECK(mincore(const_cast<uint8_t*>(ram.data()), ram.size(), resident.data()) == 0, "mincore");
+  for (size_t p = 0; p < resident.size(); ++p) {
+    if (!(resident[p] & 1)) continue;
+    const size_t at = p * page;
+    if (!all_zero(ram.data() + at, std::min<size_t>(page, ram.size() - at))) return false;
+  }
+  return true;
+}
+
+struct Span {
+  uint64_t start, end;  // [start, end)
+  const char* name;
+};
+
+// [start, end) lies in RAM and inside one region the e820 map gives the
+// guest as RAM (type 1): not in the EBDA or the BIOS area, where the
+// firmware's tables are.
+inline void check_in_ram(const GuestRam& ram, const Span& s) {
+  if (s.start == s.end) return;  // nothing placed
+  FUZZ_CHECK(s.start < s.end && s.end <= ram.size(), "{} [{:#x}, {:#x}) outside RAM ({:#x})", s.name, s.start, s.end,
+             ram.size());
+  bool inside = false;
+  for (const auto& r : memory_map::e820_regions(ram.size()))
+    if (r.type == memory_map::kE820Ram && s.start >= r.base && s.end <= r.base + r.length) inside = true;
+  FUZZ_CHECK(inside, "{} [{:#x}, {:#x}) is not in one RAM region of the e820 map", s.name, s.start, s.end);
+}
+
+inline void check_disjoint(const std::vector<Span>& spans) {
+  for (size_t i = 0; i < spans.size(); ++i)
+    for (size_t j = i + 1; j < spans.size(); ++j)
+      FUZZ_CHECK(spans[i].start == spans[i].end || spans[j].start == spans[j].end || spans[i].end <= spans[j].start || spans[j].end <= spans[i].start,
+                 "{} [{:#x}, {:#x}) overlaps {} [{:#x}, {:#x})", spans[i].name, spans[i].start, spans[i].end,
+                 spans[j].name, spans[j].start, spans[j].end);
+}
+
+}  // namespace topolab::fuzz
