@@ -4,6 +4,8 @@
 #pragma once
 
 #include <stdexcept>
+#include <string>
+#include <string_view>
 
 namespace topolab {
 
@@ -23,5 +25,21 @@ class ImageError : public InputError {
  public:
   using InputError::InputError;
 };
+
+// `text` with its control characters escaped (\n, \r, \t, \xNN), so a
+// message that quotes what a user or a file gave stays one line.
+inline std::string one_line(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (byte < 0x20 || byte == 0x7f) out += {'\\', 'x', kHex[byte >> 4], kHex[byte & 0xf]};
+    else out += c;
+  }
+  return out;
+}
 
 }  // namespace topolab

@@ -181,22 +181,6 @@ std::string format_case_file(const ExperimentOptions& options, size_t cases, siz
 
 namespace {
 
-// A refusal quotes what the file holds (a description, an experiment's
-// name, a key), whose JSON escapes may decode to line breaks: escaped again,
-// the message stays the one line --merge prints (found by
-// fuzz/sweep_merge_fuzzer.cc).
-std::string printable(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
-    else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
-    else out += c;
-  }
-  return out;
-}
-
 CaseFile parse_case_text(const ExperimentOptions& options, const std::vector<ExperimentCase>& cases,
                          const std::string& text, const std::string& name);
 
@@ -207,7 +191,7 @@ CaseFile parse_case_file(const ExperimentOptions& options, const std::vector<Exp
   try {
     return parse_case_text(options, cases, text, name);
   } catch (const ConfigError& e) {
-    throw ConfigError(printable(e.what()));
+    throw ConfigError(one_line(e.what()));
   }
 }
 

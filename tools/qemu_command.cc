@@ -362,21 +362,6 @@ void Parser::serial(const std::string& value) {
   else throw ConfigError(fmt::format("-serial {}: topolab's COM1 goes to stdio, file:PATH or none", value));
 }
 
-// A refusal quotes the user's arguments, which may hold line breaks or other
-// control characters: escaped, the message stays the one line the command
-// prints (found by fuzz/qemu_command_fuzzer.cc).
-std::string printable(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
-    else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
-    else out += c;
-  }
-  return out;
-}
-
 uint64_t ram_size_of(const std::string& text);
 
 }  // namespace
@@ -385,7 +370,7 @@ QemuCommand parse_qemu_command(const std::vector<std::string>& args) {
   try {
     return Parser().parse(args);
   } catch (const ConfigError& e) {
-    throw ConfigError(printable(e.what()));
+    throw ConfigError(one_line(e.what()));
   }
 }
 
@@ -393,7 +378,7 @@ uint64_t parse_qemu_ram_size(const std::string& text) {
   try {
     return ram_size_of(text);
   } catch (const ConfigError& e) {
-    throw ConfigError(printable(e.what()));
+    throw ConfigError(one_line(e.what()));
   }
 }
 
