@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Segment descriptors, gate descriptors and the TSS stack fields, decoded
 // from the raw bytes the guest keeps in its GDT, LDT, IDT and TSS.
 //

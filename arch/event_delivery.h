@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Delivering an interrupt or exception through the guest's IVT/IDT, as a
 // pure function of a CPU state snapshot and guest linear memory.
 //

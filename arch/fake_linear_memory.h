@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // A LinearMemory for the pure rules' tests: a flat buffer at linear address
 // `base`, identity "paging", and an optional page that faults. Accesses
 // outside the buffer, or touching the faulting page, raise #PF(P=0) with

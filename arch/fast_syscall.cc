@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "arch/fast_syscall.h"
 
 namespace topolab::x86 {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // SYSCALL/SYSRET and SYSENTER/SYSEXIT as pure state transitions.
 //
 // Unicorn runs SYSCALL and SYSENTER as no-ops, so topolab performs them on

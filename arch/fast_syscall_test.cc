@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "arch/fast_syscall.h"
 
 #include <gtest/gtest.h>

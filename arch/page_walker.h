@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The x86 page walker: the one place where the emulator itself translates a
 // guest linear address, when it touches guest memory on the guest's behalf
 // (interrupt and exception frames, descriptor tables, the TSS, the MONITOR

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The x86 architectural vocabulary the pure CPU rules share: exception
 // vectors, a fault as the CPU raises it, and guest memory as the CPU itself
 // reaches it on the guest's behalf (through the guest's paging). No engine

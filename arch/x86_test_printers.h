@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // gtest printers for the x86 vocabulary: a Fault prints by its name
 // ("#GP(0x10)"), not as its bytes.
 #pragma once

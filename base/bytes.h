@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Little-endian loads from a byte image and alignment: what every loader
 // and table writer needs, spelled once. The caller checks the bounds (a
 // loader's first job is to say which field of a file runs past its end).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The errors a user's input can cause. Each message is one line that names
 // the problem, ready to print after "topolab: "; the command exits with its
 // bad-input status for any InputError and calls anything else internal.

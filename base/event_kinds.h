@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The kinds of thing a run counts: why a halted vCPU woke, and the VM exits
 // the cost model charges. Their order is the order reports list them in.
 // (IPIs are counted by the APIC's own delivery modes and shorthands,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "base/guest_ram.h"
 
 #include <sys/mman.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Guest physical RAM: one host buffer, shared by every vCPU's engine.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The guest-physical map of the PC topolab builds, as QEMU's pc machine lays
 // it out: what the firmware tables, the Multiboot e820 map, the local APIC
 // and the machine's RAM limit must agree on, spelled once.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The platform devices a machine may or may not have, in one table that the
 // QEMU front (-device, -device help, -machine pit=) and the machine (which
 // device it attaches) both read. The devices every machine has (the UART,

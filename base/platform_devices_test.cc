@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "base/platform_devices.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Appending formatted text to an fmt::memory_buffer, checked at compile
 // time like fmt::format (a lambda forwarding the format string is not).
 #pragma once

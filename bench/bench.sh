@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Every benchmark, side by side in one run (never part of the tests): the
 # figures in docs/benchmarks.md come from here. Noisy machines: read ratios.
 set -euo pipefail

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Guest MIPS of the compute_loop testcase image, side by side in one run:
 //   - raw Unicorn: the same image in one UC_MODE_32 engine with no hooks but
 //     the two the image cannot run without (COM1's line status, and the

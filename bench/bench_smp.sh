@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # SMP benchmarks, side by side in one run (never part of the tests):
 #  pingpong   IPI round trips per host second between 2 vCPUs (ipi_pingpong),
 #             under topolab, QEMU 7.2's default multi-threaded TCG and its

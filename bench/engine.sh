@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The engine issue's benchmarks, side by side in one run (never a test):
 # this build's topolab, a baseline topolab binary if BASE names one (an
 # older build, on the prebuilt engine, say), and QEMU 7.2 where it can run

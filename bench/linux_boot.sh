@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Linux boot benchmark (never part of the tests): Debian's 6.1 from the
 # guest of tools/linux_guest.sh, booted to /init and powered off, on 2 and 8
 # vCPUs, by the bzImage (its own XZ decompressor first) and by PVH (the same

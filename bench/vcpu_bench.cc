@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Guest MIPS of two compute loops under raw Unicorn (no hooks at all) and
 // under Vcpu::run (block-hook counting, quantum 100k), side by side in one
 // process. Both run the same 32-bit code with paging off; the raw engine is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The documentation `cmake --install` puts in share/doc/topolab, and the
 # Debian package (`cpack -G DEB` in the build directory). What else is
 # installed is next to where it is built: bin/topolab and the QEMU front in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The CPU engine, as the target Unicorn::unicorn: topolab's own build of
 # Unicorn 2.1.3 with its patches (emu/unicorn/*.patch, docs/unicorn.md),
 # which tools/setup.sh makes in .deps/unicorn-2.1.3-topolab. No other

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // PIIX4's ACPI power-management registers as the FADT names them (ACPI 6.x
 // §4.8.3), at the PM base QEMU's pc gets from SeaBIOS (0x600):
 // - PM1a_EVT_BLK +0 PM1_STS (16 bits, write 1 to clear), +2 PM1_EN (16);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The APIC bus: which local APICs an interrupt message reaches (SDM 10.6.2,
 // 10.12.9). A pure router over the machine's APICs: it never changes one,
 // the machine hands each target the message (LocalApic::accept).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The Bochs BIOS power-off port at 0x8900: the byte string "Shutdown",
 // written one character at a time, powers the machine off. kvm-unit-tests'
 // exit() falls back to it when isa-debug-exit is not there. A byte that

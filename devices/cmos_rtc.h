@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The MC146818A real-time clock and its CMOS RAM (Motorola MC146818A data
 // sheet) at ports 0x70 (index, bit 7 the NMI mask) and 0x71 (data), as
 // QEMU's mc146818rtc shows them to a pc guest, with the memory bytes QEMU's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // QEMU's isa-debug-exit (iobase=0xf4, iosize=4): a write ends the run with
 // the written value. QEMU itself then exits with (value << 1) | 1; topolab
 // keeps the value and lets the command line choose the mapping.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // QEMU's firmware configuration device (fw_cfg), legacy I/O interface only,
 // as QEMU docs/specs/fw_cfg.txt describes it for x86: a 16-bit selector
 // written to port 0x510 picks an item and rewinds it; byte reads from 0x511

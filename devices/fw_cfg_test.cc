@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "devices/fw_cfg.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The 8042 keyboard controller at ports 0x60/0x64, as far as a guest uses
 // it to reset the machine: command 0xFE written to 0x64 pulses the CPU
 // reset line (the "keyboard reset" Linux's reboot=k and kvm-unit-tests'

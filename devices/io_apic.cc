@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "devices/io_apic.h"
 
 namespace topolab {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The I/O APIC of QEMU's pc machine as a pure register model: Intel 82093AA
 // I/O APIC datasheet (order 290566), with the EOI register the ICH family
 // added (version 0x20, as QEMU's default `ioapic` has it). 24 pins, one

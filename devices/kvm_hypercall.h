@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // KVM's hypercall ABI (Linux Documentation/virt/kvm/x86/hypercalls.rst), as
 // a KVM host answers VMCALL (Intel) and VMMCALL (AMD): the number in RAX,
 // up to four arguments in RBX, RCX, RDX and RSI, the result in RAX.

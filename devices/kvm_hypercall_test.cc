@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "devices/kvm_hypercall.h"
 
 #include <gtest/gtest.h>

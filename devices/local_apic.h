@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // One local APIC as a pure register model: Intel SDM vol. 3A, chapter
 // "Advanced Programmable Interrupt Controller (APIC)" (chapter 10 before the
 // 2022 editions, 11 since; section numbers below are the chapter-10 ones).

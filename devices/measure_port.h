@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The measuring-window port: a guest brackets the part of its run that a
 // benchmark measures by writing 1 (begin) and 2 (end) to port 0x4A0, and the
 // machine snapshots its counters at both, so rates come from the benchmark

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Guest-physical MMIO space outside RAM: devices claim ranges, the bus
 // routes loads and stores by offset, as PortBus does for I/O ports. Devices
 // know only offsets within their own range. The machine maps each range

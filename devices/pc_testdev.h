@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // QEMU's pc-testdev (hw/misc/pc-testdev.c), the ISA test device
 // kvm-unit-tests drives, present only with `-device pc-testdev`:
 // - ports 0xE0-0xE3 ("ioport") and 0xE8-0xEB ("ioport-byte"): one 32-bit

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // PCI configuration mechanism #1 at ports 0xCF8/0xCFC (PCI Local Bus 3.0,
 // 3.2.2.3.2), one bus of type-0 functions as QEMU's pc has them: the i440FX
 // host bridge at 00:00.0 and, with `-device pci-testdev`, QEMU's test device

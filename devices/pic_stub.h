@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The two legacy 8259A PICs (master at 0x20-0x21, slave at 0xA0-0xA1) as a
 // guest sees them when all it does is program and mask them.
 //

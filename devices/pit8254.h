@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The 8254 programmable interval timer (Intel 8254 data sheet, order
 // 231164) at ports 0x40-0x43, and port 0x61's timer bits (channel 2's gate,
 // its output, the refresh toggle), as QEMU's i8254 and pcspk have them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The x86 I/O-port space: devices claim ranges, the bus routes IN/OUT by
 // offset. Devices know only offsets within their own range.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // A 16550A UART as guests drive it for output: the register file with the
 // divisor latch, a transmitter that is always ready, its THRE interrupt,
 // and no receiver.

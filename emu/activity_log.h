@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // What each vCPU did over virtual time, as spans (running, spinning,
 // halted, in MWAIT, waiting for SIPI), for the per-vCPU timeline of the run
 // page (report/html_report). Pure data, recorded by the machine, kept apart

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The time guests read from the machine's clocks: the TSC, and the PM
 // timer, PIT and RTC on virtual time.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The machine: RAM, the CPUID model, the platform devices, the firmware
 // tables and the vCPUs with their local APICs, and the loop that runs them
 // one at a time on virtual time.

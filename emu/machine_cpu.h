@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // One vCPU as the machine keeps it: its engine (made at its first SIPI, so
 // thousands of waiting APs cost nothing), its local APIC, its run state and
 // virtual clock, its MONITOR line and the MSRs the machine emulates (the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // What a vCPU stops for: HLT, MONITOR, MWAIT, and what it cannot deliver
 // or run (a triple fault, something topolab does not model).
 #include <algorithm>

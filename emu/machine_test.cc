@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The machine's loop, routing, wake rules, measuring window and diagnoses,
 // driven through scripted fake vCPUs (emu/machine_test_support.h): nothing
 // boots, no Unicorn links.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // What the machine tests share: a scripted fake vCPU, the actions its
 // scripts are made of, and a Rig that builds a machine of them (nothing
 // boots, no Unicorn links).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The machine's timeline (emu/timeline.h) as the loop keeps it: picks and
 // timer wakes on a thousand vCPUs without a walk over them, and MWAIT store
 // wakes found by line. The machine here checks the timeline against a walk

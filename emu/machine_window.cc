@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The end of a run and the guest's measuring window: the counters settled,
 // halts booked up to the end, and the one-line diagnoses of a run that
 // cannot go on.

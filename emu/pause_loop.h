@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Pause-loop exiting, as the vCPU detects it: KVM's PLE (SDM Vol. 3C
 // 25.1.3, "PAUSE-loop exiting") with the gap and window counted in retired
 // instructions, plus the proof topolab needs before it may skip the loop's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Stats: the product's voice. Everything a run counts about IPIs, halts and
 // wakeups, per vCPU, and the source -> destination IPI matrix. Pure data;
 // the machine records, the reports read (report/run_report.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The machine's one timeline: what happens next, and when, on virtual time.
 // The loop asks it three things, each a lookup rather than a walk over the
 // vCPUs:

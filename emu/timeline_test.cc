@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The timeline's orders, in the shapes of Dolphin's CoreTiming tests (basic
 // order, a shared slot, scheduling into the past, chained scheduling) and
 // the cancellation a re-armed timer needs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The vCPU on one Unicorn engine: this header, vcpu_engine.h and the
 // vcpu*.cc files are the only code that knows Unicorn exists (the
 // benchmarks in bench/ link it too, to measure against it). See

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // One vCPU on one Unicorn 2.1.3 engine: construction, MMIO windows and the
 // public face. The inside is described in vcpu_engine.h.
 #include "emu/vcpu_engine.h"

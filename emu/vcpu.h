@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // One virtual CPU as the machine sees it: the Vcpu interface, what it asks
 // of the machine (VcpuHost, MmioHandler) and why it stops (VcpuExit).
 // Everything the guest does that the machine must see comes out either as a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // What the vCPU knows of the guest's code, with no engine involved: the
 // instructions of a translated block decoded with Capstone (their count,
 // the trap sites the engine must stop at, STI shadows, REP strings), and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // What the vCPU knows of guest code with no engine involved (vcpu_blocks.h):
 // Capstone's decoding of a block, its trap sites, shadows, REP strings and
 // counted loops, and the cache of decoded blocks. No Unicorn here.

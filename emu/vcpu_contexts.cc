@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "emu/vcpu_contexts.h"
 
 #include "arch/descriptors.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Engine state and contexts: owning handles for a uc_engine and a saved
 // CPU context, the scratch engines that load segments a UC_MODE_64 engine
 // cannot, and the probe for the two fields of the engine's state that

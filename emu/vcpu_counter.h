@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The instruction count of one vCPU's engine: topolab's build of Unicorn
 // counts in its generated code (emu/unicorn/0001-instruction-budget.patch).
 // Each block pays its instruction count on entry from the budget this hands

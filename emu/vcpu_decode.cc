@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The block hook (the hot path), Capstone decoding, the block cache, trap
 // sites and the translations they go with.
 #include "emu/vcpu_engine.h"

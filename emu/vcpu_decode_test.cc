@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Counting and blocks, as emu/vcpu_decode.cc keeps them: quanta that end
 // exactly, budgets, REP strings, self-modifying code, trap sites, counted
 // loops, pause loops, idle loops and the trace.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The inside of one vCPU: the Engine behind Vcpu, and the helpers its
 // parts share. Only the vcpu_*.cc files include this header; it is the one
 // place besides them that sees Unicorn and Capstone.

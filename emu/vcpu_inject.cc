@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Interrupt and exception delivery. The rules are arch/event_delivery (pure,
 // SDM Vol. 3A chapter 6: IDT gates, privilege changes through the TSS, IST,
 // error codes, #DF and the triple fault); this part takes a snapshot of the

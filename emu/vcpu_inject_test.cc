@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Interrupt and exception delivery (emu/vcpu_inject.cc): gates, privilege
 // changes, NMI blocking, shadows and the interrupt window.
 // One behaviour per test, each a tiny guest program with its instructions

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "emu/vcpu_memory_map.h"
 
 #include "emu/vcpu_blocks.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The guest-physical map of one vCPU's engine beyond its RAM: the devices'
 // MMIO windows and the open-bus pages, each a uc_mmio_map region whose
 // callbacks Unicorn calls synchronously in the middle of a block (the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The guest-physical map beyond RAM (emu/vcpu_memory_map.cc): device
 // MMIO windows and open bus.
 // One behaviour per test, each a tiny guest program with its instructions

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Registers and MSRs, segments, the Multiboot state, INIT and SIPI.
 #include "emu/vcpu_engine.h"
 #include "model/cpu_state_msrs.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Modes and state (emu/vcpu_modes.cc): the Multiboot state, long mode,
 // INIT and SIPI, real mode, paging, the engine's CPU models and its state
 // probe (emu/vcpu_contexts.cc).

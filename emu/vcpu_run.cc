@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // run() and its exits: the callbacks in the middle of a block, the stops,
 // and the instructions the vCPU traps and emulates.
 #include "emu/vcpu_engine.h"

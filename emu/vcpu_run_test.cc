@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // run() and its exits: HLT, exceptions the engine raises, and the
 // instructions the vCPU answers or emulates (CPUID, IN/OUT, MSRs, CR8,
 // RDPMC, RDTSC(P), VMCALL, MONITOR/MWAIT), as emu/vcpu_run.cc does them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // What the vCPU tests share: the fake host that answers from tables and
 // logs every call with the instruction count the vCPU reports during it,
 // the constants of the tiny guests' memory map, and the fixtures that boot

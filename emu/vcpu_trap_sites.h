@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The hooks the vCPU adds to its engine for single places in guest code:
 // a one-instruction UC_HOOK_CODE on each trap site (an instruction the
 // engine runs wrongly or cannot hook otherwise: vcpu_blocks.h TrapKind), and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The ACPI tables a guest finds at boot: RSDP -> RSDT -> {FADT -> {FACS,
 // DSDT}, MADT}, all inside the BIOS area 0xE0000-0xFFFFF that the Multiboot
 // memory map reserves for firmware. Guests find the RSDP by scanning that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "firmware/boot.h"
 
 #include "firmware/linux_boot.h"

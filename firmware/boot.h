@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Booting a -kernel image, whatever its protocol: the files read once, the
 // protocol picked from the image's bytes as QEMU's -kernel picks it, the
 // image loaded by its loader (Multiboot, a Linux bzImage, or a PVH ELF64),

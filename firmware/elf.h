@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The one ELF reader of the loaders: the file header, the program headers
 // and the note sections of a little-endian x86 ELF32 or ELF64, checked
 // against the file's size, as the System V gABI lays them out ("ELF

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Test-only: kernel images built in memory, with only the fields the
 // loaders read: a Linux bzImage and an ELF64 vmlinux with the PVH note, for
 // the loaders', the ELF reader's and the boot step's tests.

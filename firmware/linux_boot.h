@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // A loader for Linux bzImages by the x86 boot protocol (the kernel's
 // Documentation/x86/boot.rst), as QEMU's -kernel does for protocol 2.02 and
 // later, entering at the 32-bit entry point: it skips the real-mode setup

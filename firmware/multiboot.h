@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // A Multiboot 1 loader with QEMU's -kernel behaviour: finds the header in
 // the first 8 KiB, loads an ELF32 image by its program headers (or by the
 // header's a.out-kludge addresses when flag 16 asks for it), places the

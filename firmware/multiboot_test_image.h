@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Test-only: minimal Multiboot images built in memory, for the loader's
 // tests and the machine's (which boot nothing, but load an image).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // A loader for uncompressed ELF64 kernels by the PVH boot ABI (Xen's
 // docs/misc/pvh.pandoc), as QEMU's -kernel vmlinux, Firecracker and
 // cloud-hypervisor do: a "Xen" ELF note of type XEN_ELFNOTE_PHYS32_ENTRY

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The ACPI tables (firmware/acpi.h) for a topology the input gives as -smp
 // (up to 4,096 vCPUs), optionally with a window ("\nBASE SIZE", hex) other
 // than the BIOS area.

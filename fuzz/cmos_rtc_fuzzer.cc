@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The MC146818A RTC and CMOS RAM (devices/cmos_rtc.h), driven by a program
 // of index and data port accesses of every width and steps of virtual time,
 // from a start date the input picks (years 1970-9999).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // --cost parsing. Input: the spec, over the defaults.
 // Invariants: ConfigError is the only refusal; to_string() parses back to
 // the same model; the time <-> instructions conversions are monotonic and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The one assertion every harness uses: an invariant that does not hold is
 // a finding, reported on one line with the input's context, then abort() so
 // libFuzzer saves the input as a crash-* file.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The input of a harness that runs a program of operations: bytes taken in
 // order, zeros once the input runs out (so every prefix of an input is a
 // program too, which keeps libFuzzer's mutations meaningful).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // fw_cfg's legacy I/O interface (docs/specs/fw_cfg.txt), driven by a program
 // of selector writes (8, 16 and 32 bits), data reads of every width at
 // either port, and data-port writes, over a configuration the input picks.

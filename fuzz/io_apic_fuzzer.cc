@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The I/O APIC (82093AA datasheet, order 290566; QEMU's ioapic), driven by a
 // program of IOREGSEL writes (any width), IOWIN reads and writes (any
 // width), EOI-register writes, pin changes and EOI messages.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The Linux bzImage loader (firmware/linux_boot.h), through its public
 // functions only. Input: 5 control bytes (RAM above 16 MiB in MiB; the
 // command line's length, up to 1 MiB; the initrd's, up to 1 MiB), then the

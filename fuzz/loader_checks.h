@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // What the Linux and PVH loader harnesses check alike: a refusal's message,
 // RAM a refusal must not have touched, and where boot data may lie.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The local APIC, driven by a program of operations decoded from the input:
 // xAPIC MMIO reads and writes, MSR reads and writes (x2APIC range,
 // IA32_APIC_BASE, IA32_TSC_DEADLINE), steps of virtual time, bus messages

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The MSR file (model/msr_file.h) of a CPU whose CPUID the input gives:
 // either a -cpu model topolab knows (with or without pmu=on) or raw CPUID
 // registers for the leaves the MSRs depend on (vendor, family and feature

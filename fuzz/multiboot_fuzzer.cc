@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The Multiboot loader. Input: an image (seeds: the testcase images).
 // Invariants, when load_multiboot() accepts it (ImageError is the only
 // refusal): the image lies in RAM above the first MiB and below the boot

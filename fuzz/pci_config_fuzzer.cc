@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // PCI configuration mechanism #1 (devices/pci.h) as QEMU's pc has it: the
 // i440FX at 00:00.0 and pci-testdev at 00:02.0, driven by a program of
 // CONFIG_ADDRESS accesses, CONFIG_DATA reads and writes of every width and

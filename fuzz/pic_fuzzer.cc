@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The 8259A pair (devices/pic_stub.h) and PIIX3's ELCR, driven by a program
 // of port reads and writes of every width. The invariants are the 8259A
 // data sheet's, as far as the stub promises them:

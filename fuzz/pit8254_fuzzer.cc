@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The 8254 PIT and port 0x61's timer bits (devices/pit8254.h), driven by a
 // program of control words (mode, access, latch, read-back), count writes
 // and reads, port B reads and writes, and steps of virtual time.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The PVH loader (firmware/pvh_boot.h), through its public functions only.
 // Input: 6 control bytes (RAM of 2 to 65 MiB; the command line's length,
 // up to 4095; the initrd's, up to 1 MiB; the RSDP address), then the image

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // QEMU's command line (`topolab qemu`, build/qemu-system-x86_64). Input: the
 // arguments, separated by NUL bytes. The parser has no printer back to
 // arguments, so the invariants are what it promises (tools/qemu_command.h):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The case files `topolab experiment NAME --merge DIR` reads
 // (tools/experiment_sweep.h): parse_case_file, which read_case_files runs
 // on every case-*.json and whose ConfigError the command turns into one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // -smp and -cpu parsing, the APIC-ID layout and CPUID enumeration.
 // Input: "SMP\nCPU" (a missing line means "1" / "qemu64").
 // Invariants:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The caches and the scheduler's LLC as each consumer decodes them; the
 // topology half is consumer_views.cc.
 #include <algorithm>

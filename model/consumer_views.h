@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // How each consumer of CPUID turns a machine's raw leaves into packages,
 // dies, modules, cores and threads, cache sharing and the scheduler's LLC.
 // Pure functions of RawCpuid, so they judge topolab's own leaves and another

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The cost model: what virtual time a KVM-like host would charge for the
 // things a guest does that leave the guest (VM exits), and how long a vCPU
 // takes to resume after it stopped (halt, MWAIT). It changes only virtual

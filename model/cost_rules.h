@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The cost model's rules, as pure functions of its parameters
 // (model/cost_model.h, docs/cost_model.md): when an IPI leaves and
 // arrives, when a halted vCPU resumes and whether the host was still

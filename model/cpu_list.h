@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // CPU lists as Linux prints them in sysfs (cpulist format): "0-3,8,10-11".
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Named CPU models and QEMU's -cpu syntax: vendor, family/model/stepping,
 // feature words and cache geometry. Pure data plus a parser; CpuidModel
 // (cpuid.h) turns a CpuConfig and a Topology into CPUID leaves.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The CPU models against QEMU 7.2's TCG, and the -cpu properties.
 //
 // The QEMU values below are what the cpuid_dump guest read under

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The write rules of the MSRs the engine keeps as CPU state: IA32_EFER,
 // STAR, LSTAR, CSTAR, FMASK, FS_BASE, GS_BASE, KERNEL_GS_BASE,
 // SYSENTER_CS/ESP/EIP and PAT (SDM Vol. 4 table 2-2, Vol. 2B WRMSR; AMD APM

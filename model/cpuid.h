@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // CpuidModel: the CPUID leaves every vCPU of a machine sees, built from a
 // Topology and a CpuConfig. Pure data: the topolab cpuid dumps, the vCPU's
 // CPUID trap and the unit tests all query this one object.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // RawCpuid: the CPUID leaves of every CPU of a machine as plain data, from
 // topolab's own CpuidModel or from a dump another VMM produced (Debian
 // `cpuid -r`, or what testcases/smp_cpuid_dump.c prints under QEMU: the same

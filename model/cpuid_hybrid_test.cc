@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Hybrid parts (CPUID.07H:EDX[15], leaf 1AH, per-type leaves 4/0xB/0x1F),
 // -machine smp-cache and x-force-cpuid-0x1f. Each expectation is decoded
 // the way a guest decodes the leaf, not compared with a dump.

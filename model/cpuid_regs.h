@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // What one CPUID query returns (EAX, EBX, ECX, EDX), the vocabulary the CPUID
 // model, the vCPU interface and the dumps share; no leaf knowledge here.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // What Linux's sysfs shows of a machine's topology and caches, as topolab's
 // CPUID model predicts it: the cpu*/topology/*_list files and every
 // cpu*/cache/index*/{level,type,shared_cpu_list}, from the linux-6.x

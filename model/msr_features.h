@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Which MSRs a CPU has, as far as CPUID announces them: Intel SDM Vol. 4,
 // table 2-2 ("IA-32 Architectural MSRs"), whose comment column gives each
 // MSR's "If CPUID.xxH:reg[bit] = 1" condition, and AMD APM Vol. 2 appendix A

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The model-specific registers one vCPU keeps outside the engine, as a pure
 // register file built from its CPUID: Intel SDM Vol. 4 table 2-2
 // ("IA-32 Architectural MSRs"), SDM Vol. 3 (chapters "Performance

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The CPU topology of a machine: QEMU's -smp syntax, QEMU's APIC-ID layout,
 // and conversions between CPU index, (package, die, module, core, thread)
 // and APIC ID. Pure; no emulation here.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The lint's framework, the disagreements between consumers and the cache
 // patterns; the leaf-consistency patterns are in topology_lint_leaves.cc.
 #include "model/topology_lint.h"

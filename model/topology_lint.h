@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The topology lint behind `topolab check`: decodes a machine's raw leaves
 // as each consumer does (consumer_views.h) and reports every disagreement
 // between the consumers and every known-bad pattern VMMs keep shipping.

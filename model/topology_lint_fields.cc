@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The lint's count-field, AMD and hybrid patterns: fields that restate the
 // APIC-ID layout of leaf 0xB/0x1F (leaf 1 EBX[23:16], leaf 4 EAX[31:26] and
 // [25:14]) must agree with it, since consumers without 0xB use them instead.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The lint's leaf-consistency patterns: APIC IDs, the count fields, the AMD
 // topology extension and the hybrid leaf. Each compares leaves with each
 // other, so it works on a foreign dump as well as on topolab's leaves.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // `topolab check` for a person and for CI: the consumers' views of a
 // machine and the lint's findings (model/topology_lint.h), as text or JSON.
 #pragma once

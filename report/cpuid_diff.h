@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // `topolab cpuid --diff A B`: two machines' CPUID side by side, leaf by
 // leaf with every changed bit field named (report/cpuid_fields.h), then
 // decoded as Linux decodes it: which CPUs share each cache, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The bit fields of the CPUID registers a person reads on the HTML page,
 // named as the Intel SDM vol. 2A "CPUID" (and the AMD APM vol. 3 for AMD's
 // leaves) name them, with a plain-words note on the fields that carry the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // What a CpuidModel looks like from outside: the `cpuid -r` dump, the hwloc
 // HWLOC_CPUID_PATH directory, and a table for a person that shows the
 // topology and which CPUs share each cache *as Linux decodes the leaves*.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The HTML page's style sheet and script, inline in every page: a page
 // requests nothing, from the network or from disk.
 #include "report/html_page.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The cache section of the HTML page: one column per CPU, one row per
 // topology level and per cache, each instance a box over the CPUs that
 // share it (as Linux decodes leaf 4 / 0x8000001D, report/cpuid_report.h),

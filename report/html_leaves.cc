@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The raw-leaves section of the HTML page: every leaf and subleaf `cpuid -r`
 // lists, each register decoded into its SDM fields when pointed at. Leaves
 // that differ between CPUs (the APIC-ID fields) have one row per CPU, and a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The pieces the HTML pages (report/html_report.h) are built from, shared by
 // the files that draw them: escaping, the page skeleton with its inline CSS
 // and script, and the sections about a CPUID model. Internal to report/.

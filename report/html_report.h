@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // One self-contained HTML page per `topolab cpuid`, `run` or `experiment`
 // (--html FILE): inline CSS, SVG and script, nothing requested from the
 // network or the disk, and the same bytes for the same inputs (no clock, no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The run sections of the HTML page: the IPI heatmap (report/svg_report.h,
 // inline), why halted vCPUs woke (Stats), and what each vCPU did over
 // virtual time (ActivityLog), drawn as one lane per vCPU.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The topology section of the HTML page: the machine in one table, the
 // APIC ID as a bit string with the field each topology level owns, and the
 // package / die / module / core / thread tree with every CPU's APIC ID and,

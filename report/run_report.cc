@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "report/run_report.h"
 
 #include "report/cpuid_report.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The report of a run: a table for a person and JSON for a program. The JSON
 // schema is versioned (kRunReportSchema) and documented in docs/report.md.
 #pragma once

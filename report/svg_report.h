@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Pictures of a run for a person: the source -> destination IPI heatmap and
 // the topology (packages, dies, cores, threads, LLC groups) as SVG.
 #pragma once

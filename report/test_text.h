@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Helpers the report tests share to look into the text a report produced.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Garbage into every local APIC register; afterwards the APIC must work.
  *

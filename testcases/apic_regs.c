@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Local APIC registers in xAPIC mode (SDM Vol. 3A 10.4-10.9):
  *   reset.*     what INIT leaves (SDM 10.4.7.3: as power-up, but the ID): read

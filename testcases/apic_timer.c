@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * The local APIC timer on the boot CPU (SDM Vol. 3A 10.5.4), with divide
  * by 1, in xAPIC mode and again in x2APIC mode when CPUID.1:ECX[21] is set:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * A deterministic integer workload for benchmarks: table-driven CRC32 over a
  * small buffer mixed with a multiplicative hash, about 30 instructions per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Every feature CPUID advertises must work: for each feature bit this guest
  * knows, it executes one instruction of that feature (when the bit is set)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Dumps the boot CPU's CPUID leaves in Debian `cpuid -r` format, so that
  * `cpuid -f FILE` decodes the serial log and dumps from QEMU, topolab and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Demand paging and copy-on-write with 4 KiB pages in long mode (SDM Vol. 3A
  * chapter 4): a #PF handler that builds mappings on first touch, COW between

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Every exception vector's error code and saved frame (SDM Vol. 3A chapter 6,
  * "Interrupt 0" to "Interrupt 21"), built as a 32-bit image (exceptions) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * A higher-half 64-bit kernel with ring-3 pages: system calls by INT 0x80,
  * SYSCALL/SYSRET and SYSENTER/SYSEXIT, the TSS stacks (RSP0, IST), and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * higher_half's start-up (instead of lib/entry.S and lib/longmode.S): in
  * 32-bit code at the load address, build page tables that map

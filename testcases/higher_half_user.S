@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * higher_half's ring-3 code, linked at 0x40000000 (section .user.text, one
  * page, mapped P|U/S) with its data page (.user.data, P|RW|U/S|NX). Every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * A hybrid part as the guest library decodes it on every CPU: the BSP
  * brings up all CPUs (lib/smp.h), each CPU decodes its own leaves with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Inter-processor interrupts through the local APIC ICR (SDM Vol. 3A 10.6),
  * in xAPIC mode and, when CPUID.1:ECX[21] says the CPUs have one, again in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * IPI ping-pong benchmark: CPU 0 and CPU 1 bounce a fixed IPI.
  *

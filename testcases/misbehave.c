@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * A guest that goes wrong on purpose, so the emulator's diagnoses can be
  * tested: the run must end with a clear one-line error and a non-zero

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * MONITOR/MWAIT and PAUSE (SDM Vol. 2B MONITOR, MWAIT, PAUSE; Vol. 3A 9.10.4
  * "MONITOR/MWAIT Instruction"). CPU 1 arms MONITOR on a 64-byte line of its

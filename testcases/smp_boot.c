@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Brings up every CPU the MADT lists (INIT, STARTUP, STARTUP; lib/smp.h) and
  * has each one check its own CPUID topology the way Linux does against its

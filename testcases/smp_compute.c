@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Every CPU runs the same integer loop at once: the benchmark of how guest
  * speed holds up as vCPUs are added (tools/bench_smp.sh compares 16 busy

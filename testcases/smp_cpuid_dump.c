@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Every CPU's CPUID leaves in Debian `cpuid -r` format: the BSP brings up
  * all CPUs the MADT lists (lib/smp.h), then each CPU in index order (MADT

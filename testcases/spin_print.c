@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * N CPUs print K lines each in turn under one lock, or meet at a barrier.
  *

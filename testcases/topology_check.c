@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Checks the boot CPU's CPUID topology against the topology given on the
  * command line (the -smp values): the SDM says what the leaves must contain,

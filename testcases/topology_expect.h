@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * The topology topology_check expects, from the command line:
  *   sockets= dies= cores= threads=  (default 1)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * A TSC busy-wait delay on one CPU (works with -smp 1).
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Installs what the build needs (once) and builds topolab and the guest
 # images into build/. Used by demo.sh and test.sh.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Builds topolab's CPU engine: Unicorn 2.1.3 from the release's own source
 # distribution on the Python Package Index (pinned by version and sha256),
 # with topolab's patches (emu/unicorn/*.patch, applied in name order), x86

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // `topolab check` (the topology lint) and `topolab cpuid --diff`: their
 // options and what they run. Bad input throws InputError (topolab.cc
 // prints one line and exits with its bad-input status).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Differential CPUID test: boot the cpuid_dump guest under QEMU (TCG) and
 under topolab with the same -smp/-cpu, and compare what the guest printed,
 leaf by leaf. Every difference must be covered by an entry of the

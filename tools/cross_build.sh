@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Cross-build determinism: topolab built at -O0 (build-O0/, CMAKE_BUILD_TYPE
 # Debug) must give byte-identical output to the Release build (build/) on a
 # set of runs: serial output, the closing line, the JSON report and the exit

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Where the topolab command finds the files it is not compiled with: the
 // guest images (testcases/*.elf: the demo's topology_check, the
 // experiments' sched, any image a user names for `run`) and the Linux

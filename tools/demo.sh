@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The main job: set up, build, and run topolab's default demo (the 16-vCPU
 # l3-cache machine as CPUID describes it, a guest checking it, and the
 # l3-cache experiment).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The halt-poll experiment: a context-switch benchmark on 10 vCPUs with no
 // polling, the guest's haltpoll driver, the host's halt_poll_ns, idle=poll
 // and idle=mwait, each trading host CPU for wakeup latency.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The l3-cache experiment (the seeds' debate, docs/results.md): perf bench sched
 // messaging and pipe with l3-cache=off and =on, on 16 and 8 Intel vCPUs
 // and on an AMD family 15 model as the control.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // What the experiments share (tools/experiments.cc) and what each one
 // brings (tools/experiment_*.cc: its machines, tables and charts). A new
 // experiment is one more file like experiment_halt_poll.cc and one row in

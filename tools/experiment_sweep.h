@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // An experiment split into its runs, for a cluster's own scheduler (a Slurm
 // job array, GNU parallel): `--list-cases` names every run, `--case K` runs
 // one and writes its case file, `--merge DIR` reads them all back and gives

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The experiments of the l3-cache debate and of guest halt-polling, one
 // command each: a fixed set of machines boots the testcases/sched kernel
 // with one workload each, and the tables, JSON and SVG charts compare what

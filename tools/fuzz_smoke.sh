@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Builds the libFuzzer harnesses (fuzz/) with clang, ASan and UBSan into
 # build-fuzz/, seeds each corpus, and runs every harness for SECONDS
 # (default 30) from it, nproc harnesses at a time. A finding (a broken invariant, a sanitizer report,

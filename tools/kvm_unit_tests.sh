@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Runs an existing x86_64 kvm-unit-tests build through its own runner
 # (run_tests.sh) with topolab as QEMU, twice, and once with the real
 # qemu-system-x86_64 (TCG) unless saved QEMU results are given, and writes

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Checks a Linux guest's run on topolab against topolab's own view.
 
   linux_check.py --console LOG --expect EXPECTED [--report JSON]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The Linux guest: Debian 12's own Linux 6.1 kernel, unmodified, and an
 # initramfs with busybox, perf and tools/linux_init.sh as /init, which
 # prints the guest's view of its topology and runs `perf bench sched`.

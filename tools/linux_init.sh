@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # /init of topolab's Linux guest (tools/linux_guest.sh builds the
 # initramfs), run by busybox sh as PID 1. It prints the guest's view of its
 # topology, runs the `perf bench sched` benchmarks the kernel command line

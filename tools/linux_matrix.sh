@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Debian's Linux 6.1 (tools/linux_guest.sh, booted by PVH) on the topology
 # matrix, each boot checked by tools/linux_check.py: the guest's sysfs
 # topology and caches against `topolab cpuid --format linux`, no topology,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Writes a Linux initramfs: a newc cpio archive ("070701"), gzip-compressed,
 byte-for-byte deterministic, so that the same inputs give the same image on
 any host (and a topolab run can name its guest by one sha256).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // QEMU 7.2's x86 command line, as kvm-unit-tests' x86/run and a user's
 // scripts write it: `topolab qemu ARGS...` and build/qemu-system-x86_64
 // take it, so that a suite that starts QEMU through $QEMU runs on topolab.

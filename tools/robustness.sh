@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Whole runs on hostile input: N mutated testcase images (bit flips and
 # truncations of build/testcases/*.elf) with random valid and invalid flags,
 # each run twice. Counts signals (an abort or a sanitizer report included),

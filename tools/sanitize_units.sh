@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The GoogleTest unit-test binaries (not the guest boots) built with ASan and
 # UBSan (cmake -DTOPOLAB_SANITIZE=ON) into build-asan/, and run. Any
 # sanitizer report, leak included, fails the run.

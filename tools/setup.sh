@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Installs every Debian package that topolab's build, tests and demo need,
 # and builds the CPU engine, Unicorn 2.1.3 with topolab's patches, which
 # Debian 12 does not have (it ships 2.0.1, which maps guest virtual =

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Set up, build, and run every test (unit, integration and differential),
 # then the hardening smoke runs (docs/reliability.md): the unit tests under
 # ASan+UBSan, each fuzz harness for 15 s, and 30 mutated-image runs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // topolab: what topology does a guest see, and what does that do to its IPI
 // and HLT traffic? The command line; all real work lives in emu/, devices/
 // and firmware/.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Writes the uncompressed kernel (vmlinux, an ELF64) that a bzImage
 carries, so topolab can boot it by PVH and skip the kernel's own
 decompressor. The host does the work the guest's decompressor would.

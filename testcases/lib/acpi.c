@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "lib/acpi.h"
 #include "lib/io.h"
 #include "lib/string.h"

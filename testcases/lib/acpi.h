@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * The ACPI tables a test needs to find the CPUs (ACPI 6.5 chapter 5):
  * RSDP on a 16-byte boundary in the BIOS area 0xE0000-0xFFFFF (or the first

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Local APIC access (SDM Vol. 3A chapter 10 in older editions, 11 in newer:
  * "Advanced Programmable Interrupt Controller").

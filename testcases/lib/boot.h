@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /* Constants shared by entry.S (which defines the GDT and the boot stack)
  * and longmode.S. */
 #ifndef LIB_BOOT_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "lib/cmdline.h"
 
 /* A private copy: the loader's copy sits in memory we do not own. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * The Multiboot command line as space-separated key=value words, e.g.
  * "sockets=2 cores=3 threads=2 l3=on". Words without '=' (QEMU passes the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /* CPUID access and the few decoded facts every test wants. */
 #ifndef LIB_CPUID_H
 #define LIB_CPUID_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Prints this CPU's CPUID leaves in Debian `cpuid -r` format (the lines
  * under a "CPU n:" header, which the caller prints), so that `cpuid -f FILE`

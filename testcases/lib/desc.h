@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * A GDT with ring-3 segments and a TSS, and ring-3 entry (SDM Vol. 3A 3.4.5,
  * 5.8, 7.2). desc_init() replaces entry.S's GDT by a larger one that keeps its

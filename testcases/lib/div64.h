@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * 64-bit unsigned division without libgcc: 32-bit images are linked with
  * -nostdlib, so a plain `/` on uint64_t would need __udivdi3. Shift and

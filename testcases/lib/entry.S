@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * 32-bit Multiboot entry, shared by 32- and 64-bit images (it is assembled
  * with -m64 for the latter; .code32 keeps it 32-bit code either way).

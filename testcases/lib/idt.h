@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Interrupt descriptor table: all 256 vectors go through one stub each
  * (isr.S) to idt_dispatch, which calls the C handler registered for the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /* Port I/O and CPU-control primitives. */
 #ifndef LIB_IO_H
 #define LIB_IO_H

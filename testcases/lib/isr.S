@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * One 16-byte stub per vector: each pushes a dummy error code where the CPU
  * pushes none, then the vector number, so isr_common always sees the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Switch from 32-bit protected mode to long mode, then call lib_start in
  * 64-bit code. Linked into 64-bit images only; entry.S jumps here with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /* Model-specific registers (RDMSR/WRMSR: SDM Vol. 2B) and the control
  * registers the SMP code reads. */
 #ifndef LIB_MSR_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Multiboot 1 header. link.ld puts .multiboot first in the first loadable
  * segment, so it falls within the first 8 KiB of the file as the spec requires.

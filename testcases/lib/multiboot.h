@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /* The part of the Multiboot 1 information block that the guests read. */
 #ifndef LIB_MULTIBOOT_H
 #define LIB_MULTIBOOT_H

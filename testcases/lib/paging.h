@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * 4-level (IA-32e) paging helpers for 64-bit images (SDM Vol. 3A 4.5): the
  * entry bits, a walker that can allocate the missing tables, and the control

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * printf to the serial port. Conversions: d i u x X s c %, flags '-' and
  * '0', a field width (digits or '*'), and the length modifiers l ll z.

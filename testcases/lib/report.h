@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * kvm-unit-tests style results on the serial port:
  *   PASS: name

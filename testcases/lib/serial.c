@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /* Polled 16550 output: no interrupts, no FIFO assumptions beyond THRE. */
 #include "lib/serial.h"
 #include "lib/io.h"

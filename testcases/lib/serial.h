@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /* Polled output on the first 16550 UART (COM1, I/O port 0x3F8). */
 #ifndef LIB_SERIAL_H
 #define LIB_SERIAL_H

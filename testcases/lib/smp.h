@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * SMP bring-up (SDM Vol. 3A 8.4 "Multiple-Processor (MP) Initialization").
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * A test-and-test-and-set spinlock on XCHG, which is atomic with memory
  * without a LOCK prefix (SDM Vol. 3A 9.1.2.1). PAUSE in the wait loop keeps a

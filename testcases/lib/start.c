@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "lib/cmdline.h"
 #include "lib/printf.h"
 #include "lib/report.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * The C side of boot. entry.S (via longmode.S in 64-bit images) calls
  * lib_start, which sets up the serial port and the command line, runs the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "lib/string.h"
 
 void *memset(void *dst, int c, size_t n)

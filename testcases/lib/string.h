@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /* The few C string/memory functions the guests use. */
 #ifndef LIB_STRING_H
 #define LIB_STRING_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * The boot CPU's topology and caches, decoded the way Linux (6.1) does:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * AP start-up. smp.c copies smp_trampoline_start..smp_trampoline_end to
  * SMP_TRAMPOLINE_ADDR and fills smp_trampoline_gdtr in the copy with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Ring-3 entry and the way back (desc.h): user_call enters ring 3 by IRET,
  * user_exit, called by kernel code at any depth, returns from it.

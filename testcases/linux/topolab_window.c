@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * topolab-window: the Linux guest's side of topolab's measuring window.
  *

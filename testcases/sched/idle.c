@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * The idle task's loop (Linux do_idle) with the four idle= choices. It runs
  * with interrupts off except while it waits.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Which CPUs share a last-level cache, decided per CPU from its own CPUID as
  * Linux does (REFERENCE §3; arch/x86/kernel/cpu/cacheinfo.c), so that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * sched.elf: boots every CPU into the scheduler and runs one workload,
  * measured between outl(1) and outl(2) to the window port 0x4A0.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * A tiny SMP scheduler kernel (64-bit only) for the l3-cache and halt-polling
  * experiments: its wakeup path makes the decisions Linux's does, so the IPIs

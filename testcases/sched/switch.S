@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The context switch: only what the SysV ABI makes the callee preserve
  * (RBX, RBP, R12-R15) and RSP; everything else is dead across the call to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Tasks: memory, creation, the first switch of each CPU, exit.
  *

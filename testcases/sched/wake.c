@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Wakeups, as Linux's kernel/sched/core.c and fair.c make them.
  *

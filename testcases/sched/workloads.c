@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * The benchmarks, shaped like perf bench sched:
  * - pipe: two tasks ping-pong a 4-byte value through two one-slot channels,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Bad input and misbehaving guests: each must end with a clear one-line error
 # on stderr and the documented non-zero status, never a crash or a hang.
 # Usage: bad_input.sh TOPOLAB IMAGES_DIR

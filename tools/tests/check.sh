@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # `topolab check` and `topolab cpuid --diff` from the command line:
 # - every hand-made dump in check/bad/ (one bad pattern each) and every
 #   QEMU 7.2 dump in check/qemu-7.2/ gives exactly the findings listed here,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # `topolab check` on one configuration of the test matrix: it must report
 # nothing but the findings tools/tests/check/known_topolab_findings.txt
 # lists for it, and each listed finding must still be there.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # compute_loop64 with its data pages execute-disable (nx=on) does the same
 # work as with nx=off and as the 32-bit compute_loop: all three must exit 0
 # and print the same checksum line, under topolab or under QEMU 7.2.

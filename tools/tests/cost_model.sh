@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The cost model moves virtual time by exactly what it says and counts what
 # it models, and nothing the guest computes changes: an IPI ping-pong of N
 # round trips (2N wakeups of a halted vCPU) under several --cost settings.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Our dumps must be readable by the tools people already use: Debian's
 # `cpuid -f` decodes the raw dump, and hwloc's lstopo builds the configured
 # topology from the HWLOC_CPUID_PATH directory.

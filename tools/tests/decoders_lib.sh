@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Sourced by the decoder tests: a scratch directory, fail(), and the two
 # outside decoders run on a topolab dump.
 tmp=$(mktemp -d)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The main job with no arguments: the CPUID table of the l3-cache machine
 # and the topology_check guest on it must both appear, the guest pass, and
 # the l3-cache experiment's tables follow.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Same image and configuration, same output, byte for byte: serial output,
 # the closing line (instruction count, virtual time) and the CPUID dumps.
 set -euo pipefail

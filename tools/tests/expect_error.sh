@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Sourced by the command's tests: `expect_error FRAGMENT ARGS...` runs
 # `$topolab ARGS...` and wants the bad-input status (125) and exactly one
 # line on stderr that contains FRAGMENT. Needs $topolab, $tmp and fail().

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A sweep in pieces (docs/sweeps.md): each experiment, run small, in one piece
 # and as one `--case K` per line of `--list-cases` then `--merge`, must give
 # the same tables, results.json, results.txt and charts, byte for byte; a

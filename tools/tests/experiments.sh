@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # `topolab experiment`: both experiments run small (--scale), print their
 # tables, write JSON, text and SVG charts, and write the same bytes twice;
 # bad names and options are one-line errors with status 125.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Golden CPUID outputs under version control: any change to what a guest
 # sees shows up as a diff here. With --update, rewrite them instead.
 # Usage: golden.sh TOPOLAB [--update]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # --html in a real browser: the cpuid, run and experiment pages render in
 # headless Chromium (Debian's `chromium`, installed by tools/setup.sh), their
 # DOM has the elements docs/html.md names, the script ran to its end, and

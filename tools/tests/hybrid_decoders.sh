@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A hybrid topology as the decoders people use see it: Debian's `cpuid -f`
 # must name each CPU's core type from leaf 0x1A, hwloc's lstopo must build
 # the cores and the per-module L2s and list two CPU kinds (CPUKind, from leaf

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The hybrid, QEMU 9/10 spellings on the command line: what they are
 # accepted as, and one clear line with a bad-input exit for each bad one.
 # Usage: hybrid_options.sh TOPOLAB

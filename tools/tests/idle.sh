@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Idle semantics: every mode of the mwait image (testcases/mwait.c) on two
 # vCPUs must pass, the JSON report must show what the guest did (an MWAIT
 # ended by another vCPU's store, by an interrupt, by an NMI, not by a masked

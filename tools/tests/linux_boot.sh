@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Debian's Linux 6.1 on topolab (the guest of tools/linux_guest.sh).
 #
 #   linux_boot.sh TOPOLAB OUT boot NAME [KERNEL]   boot on 2 vCPUs, run a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The Linux guest (tools/linux_guest.sh) under the reference peer, QEMU
 # TCG: Debian's kernel boots with the initramfs, /init prints the topology
 # of a 1-socket, 1-core, 2-thread machine, runs a short perf bench sched

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Unit test of tools/make_initramfs.py: the archive is read back with a
 newc parser of its own (not the writer's code, and no cpio needed), and
 must follow the format, be deterministic, pad to 4 bytes, and carry device

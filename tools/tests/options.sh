@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The run options a user reaches for first: --trace, -serial file:, the
 # QEMU exit-status mapping and the -m size the guest is told.
 set -euo pipefail

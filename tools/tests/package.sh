@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The installed topolab: `cpack -G DEB` into a scratch directory, the .deb's
 # declared Depends (every shared library the binary needs, by its Debian
 # package, and what linux_guest.sh runs), its contents unpacked with

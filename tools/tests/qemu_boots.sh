@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The reference peer: an image must boot under qemu-system-x86_64 -accel tcg
 # with the same -smp/-cpu/-append and reach its SUMMARY line. Whether its
 # checks pass there is QEMU 7.2's business (docs/deviations.md says where

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The scheduler guest (testcases/sched): every workload under a few idle
 # modes, each ending with exit 0 and a well-formed sched-result line; the
 # consequences of the wakeup mechanism that follow from the topology alone

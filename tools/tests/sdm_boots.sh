@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A paging/ring/exception testcase under topolab, checked against the SDM
 # with no QEMU deviation accepted (strict=1). The only failures allowed are
 # the engine limitations docs/deviations.md lists ("What the engine cannot

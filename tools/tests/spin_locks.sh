@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Spin-wait guests under topolab (testcases/spin_print.c, tsc_delay.c).
 # Usage:
 #   spin_locks.sh lock TOPOLAB IMAGES SMP CPU LOCK LINES [IMAGE [TOPOLAB ARGS...]]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Unit test of tools/vmlinux_from_bzimage.py on synthetic bzImages: a setup
 header pointing at an XZ (with the kernel build's appended size) or gzip
 payload of a fake ELF64 comes back out byte for byte; the output is left

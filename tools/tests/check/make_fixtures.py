@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The hand-made `cpuid -r` dumps of tools/tests/check.sh: topolab's own
 leaves for a machine, perturbed the way another VMM got them wrong, one
 known-bad pattern per file. Rewrites the fixtures beside this script.
