@@ -33,8 +33,7 @@ bool same(const QemuCommand& a, const QemuCommand& b) {
   return a.action == b.action && a.kernel == b.kernel && a.initrd == b.initrd && a.append == b.append &&
          a.smp == b.smp && a.cpu == b.cpu && a.machine_options == b.machine_options &&
          a.machine_type == b.machine_type && a.ram_mib == b.ram_mib && a.serial == b.serial &&
-         a.no_reboot == b.no_reboot && a.pit == b.pit && a.isa_debug_exit == b.isa_debug_exit &&
-         a.pc_testdev == b.pc_testdev && a.pci_testdev == b.pci_testdev;
+         a.no_reboot == b.no_reboot && a.devices == b.devices;
 }
 
 void check_message(const std::string& what, std::string_view context) {
