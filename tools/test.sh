@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Set up, build, and run every test (unit, integration and differential),
 # then the hardening smoke runs (docs/reliability.md): the unit tests under
-# ASan+UBSan, each fuzz harness for 15 s, and 30 mutated-image runs.
+# ASan+UBSan, each fuzz harness for 6 s, and 30 mutated-image runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/build.sh
