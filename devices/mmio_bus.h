@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace topolab {
@@ -18,6 +19,22 @@ class MmioDevice {
   virtual std::string name() const = 0;
   virtual uint64_t read(uint64_t offset, unsigned size) = 0;
   virtual void write(uint64_t offset, unsigned size, uint64_t value) = 0;
+};
+
+// A window of a device that is not an MmioDevice itself (a PCI BAR, a
+// second register block): each access goes to two member functions of
+// `Owner`, which the window outlives not.
+template <typename Owner, auto Read, auto Write>
+class MmioWindowOf : public MmioDevice {
+ public:
+  MmioWindowOf(Owner& owner, std::string name) : owner_(owner), name_(std::move(name)) {}
+  std::string name() const override { return name_; }
+  uint64_t read(uint64_t offset, unsigned size) override { return (owner_.*Read)(offset, size); }
+  void write(uint64_t offset, unsigned size, uint64_t value) override { (owner_.*Write)(offset, size, value); }
+
+ private:
+  Owner& owner_;
+  std::string name_;
 };
 
 class MmioBus {

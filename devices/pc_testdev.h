@@ -72,20 +72,9 @@ class PcTestdev : public PortDevice {
     PcTestdev& dev_;
   };
 
-  class IomemWindow : public MmioDevice {
-   public:
-    explicit IomemWindow(PcTestdev& dev) : dev_(dev) {}
-    std::string name() const override { return "pc-testdev iomem"; }
-    uint64_t read(uint64_t offset, unsigned size) override { return dev_.iomem_read(offset, size); }
-    void write(uint64_t offset, unsigned size, uint64_t value) override { dev_.iomem_write(offset, size, value); }
-
-   private:
-    PcTestdev& dev_;
-  };
-
   std::function<void(unsigned, bool)> set_irq_;
   IrqLines irq_lines_;
-  IomemWindow iomem_window_{*this};
+  MmioWindowOf<PcTestdev, &PcTestdev::iomem_read, &PcTestdev::iomem_write> iomem_window_{*this, "pc-testdev iomem"};
   uint32_t scratch_ = 0;
   std::vector<uint8_t> iomem_;
 };

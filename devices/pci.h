@@ -126,16 +126,6 @@ class PciTestdev : public PortDevice {
   void mem_write(uint64_t offset, unsigned size, uint64_t value);
 
  private:
-  class MemoryBar : public MmioDevice {
-   public:
-    explicit MemoryBar(PciTestdev& dev) : dev_(dev) {}
-    std::string name() const override { return "pci-testdev BAR0"; }
-    uint64_t read(uint64_t offset, unsigned size) override { return dev_.mem_read(offset, size); }
-    void write(uint64_t offset, unsigned size, uint64_t value) override { dev_.mem_write(offset, size, value); }
-
-   private:
-    PciTestdev& dev_;
-  };
 
   enum class Space { Memory = 0, Io = 1 };
   bool decodes(Space space) const;
@@ -147,7 +137,7 @@ class PciTestdev : public PortDevice {
   std::string header() const;
 
   PciFunction function_;
-  MemoryBar memory_bar_{*this};
+  MmioWindowOf<PciTestdev, &PciTestdev::mem_read, &PciTestdev::mem_write> memory_bar_{*this, "pci-testdev BAR0"};
   uint32_t mem_base_;
   uint16_t io_base_;
   int current_ = -1;  // the selected test: Space * 3 + N
