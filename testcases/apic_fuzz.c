@@ -49,8 +49,9 @@
 /* Interrupt latency is not architectural: topolab, for one, delivers an
  * interrupt that became pending mid-slice at the slice's end (up to
  * --quantum instructions later). So waits are generous loop counts. */
-#define WAIT_LOOPS	50000000u	/* for what must arrive */
-#define SETTLE_LOOPS	200000u		/* for what may still come */
+/* TSC ticks (0.5 s and 0.4 ms at 2 GHz): only a missing IPI costs the first. */
+#define WAIT_TICKS	1000000000ull	/* for what must arrive */
+#define SETTLE_TICKS	800000ull	/* for what may still come */
 #define DEFAULT_ROUNDS	8
 #define DEFAULT_SEED	0x2545F491u
 #define X2APIC_FIRST	0x800
@@ -181,7 +182,7 @@ static void check_works(const char *mode, bool x2)
 	/* Take what the garbage left pending. */
 	stray_hits = 0;
 	irq_enable();
-	delay_loops(SETTLE_LOOPS);
+	delay_ticks(SETTLE_TICKS);
 	irq_disable();
 	strays = stray_hits;
 	printf("%s: %u stray interrupt%s taken after recovery\n", mode, strays,
@@ -197,8 +198,8 @@ static void check_works(const char *mode, bool x2)
 	test_hits = 0;
 	irq_enable();
 	bool sent = apic_send_ipi(0, ICR_SELF | ICR_FIXED | ICR_ASSERT | TEST_VECTOR);
-	wait_nonzero(&test_hits, WAIT_LOOPS);
-	delay_loops(SETTLE_LOOPS);
+	wait_until_changed(&test_hits, 0, tsc_after(WAIT_TICKS));
+	delay_ticks(SETTLE_TICKS);
 	nm(name, mode, "works.self_ipi");
 	report(name, sent && test_hits == 1,
 	       "self IPI vector 0x%x: received %u times, expected once%s",
@@ -206,8 +207,8 @@ static void check_works(const char *mode, bool x2)
 	if (x2) {
 		test_hits = 0;
 		x2apic_write(APIC_SELF_IPI, TEST_VECTOR);
-		wait_nonzero(&test_hits, WAIT_LOOPS);
-		delay_loops(SETTLE_LOOPS);
+		wait_until_changed(&test_hits, 0, tsc_after(WAIT_TICKS));
+		delay_ticks(SETTLE_TICKS);
 		nm(name, mode, "works.self_ipi_register");
 		report(name, test_hits == 1,
 		       "SELF_IPI vector 0x%x: received %u times, expected once",

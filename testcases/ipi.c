@@ -30,13 +30,16 @@
 
 #define TEST_VECTOR	0x40
 #define ILLEGAL_VECTOR	3		/* 0-15 are illegal (SDM 10.5.2) */
-#define WAIT_LOOPS	50000000u	/* for what must arrive */
-#define SETTLE_LOOPS	500000u		/* for what must not */
+/* TSC ticks (0.5 s and 1 ms at 2 GHz): only a missing IPI costs the first. */
+#define WAIT_TICKS	1000000000ull	/* for what must arrive */
+#define SETTLE_TICKS	2000000ull	/* for what must not */
 #define FLAT_CPUS	8		/* flat LDR has 8 bits */
 #define CLUSTER_CPUS	60		/* 15 clusters of 4 */
 
-static volatile uint32_t hits[SMP_MAX_CPUS], nmis[SMP_MAX_CPUS],
-	illegal_hits[SMP_MAX_CPUS];
+/* Per CPU, and in the last slot (ALL) every CPU's together. */
+#define ALL		SMP_MAX_CPUS
+static volatile uint32_t hits[SMP_MAX_CPUS + 1], nmis[SMP_MAX_CPUS + 1],
+	illegal_hits[SMP_MAX_CPUS + 1];
 static uint32_t want[SMP_MAX_CPUS];
 static uint32_t ldr[SMP_MAX_CPUS];	/* each CPU's LDR as it read it */
 static const char *mode;		/* "xapic" or "x2apic" */
@@ -47,6 +50,7 @@ static void count(volatile uint32_t *c)
 
 	if (cpu >= 0)
 		__atomic_fetch_add(&c[cpu], 1, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&c[ALL], 1, __ATOMIC_SEQ_CST);
 }
 
 static void test_handler(struct irq_frame *f)
@@ -93,20 +97,16 @@ static void expect_none(volatile uint32_t *c)
 		want[i] = c[i];
 }
 
-/* Waits for c == want on every CPU, then SETTLE_LOOPS more; the first CPU
+/* Waits for c == want on every CPU, then SETTLE_TICKS more; the first CPU
  * that differs, or -1. */
 static int settle(volatile uint32_t *c)
 {
-	for (uint32_t n = 0; n < WAIT_LOOPS; n++) {
-		bool all = true;
+	uint64_t deadline = tsc_after(WAIT_TICKS);
 
-		for (unsigned i = 0; i < smp_ncpus && all; i++)
-			all = c[i] == want[i];
-		if (all)
+	for (unsigned i = 0; i < smp_ncpus; i++)
+		if (!wait_until_equal(&c[i], want[i], deadline))
 			break;
-		__asm__ volatile("pause" ::: "memory");
-	}
-	delay_loops(SETTLE_LOOPS);
+	delay_ticks(SETTLE_TICKS);
 	for (unsigned i = 0; i < smp_ncpus; i++)
 		if (c[i] != want[i])
 			return (int)i;
@@ -242,21 +242,14 @@ static void test_flat(void)
 
 	/* SDM 10.6.2.4: exactly one CPU of the set gets a lowest-priority IPI
 	 * (which one is model-specific). All TPRs are 0. */
-	uint32_t before = 0, after = 0;
-
-	for (unsigned i = 0; i < smp_ncpus; i++)
-		before += hits[i];
+	uint32_t before = hits[ALL];
 	bool sent = apic_send_ipi((1u << n) - 1, ICR_LOWEST | ICR_LOGICAL |
 				  ICR_ASSERT | TEST_VECTOR);
-	for (uint32_t k = 0; k < WAIT_LOOPS && after == before; k++) {
-		after = 0;
-		for (unsigned i = 0; i < smp_ncpus; i++)
-			after += hits[i];
-	}
-	delay_loops(SETTLE_LOOPS);
-	after = 0;
-	for (unsigned i = 0; i < smp_ncpus; i++)
-		after += hits[i];
+
+	wait_until_changed(&hits[ALL], before, tsc_after(WAIT_TICKS));
+	delay_ticks(SETTLE_TICKS);
+	uint32_t after = hits[ALL];
+
 	report(name("lowest_priority"), sent && after - before == 1,
 	       "%u CPUs took it, expected exactly 1", after - before);
 }

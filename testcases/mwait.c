@@ -58,7 +58,7 @@
 /* How long CPU 0 lets CPU 1 sit in MWAIT before it wakes it: 0.5 ms at
  * topolab's 2 GHz TSC, far longer than CPU 1 needs to park. */
 #define DELAY_TSC	1000000u
-#define ARMED_LOOPS	50000000u	/* bounded wait for CPU 1 to start */
+#define ARMED_TICKS	1000000000ull	/* bounded wait for CPU 1 to start */
 
 /* The monitored line: 64 bytes, alone in its line, so the other variables
  * below (written by both CPUs) never touch it. */
@@ -161,7 +161,7 @@ static void store_waiter(void *arg)
 /* CPU 1, for CPU 0's wait: once CPU 0 is about to MWAIT, wait, store. */
 static void store_setter(void *arg)
 {
-	if (!wait_nonzero(&armed, ARMED_LOOPS))
+	if (!wait_until_changed(&armed, 0, tsc_after(ARMED_TICKS)))
 		return;
 	tsc_delay(DELAY_TSC);
 	line.flag = 2;
@@ -231,7 +231,7 @@ static bool start_waiter(const char *mode, void (*fn)(void *))
 	armed = 0;
 	mwaits = 0;
 	return report("mwait.started", smp_run_on(1, fn, NULL) &&
-		      wait_nonzero(&armed, ARMED_LOOPS),
+		      wait_until_changed(&armed, 0, tsc_after(ARMED_TICKS)),
 		      "%s: CPU 1 did not start its wait", mode);
 }
 

@@ -16,12 +16,14 @@
  * each STARTUP. With no timer calibrated, these loop counts stand in: they
  * are generous for the INIT (which real hardware needs). The check-in poll
  * ends as soon as the AP is up, so only a dead AP costs the full wait: 10^9
- * TSC ticks, 0.5 s at 2 GHz (0.2 s on a 5 GHz host under QEMU).
+ * TSC ticks, 0.5 s at 2 GHz (0.2 s on a 5 GHz host under QEMU). Work an AP
+ * never finishes costs smp_wait_done as much.
  */
 #define INIT_DELAY_LOOPS	200000u
 #define SIPI_DELAY_LOOPS	20000u
 #define CHECKIN_TICKS		1000000000ull
-#define RUN_WAIT_LOOPS		200000000u
+#define RUN_WAIT_TICKS		1000000000ull
+#define EARLIER_WORK_LOOPS	200000000u
 
 #define STR(x) #x
 #define XSTR(x) STR(x)
@@ -88,14 +90,59 @@ static bool tsc_wait_nonzero8(const volatile uint8_t *p, uint64_t ticks)
 	return *p != 0;
 }
 
-bool wait_nonzero(volatile uint32_t *p, uint32_t n)
+/*
+ * The loop of wait_until_equal and wait_until_changed, as tsc_wait_nonzero8's
+ * (and for the same reason one asm block): compare *p with value, end on
+ * `jdone`, else read the TSC, end at the deadline (in memory), PAUSE. Only
+ * EAX, EDX and EFLAGS change from one turn to the next.
+ */
+#define TSC_WAIT_U32(jdone, p, value, deadline)                                  \
+	do {                                                                     \
+		uint32_t lo_, hi_;                                               \
+		const uint32_t dlo_ = (uint32_t)(deadline);                      \
+		const uint32_t dhi_ = (uint32_t)((deadline) >> 32);              \
+		__asm__ volatile("1:\tcmpl %[v], (%[p])\n\t"                     \
+				 jdone " 3f\n\t"                                 \
+				 "rdtsc\n\t"                                     \
+				 "cmp %[dhi], %%edx\n\t"                         \
+				 "jb 2f\n\t"                                     \
+				 "ja 3f\n\t"                                     \
+				 "cmp %[dlo], %%eax\n\t"                         \
+				 "jae 3f\n"                                      \
+				 "2:\tpause\n\t"                                 \
+				 "jmp 1b\n"                                      \
+				 "3:"                                            \
+				 : "=&a"(lo_), "=&d"(hi_)                        \
+				 : [p] "r"(p), [v] "r"(value), [dlo] "m"(dlo_),  \
+				   [dhi] "m"(dhi_)                               \
+				 : "cc", "memory");                              \
+		(void)lo_;                                                       \
+		(void)hi_;                                                       \
+	} while (0)
+
+uint64_t tsc_after(uint64_t ticks)
 {
-	while (n--) {
-		if (*p)
-			return true;
-		__asm__ volatile("pause" ::: "memory");
-	}
-	return *p != 0;
+	return rdtsc() + ticks;
+}
+
+bool wait_until_equal(const volatile uint32_t *p, uint32_t value, uint64_t deadline)
+{
+	TSC_WAIT_U32("je", p, value, deadline);
+	return *p == value;
+}
+
+bool wait_until_changed(const volatile uint32_t *p, uint32_t from, uint64_t deadline)
+{
+	TSC_WAIT_U32("jne", p, from, deadline);
+	return *p != from;
+}
+
+void delay_ticks(uint64_t ticks)
+{
+	/* A word nobody else can see: the wait can only end at the deadline. */
+	const volatile uint32_t never_written = 0;
+
+	wait_until_changed(&never_written, 0, tsc_after(ticks));
 }
 
 int smp_printf(const char *fmt, ...)
@@ -287,16 +334,28 @@ unsigned smp_boot_aps(void (*ap_main)(unsigned cpu))
 	return smp_online;
 }
 
-bool smp_wait_done(unsigned cpu)
+/*
+ * smp_run_on's check that the AP finished its earlier work, which it almost
+ * always has: the counted loop smp_wait_done was before it became a TSC
+ * wait, kept so that the sched guest, whose recorded results
+ * (docs/results/) move with every instruction it runs, runs the same ones.
+ */
+static bool earlier_work_done(const struct smp_cpu *c)
 {
-	struct smp_cpu *c = &smp_cpus[cpu];
-
-	for (uint32_t n = 0; n < RUN_WAIT_LOOPS; n++) {
+	for (uint32_t n = 0; n < EARLIER_WORK_LOOPS; n++) {
 		if (c->req == c->done)
 			return true;
 		__asm__ volatile("pause" ::: "memory");
 	}
 	return c->req == c->done;
+}
+
+bool smp_wait_done(unsigned cpu)
+{
+	struct smp_cpu *c = &smp_cpus[cpu];
+
+	return c->req == c->done ||
+	       wait_until_equal(&c->done, c->req, tsc_after(RUN_WAIT_TICKS));
 }
 
 bool smp_run_on(unsigned cpu, void (*fn)(void *arg), void *arg)
@@ -309,7 +368,7 @@ bool smp_run_on(unsigned cpu, void (*fn)(void *arg), void *arg)
 		fn(arg);
 		return true;
 	}
-	if (!c->online || !smp_wait_done(cpu))
+	if (!c->online || !earlier_work_done(c))
 		return false;
 	c->fn = fn;
 	c->arg = arg;

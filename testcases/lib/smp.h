@@ -77,11 +77,20 @@ bool smp_wait_done(unsigned cpu);
 /* printf under smp_print_lock, so lines from several CPUs do not mix. */
 int smp_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* A calibration-free delay: n PAUSE loops (no timer is set up). */
+/* A calibration-free delay: n PAUSE loops (no timer is set up). The boot
+ * path's; a test that waits should use the TSC waits below. */
 void delay_loops(uint32_t n);
 
-/* Polls *p until it is non-zero, up to n PAUSE loops; true if it became so. */
-bool wait_nonzero(volatile uint32_t *p, uint32_t n);
+/*
+ * Waits on the TSC that an emulator can skip instead of running: each polls
+ * one word and the TSC in a loop that stores nothing and changes no register
+ * but those RDTSC writes (lib/smp.c says why that matters). A deadline is a
+ * TSC value (tsc_after); the waits return whether the word got there.
+ */
+uint64_t tsc_after(uint64_t ticks);
+bool wait_until_equal(const volatile uint32_t *p, uint32_t value, uint64_t deadline);
+bool wait_until_changed(const volatile uint32_t *p, uint32_t from, uint64_t deadline);
+void delay_ticks(uint64_t ticks);
 
 /* Called from trampoline.S, on the AP's own stack. */
 void smp_ap_entry(void);
