@@ -1,38 +1,33 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# Builds the libFuzzer harnesses (fuzz/) with clang, ASan and UBSan into
-# build-fuzz/, seeds each corpus, and runs every harness for SECONDS
-# (default 30) from it, nproc harnesses at a time. A finding (a broken invariant, a sanitizer report,
-# a crash, a slow input or a leak) fails the script and leaves the input in
-# build-fuzz/findings/HARNESS/. The corpora in build-fuzz/corpus/ grow from
-# run to run. docs/reliability.md tells how to run them for long.
+# Builds the libFuzzer harnesses (fuzz/) in the sanitized build
+# (tools/sanitized_build.sh: clang, ASan, UBSan, build-sanitize/), seeds
+# each corpus, and runs every harness for SECONDS (default 30) from it,
+# nproc harnesses at a time. A finding (a broken invariant, a sanitizer
+# report, a crash, a slow input or a leak) fails the script and leaves the
+# input in build-sanitize/findings/HARNESS/. The corpora in
+# build-sanitize/corpus/ grow from run to run. docs/reliability.md tells how
+# to run them for long.
 # Usage: tools/fuzz_smoke.sh [SECONDS] [HARNESS...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
 shift || true
 harnesses=("$@")
-# sweep_merge is not in the default list: it links the whole machine and
-# the reports, which CI's budget cannot build (fuzz/CMakeLists.txt); name it.
 # cmos_rtc is not either while its finding F9 is open (docs/reliability.md;
 # the input is fuzz/findings/cmos_rtc-F9): name it to run it.
 [ ${#harnesses[@]} -gt 0 ] ||
   harnesses=(topology local_apic multiboot cost qemu_command linux_boot pvh_boot io_apic pci_config pit8254
-             pic fw_cfg msr_file acpi)
+             pic fw_cfg msr_file acpi sweep_merge)
 
 tools/setup.sh
-if [ ! -f build-fuzz/CMakeCache.txt ]; then
-  CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release -DTOPOLAB_FUZZ=ON >/dev/null
-fi
-targets=(fuzzers)
-for h in "${harnesses[@]}"; do [ "$h" != sweep_merge ] || targets+=(sweep_merge_fuzzer); done
-cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]}" >/dev/null
+tools/sanitized_build.sh fuzzers
 
 # Seeds: the committed ones, plus what the goldens and the test lists know.
-seeds=build-fuzz/seeds
+seeds=build-sanitize/seeds
 for h in "${harnesses[@]}"; do
   rm -rf "${seeds:?}/$h"
-  mkdir -p "$seeds/$h" "build-fuzz/corpus/$h" "build-fuzz/findings/$h"
+  mkdir -p "$seeds/$h" "build-sanitize/corpus/$h" "build-sanitize/findings/$h"
   if [ -d "fuzz/seeds/$h" ]; then cp fuzz/seeds/"$h"/* "$seeds/$h/"; fi
 done
 if [ -d "$seeds/topology" ]; then
@@ -66,10 +61,10 @@ fi
 # The harnesses run side by side, nproc at a time.
 fuzz_one() {
   local h=$1
-  "build-fuzz/fuzz/${h}_fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=131072 \
-    -print_final_stats=1 -artifact_prefix="build-fuzz/findings/$h/" \
-    "build-fuzz/corpus/$h" "$seeds/$h" >"build-fuzz/findings/$h/last.log" 2>&1
-  echo $? >"build-fuzz/findings/$h/status"
+  "build-sanitize/fuzz/${h}_fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=131072 \
+    -print_final_stats=1 -artifact_prefix="build-sanitize/findings/$h/" \
+    "build-sanitize/corpus/$h" "$seeds/$h" >"build-sanitize/findings/$h/last.log" 2>&1
+  echo $? >"build-sanitize/findings/$h/status"
 }
 # Each job is waited for by its PID: `wait -n` followed by a bare `wait`
 # once left a harness unfinished when its status was read.
@@ -86,10 +81,10 @@ for pid in "${pids[@]}"; do wait "$pid" || true; done
 
 status=0
 for h in "${harnesses[@]}"; do
-  log=build-fuzz/findings/$h/last.log
-  harness_status=$(cat "build-fuzz/findings/$h/status" 2>/dev/null || echo "no status")
+  log=build-sanitize/findings/$h/last.log
+  harness_status=$(cat "build-sanitize/findings/$h/status" 2>/dev/null || echo "no status")
   if [ "$harness_status" != 0 ]; then
-    echo "fuzz_smoke: $h: FINDING (see $log and build-fuzz/findings/$h/):"
+    echo "fuzz_smoke: $h: FINDING (see $log and build-sanitize/findings/$h/):"
     grep -E "invariant failed|ERROR: |runtime error|SUMMARY" "$log" | head -5 | sed 's/^/    /'
     status=1
     continue
@@ -97,6 +92,6 @@ for h in "${harnesses[@]}"; do
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
   ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
-  echo "fuzz_smoke: $h: ${seconds} s, $runs executions, cov $cov, ft $ft, corpus $(ls "build-fuzz/corpus/$h" | wc -l) files, no findings"
+  echo "fuzz_smoke: $h: ${seconds} s, $runs executions, cov $cov, ft $ft, corpus $(ls "build-sanitize/corpus/$h" | wc -l) files, no findings"
 done
 exit $status

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The one sanitized build: clang with ASan, UBSan and libFuzzer's coverage
+# (cmake -DTOPOLAB_FUZZ=ON), asserts on, -O1 -g1 (quick to compile, line
+# numbers in reports). The unit tests under sanitizers
+# (tools/sanitize_units.sh) and the fuzz harnesses (tools/fuzz_smoke.sh)
+# share it, so that CI compiles the sources twice (this and the Release
+# build), not three times: a unit-test binary carries the coverage
+# counters unused, which the sanitizer runtime's default hooks absorb.
+# Configures build-sanitize/ once, then builds the targets named.
+# Usage: tools/sanitized_build.sh TARGET...
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=build-sanitize
+if [ ! -f "$dir/CMakeCache.txt" ]; then
+  CC=clang CXX=clang++ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_C_FLAGS="-O1 -g1" \
+    -DCMAKE_CXX_FLAGS="-O1 -g1" -DTOPOLAB_FUZZ=ON >/dev/null
+fi
+cmake --build "$dir" -j"$(nproc)" --target "$@" >/dev/null
