@@ -8,9 +8,9 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "model/cpuid_dump.h"
-#include "model/topology_lint.h"
-#include "report/check_report.h"
+#include "lab/cpuid_dump.h"
+#include "lab/topology_lint.h"
+#include "lab/check_report.h"
 #include "report/cpuid_diff.h"
 
 namespace topolab {

@@ -20,10 +20,10 @@
 #include <sys/prctl.h>
 
 #include "base/memory_map.h"
-#include "model/consumer_views.h"
+#include "lab/consumer_views.h"
 #include "model/cpuid.h"
-#include "model/cpuid_dump.h"
-#include "model/linux_sysfs.h"
+#include "lab/cpuid_dump.h"
+#include "lab/linux_sysfs.h"
 #include "report/cpuid_report.h"
 #include "report/html_report.h"
 #include "emu/machine.h"

@@ -30,7 +30,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/cpuid_dump.h"
+#include "lab/cpuid_dump.h"
 
 namespace topolab {
 

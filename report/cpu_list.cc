@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "model/cpu_list.h"
+#include "report/cpu_list.h"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "model/topology_lint.h"
+#include "lab/topology_lint.h"
 
 #include <algorithm>
 #include <functional>

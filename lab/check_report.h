@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // `topolab check` for a person and for CI: the consumers' views of a
-// machine and the lint's findings (model/topology_lint.h), as text or JSON.
+// machine and the lint's findings (lab/topology_lint.h), as text or JSON.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "model/topology_lint.h"
+#include "lab/topology_lint.h"
 
 namespace topolab {
 

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "model/topology_lint.h"
+#include "lab/topology_lint.h"
 
 namespace topolab {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "model/cpuid_dump.h"
+#include "lab/cpuid_dump.h"
 
 #include <charconv>
 

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "model/consumer_views.h"
+#include "lab/consumer_views.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "model/cpuid_dump.h"
+#include "lab/cpuid_dump.h"
 
 namespace topolab {
 namespace {

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The lint's framework, the disagreements between consumers and the cache
 // patterns; the leaf-consistency patterns are in topology_lint_leaves.cc.
-#include "model/topology_lint.h"
+#include "lab/topology_lint.h"
 
 #include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
 
-#include "model/cpu_list.h"
+#include "report/cpu_list.h"
 
 namespace topolab {
 

@@ -4,14 +4,14 @@
 // between the consumers and every known-bad pattern VMMs keep shipping.
 // Each finding names the leaves, what each consumer infers, the symptom in
 // that consumer and where the pattern was seen in the wild. Pure: the
-// formatting lives in report/check_report.h.
+// formatting lives in lab/check_report.h.
 #pragma once
 
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "model/consumer_views.h"
+#include "lab/consumer_views.h"
 
 namespace topolab {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "report/check_report.h"
+#include "lab/check_report.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "model/consumer_views.h"
+#include "lab/consumer_views.h"
 
 namespace topolab {
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "model/linux_sysfs.h"
+#include "lab/linux_sysfs.h"
 
 #include <fmt/format.h>
 
-#include "model/cpu_list.h"
+#include "report/cpu_list.h"
 
 namespace topolab {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "model/consumer_views.h"
+#include "lab/consumer_views.h"
 
 #include <algorithm>
 #include <map>

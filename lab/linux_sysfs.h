@@ -2,7 +2,7 @@
 // What Linux's sysfs shows of a machine's topology and caches, as topolab's
 // CPUID model predicts it: the cpu*/topology/*_list files and every
 // cpu*/cache/index*/{level,type,shared_cpu_list}, from the linux-6.x
-// decoder of model/consumer_views.h. The lines have the form the Linux
+// decoder of lab/consumer_views.h. The lines have the form the Linux
 // guest's /init (tools/linux_init.sh) prints, so a guest's view and the
 // prediction compare line by line:
 //
@@ -12,7 +12,7 @@
 
 #include <string>
 
-#include "model/consumer_views.h"
+#include "lab/consumer_views.h"
 
 namespace topolab {
 
