@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "tools/data_paths.h"
+#include "cli/data_paths.h"
 
 #include <gtest/gtest.h>
 

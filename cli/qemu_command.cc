@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "tools/qemu_command.h"
+#include "cli/qemu_command.h"
 
 #include <algorithm>
 #include <array>

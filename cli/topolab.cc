@@ -30,11 +30,11 @@
 #include "report/run_report.h"
 #include "report/svg_report.h"
 #include "emu/unicorn_vcpu.h"
-#include "tools/check_command.h"
-#include "tools/data_paths.h"
+#include "cli/check_command.h"
+#include "cli/data_paths.h"
 #include "tools/experiment_sweep.h"
 #include "tools/experiments.h"
-#include "tools/qemu_command.h"
+#include "cli/qemu_command.h"
 
 namespace {
 
@@ -169,7 +169,7 @@ struct RunOptions {
   bool trace = false;
   std::string html;     // --html FILE
   std::string command;  // what the page names
-  // The QEMU command line (tools/qemu_command.h): QEMU's exit statuses, and
+  // The QEMU command line (cli/qemu_command.h): QEMU's exit statuses, and
   // nothing on stderr for a run that ended as the guest asked.
   bool qemu = false;
   bool no_reboot = false;  // -no-reboot
@@ -702,7 +702,7 @@ void check_ram_size(uint64_t mib) {
 }
 
 // `topolab qemu ARGS` and build/qemu-system-x86_64 ARGS: QEMU 7.2's
-// command line (tools/qemu_command.h), topolab's own options from
+// command line (cli/qemu_command.h), topolab's own options from
 // TOPOLAB_OPTS. Every bad input ends with QEMU's status 1.
 int run_qemu(const std::vector<std::string>& args) {
   const QemuCommand q = parse_qemu_command(args);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "tools/check_command.h"
+#include "cli/check_command.h"
 
 #include <cstdio>
 #include <fstream>
