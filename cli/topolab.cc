@@ -32,8 +32,8 @@
 #include "emu/unicorn_vcpu.h"
 #include "cli/check_command.h"
 #include "cli/data_paths.h"
-#include "tools/experiment_sweep.h"
-#include "tools/experiments.h"
+#include "lab/sweep.h"
+#include "lab/experiments.h"
 #include "cli/qemu_command.h"
 
 namespace {
@@ -392,7 +392,7 @@ struct ExperimentCli {
   std::string cost_spec;
   std::string html;
   std::string command;
-  // A sweep in pieces (tools/experiment_sweep.h): list the runs, run one
+  // A sweep in pieces (lab/sweep.h): list the runs, run one
   // (-1: all of them), or merge their case files.
   bool list_cases = false;
   long case_index = -1;

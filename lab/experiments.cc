@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "tools/experiments.h"
+#include "lab/experiments.h"
 
 #include "emu/unicorn_vcpu.h"
 
@@ -22,7 +22,7 @@
 #include "report/run_report.h"
 #include "report/svg_report.h"
 #include "base/text_buffer.h"
-#include "tools/experiment_parts.h"
+#include "lab/experiment_parts.h"
 
 namespace topolab {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/experiments.h"
+#include "lab/experiments.h"
 
 namespace topolab {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// What the experiments share (tools/experiments.cc) and what each one
-// brings (tools/experiment_*.cc: its machines, tables and charts). A new
+// What the experiments share (lab/experiments.cc) and what each one
+// brings (lab/experiment_*.cc: its machines, tables and charts). A new
 // experiment is one more file like experiment_halt_poll.cc and one row in
 // experiments(). Internal to the experiments.
 #pragma once
@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tools/experiments.h"
+#include "lab/experiments.h"
 
 namespace topolab::experiment_parts {
 

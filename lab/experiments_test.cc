@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "tools/experiments.h"
+#include "lab/experiments.h"
 
 #include <stdlib.h>
 
@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/topology.h"
-#include "tools/experiment_sweep.h"
+#include "lab/sweep.h"
 
 namespace topolab {
 namespace {
@@ -170,7 +170,7 @@ TEST(ExperimentHtml, ChartsTablesAndEachMachineOnce) {
   EXPECT_EQ(page, format_experiment_html(o, results, "topolab experiment l3-cache"));
 }
 
-// ---- a sweep in pieces: case files and their merge (experiment_sweep.h) ----
+// ---- a sweep in pieces: case files and their merge (sweep.h) ----
 
 // Runs made up, one per case of a small halt-poll, with doubles that only
 // read back exactly if they are written with every digit they need.

@@ -6,7 +6,7 @@
 
 #include "base/text_buffer.h"
 #include "report/svg_report.h"
-#include "tools/experiment_parts.h"
+#include "lab/experiment_parts.h"
 
 namespace topolab::experiment_parts {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "tools/experiment_sweep.h"
+#include "lab/sweep.h"
 
 #include <algorithm>
 #include <fstream>
