@@ -34,6 +34,7 @@
 #include "cli/data_paths.h"
 #include "lab/sweep.h"
 #include "lab/experiments.h"
+#include "lab/runner.h"
 #include "cli/qemu_command.h"
 
 namespace {
@@ -416,7 +417,7 @@ void make_output_dir(const ExperimentOptions& o) {
 std::optional<std::vector<CaseMeasurement>> run_cases(const ExperimentOptions& o,
                                                       const std::vector<ExperimentCase>& cases) {
   try {
-    return run_experiment_cases(o, cases, stderr);
+    return run_experiment_cases(o, cases, unicorn_vcpu_factory(), stderr);
   } catch (const InputError&) {
     throw;
   } catch (const std::runtime_error& e) {
@@ -478,7 +479,7 @@ int run_experiment(ExperimentCli& cli, const DataPaths& data) {
   o.json = cli.format == "json";
   o.cost = CostModel::parse(cli.cost_spec, CostModel::defaults());
   if (o.sched_image.empty()) o.sched_image = (data.images / "sched.elf").string();
-  if (o.guest == "linux") {
+  if (o.guest == Guest::Linux) {
     if (o.name != "l3-cache") throw ConfigError(fmt::format("--guest linux: only the l3-cache experiment runs on Linux"));
     if (o.linux_dir.empty()) {
       if (data.linux_dir.empty())
@@ -648,10 +649,12 @@ CLI::App* add_experiment_command(CLI::App& app, ExperimentCli& experiment) {
   experiment_cmd->add_option("--format", experiment.format, "stdout: table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
-  experiment_cmd->add_option("--kernel", experiment.options.kernel,
-                             "the guest kernel's wake-list IPI: 2016 (RES, the seeds) or 6.x (CAL)")
-      ->check(CLI::IsMember({"2016", "6.x"}))
-      ->capture_default_str();
+  experiment_cmd
+      ->add_option_function<std::string>(
+          "--kernel", [&experiment](const std::string& name) { experiment.options.wake_list = *wake_list_named(name); },
+          "the guest kernel's wake-list IPI: 2016 (RES, the seeds) or 6.x (CAL)")
+      ->check(CLI::IsMember(std::vector<std::string>{kernel_name(WakeList::Res), kernel_name(WakeList::Cal)}))
+      ->default_str(kernel_name(WakeList::Res));
   experiment_cmd->add_option("--jobs", experiment.options.jobs, "machines to run at once")
       ->check(CLI::Range(1u, 64u))
       ->capture_default_str();
@@ -670,11 +673,12 @@ CLI::App* add_experiment_command(CLI::App& app, ExperimentCli& experiment) {
   experiment_cmd->add_option("--image", experiment.options.sched_image,
                              "the sched kernel (default: sched.elf of topolab's guest images)");
   experiment_cmd
-      ->add_option("--guest", experiment.options.guest,
+      ->add_option_function<std::string>(
+          "--guest", [&experiment](const std::string& name) { experiment.options.guest = *guest_named(name); },
                    "sched (testcases/sched, the default) or linux (Debian's Linux 6.1 running perf bench sched; "
                    "l3-cache only)")
-      ->check(CLI::IsMember({"sched", "linux"}))
-      ->capture_default_str();
+      ->check(CLI::IsMember(std::vector<std::string>{guest_name(Guest::Sched), guest_name(Guest::Linux)}))
+      ->default_str(guest_name(Guest::Sched));
   experiment_cmd->add_option("--linux", experiment.options.linux_dir,
                              "the Linux guest's directory, as linux_guest.sh fills it (default: .deps/linux of "
                              "the checkout topolab was built in; installed, ~/.cache/topolab/linux or "
@@ -828,7 +832,7 @@ int main(int argc, char** argv) {
       // A Linux guest boots for seconds of host time before each benchmark:
       // fewer, coarser runs unless asked (its quantum does not change what the
       // guest does, only how finely the vCPUs interleave).
-      if (experiment.options.guest == "linux") {
+      if (experiment.options.guest == Guest::Linux) {
         if (!experiment_cmd->count("--quantum")) experiment.options.quantum = kLinuxExperimentQuantum;
         if (!experiment_cmd->count("--repeats")) experiment.options.repeats = kLinuxExperimentRepeats;
       }

@@ -25,7 +25,7 @@ std::vector<ExperimentCase> halt_poll_cases(const ExperimentOptions& o) {
   auto make = [&](std::string setting, const std::string& idle, uint64_t host_poll_ns) {
     MachineConfig c = base_config(o, kHaltPollSmp, kHaltPollCpu,
                                   fmt::format("workload=ctxsw loops={} idle={} wakelist={} quiet=1", loops, idle,
-                                              wakelist_for(o.kernel)));
+                                              wakelist_for(o.wake_list)));
     c.cost.halt_poll_ns = host_poll_ns;
     return ExperimentCase{"ctxsw", machine, std::move(setting), 0, c};
   };
@@ -42,7 +42,7 @@ std::string halt_poll_table(const ExperimentOptions& o, const std::vector<CaseMe
   fmt::memory_buffer out;
   if (results.empty()) return "";
   appendf(out, "== halt-poll: ctxsw (two tasks on vCPUs 0 and 1 waking each other), {} round trips, {}; {}; {} run(s) each\n",
-          results.front().sched_number("loops"), results.front().spec.topology, kernel_words(o.kernel),
+          results.front().sched_number("loops"), results.front().spec.topology, kernel_words(o.wake_list),
           results.front().runs);
   appendf(out, "{:<28} {:>10} {:>8} {:>9} {:>9} {:>10} {:>11}\n", "configuration", "ns/ctxsw", "%CPU", "HLT/s", "IPI/s",
           "poll hits", "mwait wakes");

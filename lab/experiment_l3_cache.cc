@@ -37,20 +37,20 @@ std::vector<ExperimentCase> l3_cache_cases(const ExperimentOptions& o) {
     for (const Machine3& m : kL3Machines)
       for (const char* l3 : {"off", "on"}) {
         const std::string cpu = fmt::format("{},l3-cache={}", m.cpu, l3);
-        if (o.guest == "linux") {
+        if (o.guest == Guest::Linux) {
           // perf bench sched itself, with the sched guest's sizes: messaging -g 1 -l L, pipe -l L.
           // kvm=on: the KVM signature, without which Linux ignores +x2apic
           // (no interrupt remapping), as a KVM guest of the seeds would not.
           const std::string bench =
               std::string(workload) == "pipe" ? fmt::format("pipe:{}", loops) : fmt::format("messaging:1:{}", loops);
           cases.push_back({workload, m.name, fmt::format("l3-cache={}", l3), 0,
-                           linux_config(o, m.smp, cpu + ",kvm=on", bench), true});
+                           linux_config(o, m.smp, cpu + ",kvm=on", bench), Guest::Linux});
           continue;
         }
         cases.push_back({workload, m.name, fmt::format("l3-cache={}", l3), 0,
                          base_config(o, m.smp, cpu,
                                      fmt::format("workload={} loops={} wakelist={} quiet=1", workload, loops,
-                                                 wakelist_for(o.kernel)))});
+                                                 wakelist_for(o.wake_list)))});
       }
   }
   return cases;
@@ -75,7 +75,7 @@ std::string l3_tables(const ExperimentOptions& o, const std::vector<CaseMeasurem
   for (const char* workload : kWorkloads) {
     const std::vector<const CaseMeasurement*> rows = rows_of(results, workload);
     if (rows.empty()) continue;
-    if (o.guest == "linux")
+    if (o.guest == Guest::Linux)
       appendf(out, "== {}: perf bench sched {} on Debian's Linux 6.1; {} run(s) each\n", workload,
               std::string(workload) == "pipe" ? fmt::format("pipe -l {}", rows.front()->sched_number("loops"))
                                               : fmt::format("messaging -g 1 -l {}", rows.front()->sched_number("loops")),
@@ -84,7 +84,7 @@ std::string l3_tables(const ExperimentOptions& o, const std::vector<CaseMeasurem
       appendf(out, "== {}: {}, {} loops, op_ns {}; {}; {} run(s) each\n", workload,
               std::string(workload) == "pipe" ? "two tasks ping-ponging (perf bench sched pipe)"
                                               : "20 senders x 20 receivers (perf bench sched messaging -g 1)",
-              rows.front()->sched_number("loops"), rows.front()->sched_number("op_ns"), kernel_words(o.kernel),
+              rows.front()->sched_number("loops"), rows.front()->sched_number("op_ns"), kernel_words(o.wake_list),
               rows.front()->runs);
     appendf(out, "{:<46} {:<8} {:>8} {:>8} {:>9} {:>15} {:>8} {:>8} {:>13} {:>9} {:>6}\n", "machine", "l3-cache",
             "RES/s", "CAL/s", "RES+CAL/s", "(spread)", "HLT/s", "time ms", "(spread)", "IPIs/vCPU", "%CPU");
@@ -109,7 +109,7 @@ std::string l3_tables(const ExperimentOptions& o, const std::vector<CaseMeasurem
     }
     appendf(out, "\n");
   }
-  if (o.guest == "linux")
+  if (o.guest == Guest::Linux)
     appendf(out, "RES = vector 0xFD, CAL = 0xFB + 0xFC, as the guest's handlers took them in its measuring window\n"
                  "(each vCPU's counts equal its /proc/interrupts deltas, checked in every run; the window is perf's\n"
                  "run as topolab-window marks it, fork and exec of perf included, and perf's own Total time is in\n"
@@ -128,7 +128,7 @@ std::string l3_tables(const ExperimentOptions& o, const std::vector<CaseMeasurem
 std::map<std::string, std::string> l3_charts(const ExperimentOptions& options, const std::vector<CaseMeasurement>& results) {
   std::map<std::string, std::string> charts;
   for (const char* workload : kWorkloads) {
-    BarChart chart{.title = fmt::format("{}: RES + CAL IPIs per virtual second ({} kernel)", workload, options.kernel),
+    BarChart chart{.title = fmt::format("{}: RES + CAL IPIs per virtual second ({} kernel)", workload, kernel_name(options.wake_list)),
                    .value_label = "IPIs per second",
                    .series = {"l3-cache=off", "l3-cache=on"},
                    .groups = {}};

@@ -18,8 +18,8 @@ inline constexpr double kCaseTimeLimitSeconds = 60;  // virtual; every case need
 
 // Workload sizes scaled for tests (percent), at least 1.
 unsigned scaled(unsigned loops, unsigned percent);
-// The guest's wakelist= for a kernel: RES IPIs (2016) or CAL (6.x).
-std::string wakelist_for(const std::string& kernel);
+// The sched guest's wakelist= for the IPI its wake lists send.
+std::string wakelist_for(WakeList wake_list);
 // A machine of the sched kernel with the experiment's options.
 MachineConfig base_config(const ExperimentOptions& o, const char* smp, std::string cpu, std::string append);
 // The Linux guest's command line (README.md, "Linux"): the serial console,
@@ -33,7 +33,7 @@ MachineConfig linux_config(const ExperimentOptions& o, const char* smp, std::str
 // Table cells: "+12%", "1.2K", the spread of a case's runs.
 std::string change(double before, double after);
 std::string rate(double per_second);
-std::string kernel_words(const std::string& kernel);
+std::string kernel_words(WakeList wake_list);
 double ipis_per_vcpu(const CaseMeasurement& r);
 std::string spread(const CaseMeasurement& r);
 std::string time_spread(const CaseMeasurement& r);

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The experiments of the l3-cache debate and of guest halt-polling, one
 // command each: a fixed set of machines boots the testcases/sched kernel
-// with one workload each, and the tables, JSON and SVG charts compare what
-// the guest's scheduler did (IPIs, HLT exits) and what the cost model says
-// it cost (time, host CPU). Every number comes from virtual time, so the
-// same experiment prints the same bytes on any host.
+// (or the Linux guest) with one workload each, and the tables, JSON and SVG
+// charts compare what the guest's scheduler did (IPIs, HLT exits) and what
+// the cost model says it cost (time, host CPU). Every number comes from
+// virtual time, so the same experiment prints the same bytes on any host.
+// The table of experiments is here; each one is a file of its own
+// (experiment_*.cc), the runner is runner.h, the guests' output is read by
+// guest_protocol.h, and a sweep in pieces is sweep.h.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -21,6 +25,18 @@
 
 namespace topolab {
 
+// The guest an experiment boots: testcases/sched's kernel, or Debian's Linux
+// 6.1 with tools/linux_guest.sh's initramfs, running perf bench sched.
+enum class Guest { Sched, Linux };
+const char* guest_name(Guest guest);  // "sched", "linux": what --guest takes
+std::optional<Guest> guest_named(std::string_view name);
+
+// The IPI a guest kernel's wake lists send: RES (the reschedule IPI), as
+// the seeds' 2016 kernels, or CAL (the function-call IPI), as Linux 6.x.
+enum class WakeList { Res, Cal };
+const char* kernel_name(WakeList wake_list);  // "2016", "6.x": what --kernel takes
+std::optional<WakeList> wake_list_named(std::string_view name);
+
 // One machine of an experiment.
 struct ExperimentCase {
   std::string workload;  // messaging, pipe, ctxsw
@@ -28,7 +44,7 @@ struct ExperimentCase {
   std::string setting;   // what this case changes: "l3-cache=on", "haltpoll=10000"
   unsigned repeat = 0;   // which perturbation of the case (its quantum)
   MachineConfig config;
-  bool linux_guest = false;  // the Linux guest: perf bench's output, /proc/interrupts
+  Guest guest = Guest::Sched;  // whose protocol its serial output follows
 };
 
 // "pipe on 8 vCPUs ... with l3-cache=on, quantum 600": what the progress
@@ -58,20 +74,16 @@ struct CaseMeasurement {
   uint64_t sched_number(const std::string& key) const;  // 0 when absent
 };
 
-// The guest's "sched-result: k=v k=v" line, from its serial output.
-std::optional<std::map<std::string, std::string>> parse_sched_result(const std::string& serial);
-
 struct ExperimentOptions {
   std::string name;         // l3-cache or halt-poll
   std::string sched_image;  // testcases/sched.elf
-  // The guest: "sched" (testcases/sched.elf, the default) or "linux", Debian's
-  // Linux 6.1 with tools/linux_guest.sh's initramfs from `linux_dir`
-  // (vmlinux, booted by PVH, and initramfs.cpio), running perf bench sched.
-  std::string guest = "sched";
+  // The Linux guest's files are in `linux_dir`: vmlinux, booted by PVH, and
+  // initramfs.cpio.
+  Guest guest = Guest::Sched;
   std::string linux_dir;
   std::string output_dir;   // results.json and the SVG charts; empty: none
   bool json = false;        // print JSON instead of the tables
-  std::string kernel = "2016";  // 2016: wake lists send RES; 6.x: CAL
+  WakeList wake_list = WakeList::Res;  // --kernel 2016; 6.x: Cal
   uint64_t quantum = 1000;      // small: shared-memory wakeups are timed to it
   // Each case runs this often, at quanta around `quantum` (the interleaving
   // of the vCPUs changes; the guest does not), and the tables show the
@@ -97,7 +109,8 @@ struct Experiment {
   // Tables and charts (file name -> SVG) of the cases combined over their repeats.
   std::function<std::string(const ExperimentOptions&, const std::vector<CaseMeasurement>&)> tables;
   std::function<std::map<std::string, std::string>(const ExperimentOptions&, const std::vector<CaseMeasurement>&)> charts;
-  // A cost-model key each case sets itself, shown as "(per configuration)".
+  // A cost-model key (CostModel::entries()) each case sets itself: the
+  // tables show "(per configuration)" as its value.
   std::string per_case_cost;
 };
 
@@ -112,10 +125,6 @@ const std::vector<std::pair<std::string, std::string>>& experiment_names();
 // The cases of an experiment. Throws ConfigError for an unknown name.
 std::vector<ExperimentCase> experiment_cases(const ExperimentOptions& options);
 
-// Runs every case (options.jobs at a time; `progress` gets one line per
-// case) and throws std::runtime_error naming the case if a guest failed.
-std::vector<CaseMeasurement> run_experiment_cases(const ExperimentOptions& options,
-                                                  const std::vector<ExperimentCase>& cases, std::FILE* progress);
 // One measurement per case from the runs of its repeats (which follow one
 // another in `runs`).
 std::vector<CaseMeasurement> combine_repeats(const std::vector<CaseMeasurement>& runs);

@@ -18,25 +18,6 @@
 namespace topolab {
 namespace {
 
-TEST(SchedResult, ParsesTheLastResultLine) {
-  const std::string serial =
-      "boot\nsched-result: workload=old\nsome line\nsched-result: workload=pipe idle=halt loops=10 ns_per_op=590\n";
-  auto fields = parse_sched_result(serial);
-  ASSERT_TRUE(fields);
-  EXPECT_EQ(fields->at("workload"), "pipe");
-  EXPECT_EQ(fields->at("ns_per_op"), "590");
-  CaseMeasurement m;
-  m.sched = *fields;
-  EXPECT_EQ(m.sched_number("loops"), 10u);
-  EXPECT_EQ(m.sched_number("absent"), 0u);
-}
-
-TEST(SchedResult, RejectsGarbage) {
-  EXPECT_FALSE(parse_sched_result("no result here\n"));
-  EXPECT_FALSE(parse_sched_result("sched-result: novalue\n"));
-  EXPECT_FALSE(parse_sched_result("xsched-result: a=1\n")) << "only at the start of a line";
-}
-
 TEST(ExperimentCases, L3CacheRunsBothWorkloadsOnThreeMachinesOffThenOn) {
   ExperimentOptions o;
   o.name = "l3-cache";
@@ -53,7 +34,7 @@ TEST(ExperimentCases, L3CacheRunsBothWorkloadsOnThreeMachinesOffThenOn) {
   EXPECT_EQ(cases[5].config.cpu.arg, "qemu64,+x2apic,l3-cache=on");
   EXPECT_EQ(cases[6].workload, "pipe");
   EXPECT_NE(cases[0].config.append.find("wakelist=res"), std::string::npos);
-  o.kernel = "6.x";
+  o.wake_list = WakeList::Cal;
   EXPECT_NE(experiment_cases(o)[0].config.append.find("wakelist=cal"), std::string::npos);
 }
 
@@ -141,6 +122,43 @@ TEST(ExperimentTables, L3CacheShowsRatesAndTheChange) {
   ASSERT_EQ(charts.count("l3-cache-messaging.svg"), 1u);
   EXPECT_NE(charts.at("l3-cache-messaging.svg").find("-93%"), std::string::npos);
   EXPECT_NE(format_experiment_json(o, results).find("\"res_per_s\": 560000.0"), std::string::npos);
+}
+
+TEST(ExperimentTables, APerCaseCostKeyShowsAsPerConfiguration) {
+  ExperimentOptions o;
+  o.name = "halt-poll";
+  o.cost = CostModel::parse("halt_poll_ns=7", CostModel::defaults());
+  const std::string text = format_experiment_tables(o, {measured("ctxsw", "no polling", 1, 1'000'000)});
+  EXPECT_NE(text.find("halt_poll_ns=(per configuration)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("halt_poll_ns=7"), std::string::npos) << text;
+  o.name = "l3-cache";
+  EXPECT_NE(format_experiment_tables(o, {}).find("halt_poll_ns=7"), std::string::npos) << "l3-cache sets no cost itself";
+}
+
+TEST(CaseMeasurement, SchedNumberReadsAFieldOrZero) {
+  CaseMeasurement m;
+  m.sched = {{"loops", "10"}, {"workload", "pipe"}};
+  EXPECT_EQ(m.sched_number("loops"), 10u);
+  EXPECT_EQ(m.sched_number("workload"), 0u);
+  EXPECT_EQ(m.sched_number("absent"), 0u);
+}
+
+TEST(ExperimentOptions, GuestAndKernelAreRecordedByTheirCommandLineNames) {
+  ExperimentOptions o;
+  o.name = "l3-cache";
+  EXPECT_EQ(recorded_options_json(o)["kernel"], "2016");
+  EXPECT_FALSE(recorded_options_json(o).contains("guest")) << "the sched guest's JSON stays as it was";
+  o.wake_list = WakeList::Cal;
+  o.guest = Guest::Linux;
+  EXPECT_EQ(recorded_options_json(o)["kernel"], "6.x");
+  EXPECT_EQ(recorded_options_json(o)["guest"], "linux");
+}
+
+TEST(ExperimentOptions, NamesReadBackToTheirValues) {
+  for (Guest g : {Guest::Sched, Guest::Linux}) EXPECT_EQ(guest_named(guest_name(g)), g);
+  for (WakeList w : {WakeList::Res, WakeList::Cal}) EXPECT_EQ(wake_list_named(kernel_name(w)), w);
+  EXPECT_FALSE(guest_named("windows"));
+  EXPECT_FALSE(wake_list_named("2017"));
 }
 
 // The page of an experiment: its charts and tables, and each machine once
