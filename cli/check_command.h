@@ -7,15 +7,18 @@
 #include <string>
 #include <vector>
 
+#include "model/machine_spec.h"
+
 namespace CLI {
 class App;
 }
 
-namespace topolab {
+namespace topolab::cli {
 
 struct CheckOptions {
-  std::string smp, cpu;       // a topolab machine ...
-  std::string dump;           // ... or a `cpuid -r` dump
+  MachineSpec spec;            // a topolab machine (-smp, -cpu, -machine) ...
+  bool spec_given = false;     // ... when any of them was given
+  std::string dump;            // ... or a `cpuid -r` dump
   std::string consumer = "all";
   bool json = false;
 };
@@ -23,10 +26,19 @@ struct CheckOptions {
 // Adds the `check` subcommand to `app`.
 CLI::App* add_check_command(CLI::App& app, CheckOptions& o);
 
+// The consumers' views and the lint's findings, as text or JSON.
+struct CheckResult {
+  std::string text;
+  bool findings = false;
+};
+CheckResult check_topology(const CheckOptions& o);
+
 // Exit status: 0 no findings, 1 findings (for CI).
 int run_check(const CheckOptions& o);
 
-// `--diff "-smp A -cpu X" "-smp B -cpu Y"`: writes the diff to stdout.
+// `--diff "-smp A -cpu X [-machine M]" "-smp B -cpu Y [-machine N]"`.
+std::string cpuid_diff_text(const std::vector<std::string>& sides);
+// Writes the diff to stdout.
 int run_cpuid_diff(const std::vector<std::string>& sides);
 
-}  // namespace topolab
+}  // namespace topolab::cli

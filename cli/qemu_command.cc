@@ -192,10 +192,10 @@ void Parser::option(const std::string& name, const std::optional<std::string>& v
   else if (name == "initrd") {
     cmd_.initrd.clear();
     for (const std::string& module : split_properties(v)) cmd_.initrd.push_back(module);
-  } else if (name == "smp") cmd_.smp = v;
+  } else if (name == "smp") cmd_.machine.smp = v;
   else if (name == "cpu") {
     if (v == "help" || v == "?") cmd_.action = Action::ListCpus;
-    else cmd_.cpu = v;
+    else cmd_.machine.cpu = v;
   } else if (name == "m") cmd_.ram_mib = parse_qemu_ram_size(v);
   else if (name == "machine" || name == "M") machine(v, "-" + name);
   else if (name == "accel") accel(v, "-accel");
@@ -275,7 +275,7 @@ void Parser::machine(const std::string& value, const std::string& spelled) {
   if (!smp_cache.empty()) {
     std::string joined;
     for (const std::string& s : smp_cache) joined += (joined.empty() ? "" : ",") + s;
-    cmd_.machine_options = cmd_.machine_options.empty() ? joined : cmd_.machine_options + "," + joined;
+    cmd_.machine.machine = cmd_.machine.machine.empty() ? joined : cmd_.machine.machine + "," + joined;
   }
 }
 

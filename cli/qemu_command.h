@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/platform_devices.h"
+#include "model/machine_spec.h"
 
 namespace topolab {
 
@@ -33,9 +34,9 @@ struct QemuCommand {
   std::string kernel;               // -kernel (required for a run)
   std::vector<std::string> initrd;  // -initrd: "FILE[ ARGS]" each, comma-separated as QEMU's
   std::string append;               // -append
-  std::string smp = "1";            // -smp, as topolab's Topology::parse takes it
-  std::string cpu = "qemu64";       // -cpu
-  std::string machine_options;      // -machine smp-cache.* properties, for parse_machine
+  // -smp and -cpu as given; as `machine`, -machine's smp-cache.* properties
+  // only (the rest are the fields below).
+  MachineSpec machine;
   std::string machine_type = "pc";  // pc or q35 (their aliases pc-i440fx-7.2, pc-q35-7.2)
   uint64_t ram_mib = 128;           // -m, QEMU's default
   std::string serial = "stdio";     // stdio, file:PATH or none; -nodefaults with no -serial: none

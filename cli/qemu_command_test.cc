@@ -30,8 +30,8 @@ TEST(QemuCommand, TakesKvmUnitTestsCommandLine) {
                                "-machine", "pit=off", "-initrd", "/tmp/env"});
   EXPECT_EQ(q.action, Action::Run);
   EXPECT_EQ(q.kernel, "x86/apic.flat");
-  EXPECT_EQ(q.smp, "2");
-  EXPECT_EQ(q.cpu, "qemu64,+x2apic,+tsc-deadline");
+  EXPECT_EQ(q.machine.smp, "2");
+  EXPECT_EQ(q.machine.cpu, "qemu64,+x2apic,+tsc-deadline");
   EXPECT_EQ(q.serial, "stdio");
   EXPECT_TRUE(q.devices.has(PlatformDevice::IsaDebugExit));
   EXPECT_TRUE(q.devices.has(PlatformDevice::PcTestdev));
@@ -47,7 +47,7 @@ TEST(QemuCommand, OptionsTakeOneDashOrTwoAndTwoDashesTakeEquals) {
   EXPECT_TRUE(q.no_reboot);
   EXPECT_EQ(q.kernel, "k.elf");
   EXPECT_EQ(q.append, "-smp 4");  // a value that looks like an option stays a value
-  EXPECT_EQ(q.smp, "4,cores=2,threads=2");
+  EXPECT_EQ(q.machine.smp, "4,cores=2,threads=2");
   EXPECT_EQ(q.machine_type, "q35");
   EXPECT_EQ(q.ram_mib, 1024u);
 }
@@ -92,7 +92,7 @@ TEST(QemuCommand, MachineProperties) {
                                                            "smp-cache.0.cache=l3,smp-cache.0.topology=core"});
   EXPECT_EQ(q.machine_type, "pc");
   EXPECT_FALSE(q.devices.has(PlatformDevice::Pit));
-  EXPECT_EQ(q.machine_options, "smp-cache.0.cache=l3,smp-cache.0.topology=core");
+  EXPECT_EQ(q.machine.machine, "smp-cache.0.cache=l3,smp-cache.0.topology=core");
   EXPECT_NE(refusal({"-kernel", "k", "-machine", "pit=maybe"}).find("pit=maybe"), std::string::npos);
   EXPECT_NE(refusal({"-kernel", "k", "-machine", "frob=1"}).find("property 'frob'"), std::string::npos);
   EXPECT_NE(refusal({"-kernel", "k", "-machine", "microvm"}).find("does not emulate microvm"), std::string::npos);

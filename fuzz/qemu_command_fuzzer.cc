@@ -31,7 +31,7 @@ namespace {
 
 bool same(const QemuCommand& a, const QemuCommand& b) {
   return a.action == b.action && a.kernel == b.kernel && a.initrd == b.initrd && a.append == b.append &&
-         a.smp == b.smp && a.cpu == b.cpu && a.machine_options == b.machine_options &&
+         a.machine == b.machine &&
          a.machine_type == b.machine_type && a.ram_mib == b.ram_mib && a.serial == b.serial &&
          a.no_reboot == b.no_reboot && a.devices == b.devices;
 }
