@@ -9,7 +9,7 @@
 #   cmake --build build-asan -j2 && (cd build-asan && ctest -j2 --timeout 1200)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-units=(model_tests arch_tests time_tests machine_tests devices_tests firmware_tests report_tests html_report_tests vcpu_tests experiments_tests data_paths_tests)
+units=(model_tests arch_tests time_tests machine_tests devices_tests firmware_tests report_tests html_report_tests vcpu_tests experiments_tests data_paths_tests workbench_tests cli_tests)
 tools/setup.sh
 if [ ! -f build-asan/CMakeCache.txt ]; then
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS="-O1 -g1" -DTOPOLAB_SANITIZE=ON >/dev/null
