@@ -11,6 +11,8 @@
 
 #include "model/machine_spec.h"
 
+// Declared only: each subcommand's file adds its options to a CLI::App,
+// and only the .cc files compile CLI11.
 namespace CLI {
 class App;
 }

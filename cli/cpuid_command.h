@@ -7,11 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "model/machine_spec.h"
-
-namespace CLI {
-class App;
-}
+#include "cli/command_line.h"
 
 namespace topolab::cli {
 

@@ -5,12 +5,9 @@
 
 #include <string>
 
+#include "cli/command_line.h"
 #include "cli/data_paths.h"
 #include "lab/experiments.h"
-
-namespace CLI {
-class App;
-}
 
 namespace topolab::cli {
 

@@ -7,12 +7,8 @@
 
 #include <string>
 
+#include "cli/command_line.h"
 #include "emu/machine.h"
-#include "model/machine_spec.h"
-
-namespace CLI {
-class App;
-}
 
 namespace topolab::cli {
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <initializer_list>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -112,16 +113,25 @@ const char* guest_name(Guest guest) { return guest == Guest::Linux ? "linux" : "
 
 const char* kernel_name(WakeList wake_list) { return wake_list == WakeList::Cal ? "6.x" : "2016"; }
 
-std::optional<Guest> guest_named(std::string_view name) {
-  for (Guest guest : {Guest::Sched, Guest::Linux})
-    if (name == guest_name(guest)) return guest;
+namespace {
+
+// The one of `values` that `name_of` calls `name`: the names are spelled
+// once, in the *_name functions.
+template <typename T>
+std::optional<T> value_named(std::string_view name, std::initializer_list<T> values, const char* (*name_of)(T)) {
+  for (T value : values)
+    if (name == name_of(value)) return value;
   return std::nullopt;
 }
 
+}  // namespace
+
+std::optional<Guest> guest_named(std::string_view name) {
+  return value_named(name, {Guest::Sched, Guest::Linux}, guest_name);
+}
+
 std::optional<WakeList> wake_list_named(std::string_view name) {
-  for (WakeList wake_list : {WakeList::Res, WakeList::Cal})
-    if (name == kernel_name(wake_list)) return wake_list;
-  return std::nullopt;
+  return value_named(name, {WakeList::Res, WakeList::Cal}, kernel_name);
 }
 
 std::string describe_case(const ExperimentCase& c) {
