@@ -2,7 +2,8 @@
 # The documentation `cmake --install` puts in share/doc/topolab, and the
 # Debian package (`cpack -G DEB` in the build directory). What else is
 # installed is next to where it is built: bin/topolab and the QEMU front in
-# tools/CMakeLists.txt, the guest images in testcases/CMakeLists.txt.
+# cli/CMakeLists.txt, the Linux guest's build in tools/CMakeLists.txt, the
+# guest images in testcases/CMakeLists.txt.
 install(FILES README.md CONTRIBUTING.md LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
 # What the binary contains under which licence, as Debian wants it in every
 # package's /usr/share/doc/PACKAGE/copyright.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // QEMU's command line (`topolab qemu`, build/qemu-system-x86_64). Input: the
 // arguments, separated by NUL bytes. The parser has no printer back to
-// arguments, so the invariants are what it promises (tools/qemu_command.h):
+// arguments, so the invariants are what it promises (cli/qemu_command.h):
 // - ConfigError is the only refusal, and its message is one non-empty line
 //   (the command prints it after "topolab: " and exits 1);
 // - parsing is deterministic: the same arguments give the same command or
@@ -22,7 +22,7 @@
 #include <fmt/format.h>
 
 #include "base/errors.h"
-#include "tools/qemu_command.h"
+#include "cli/qemu_command.h"
 #include "fuzz/fuzz_check.h"
 
 using namespace topolab;
@@ -31,7 +31,7 @@ namespace {
 
 bool same(const QemuCommand& a, const QemuCommand& b) {
   return a.action == b.action && a.kernel == b.kernel && a.initrd == b.initrd && a.append == b.append &&
-         a.smp == b.smp && a.cpu == b.cpu && a.machine_options == b.machine_options &&
+         a.machine == b.machine &&
          a.machine_type == b.machine_type && a.ram_mib == b.ram_mib && a.serial == b.serial &&
          a.no_reboot == b.no_reboot && a.devices == b.devices;
 }

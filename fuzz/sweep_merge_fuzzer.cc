@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The case files `topolab experiment NAME --merge DIR` reads
-// (tools/experiment_sweep.h): parse_case_file, which read_case_files runs
+// (lab/sweep.h): parse_case_file, which read_case_files runs
 // on every case-*.json and whose ConfigError the command turns into one
 // line and status 125. Input: the file's text; the merge is the l3-cache
 // experiment with its default options, or halt-poll when the text's first
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "base/errors.h"
-#include "tools/experiment_sweep.h"
+#include "lab/sweep.h"
 #include "fuzz/fuzz_check.h"
 
 using namespace topolab;

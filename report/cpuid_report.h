@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "model/cpu_list.h"
+#include "report/cpu_list.h"
 #include "model/cpuid.h"
 
 namespace topolab {

@@ -10,7 +10,7 @@
 # linux_guest.sh, with /init, the two Python writers and a topolab-window
 # built by CMake beside it, and DIR defaults to the user's cache,
 # $XDG_CACHE_HOME/topolab/linux or ~/.cache/topolab/linux: where an
-# installed topolab looks for the guest (tools/data_paths.h).
+# installed topolab looks for the guest (cli/data_paths.h).
 #
 # Every binary comes from Debian's package archive through `apt-get
 # download` and is unpacked with dpkg-deb into DIR: nothing is installed
@@ -44,7 +44,7 @@ if [ -f "$here/../testcases/linux/topolab_window.c" ]; then
 else
   window_source=""
   # The XDG base directory spec's cache, a relative $XDG_CACHE_HOME ignored
-  # as the spec says (tools/data_paths.cc reads it the same way).
+  # as the spec says (cli/data_paths.cc reads it the same way).
   cache=${XDG_CACHE_HOME:-}
   if [[ $cache != /* ]]; then cache=""; [[ ${HOME:-} != /* ]] || cache=$HOME/.cache; fi
   dir=${cache:+$cache/topolab/linux}

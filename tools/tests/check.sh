@@ -91,6 +91,12 @@ if [ "$update" = "--update" ]; then
 elif ! diff -u "$golden" <(printf '%s\n' "$diff_out"); then
   fail "cpuid --diff differs from $golden; if intended, run: tools/tests/check.sh build/topolab --update"
 fi
+# -machine reaches check and --diff as it reaches run and cpuid (both once
+# dropped it): an L3 per core is four L3s of two CPUs.
+l3_per_core="-smp 8,sockets=1,cores=4,threads=2 -cpu Skylake-Server -machine smp-cache.0.cache=l3,smp-cache.0.topology=core"
+grep -q "L3 x4 of 2" <<<"$("$topolab" check $l3_per_core)" || fail "check $l3_per_core: the L3 is not per core"
+grep -q "\[25:14\].* 7 -> 1" <<<"$("$topolab" cpuid --diff "-smp 8,sockets=1,cores=4,threads=2 -cpu Skylake-Server" "$l3_per_core")" ||
+  fail "cpuid --diff: -machine smp-cache changed no leaf"
 # A machine against itself differs nowhere.
 same=$("$topolab" cpuid --diff "-smp 4 -cpu EPYC" "-smp 4 -cpu EPYC")
 grep -q "no leaf differs on CPUs 0-3" <<<"$same" || fail "cpuid --diff of a machine with itself: $same"

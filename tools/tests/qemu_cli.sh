@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# The QEMU command line (tools/qemu_command.h) end to end: topolab's own
+# The QEMU command line (cli/qemu_command.h) end to end: topolab's own
 # testcases booted through build/qemu-system-x86_64 with kvm-unit-tests'
 # flags, QEMU's exit statuses, and bad input as one line with status 1.
 # Usage: qemu_cli.sh BUILD_DIR

@@ -1,0 +1,496 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "cli/qemu_command.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <functional>
+#include <map>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "base/errors.h"
+
+namespace topolab {
+
+namespace {
+
+// "a,b=c,d" split at commas; QEMU's ",," escape for a comma inside a value.
+std::vector<std::string> split_properties(const std::string& text) {
+  std::vector<std::string> out(1);
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == ',' && i + 1 < text.size() && text[i + 1] == ',') {
+      out.back() += ',';
+      ++i;
+    } else if (text[i] == ',') {
+      out.emplace_back();
+    } else {
+      out.back() += text[i];
+    }
+  }
+  return out;
+}
+
+// QEMU's boolean property values (qapi/qobject-input-visitor.c).
+std::optional<bool> parse_qemu_bool(std::string_view v) {
+  if (v == "on" || v == "yes" || v == "true" || v == "y") return true;
+  if (v == "off" || v == "no" || v == "false" || v == "n") return false;
+  return std::nullopt;
+}
+
+std::optional<uint64_t> parse_number(std::string_view text) {
+  int base = 10;
+  if (text.starts_with("0x") || text.starts_with("0X")) {
+    base = 16;
+    text.remove_prefix(2);
+  }
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, base);
+  if (ec != std::errc{} || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return value;
+}
+
+struct Property {
+  std::string name, value;
+  bool has_value = false;
+};
+
+Property split_property(const std::string& item) {
+  const size_t eq = item.find('=');
+  if (eq == std::string::npos) return {item, "", false};
+  return {item.substr(0, eq), item.substr(eq + 1), true};
+}
+
+// The parser's state: the command being built and the option being read.
+class Parser {
+ public:
+  QemuCommand parse(const std::vector<std::string>& args);
+
+ private:
+  void option(const std::string& name, const std::optional<std::string>& value);
+  void machine(const std::string& value, const std::string& spelled);
+  void accel(const std::string& value, const std::string& spelled);
+  void device(const std::string& value);
+  void global(const std::string& value);
+  void serial(const std::string& value);
+
+  QemuCommand cmd_;
+  bool serial_given_ = false, nodefaults_ = false, nographic_ = false;
+};
+
+// Options QEMU has that topolab refuses, with the reason.
+const std::map<std::string, std::string, std::less<>>& refused_options() {
+  static const std::map<std::string, std::string, std::less<>> kRefused = {
+      {"enable-kvm", "topolab runs its own TCG only (Unicorn); it has no KVM"},
+      {"bios", "topolab's firmware is built in; it takes no BIOS image"},
+      {"no-acpi", "topolab's firmware always builds its ACPI tables"},
+      {"no-shutdown", "topolab's run ends when the guest shuts down"},
+      {"icount", "topolab's clock is virtual already (instructions at a fixed CPI); it takes no -icount"},
+      {"rtc", "topolab has no CMOS RTC yet"},
+      {"chardev", "topolab's COM1 goes where -serial says; it has no other character devices"},
+      {"drive", "topolab has no disks"},
+      {"blockdev", "topolab has no disks"},
+      {"hda", "topolab has no disks"},
+      {"cdrom", "topolab has no disks"},
+      {"netdev", "topolab has no network"},
+      {"nic", "topolab has no network"},
+      {"numa", "topolab builds no NUMA tables (SRAT) yet"},
+      {"object", "topolab has no QOM objects to create"},
+      {"S", "topolab has no monitor to start the CPU from"},
+      {"s", "topolab has no gdb stub"},
+      {"gdb", "topolab has no gdb stub"},
+      {"qmp", "topolab has no QMP monitor"},
+      {"d", "QEMU's log; topolab's instruction trace is --trace in TOPOLAB_OPTS"},
+      {"D", "QEMU's log; topolab's instruction trace is --trace in TOPOLAB_OPTS"},
+      {"trace", "QEMU's trace events; topolab's instruction trace is --trace in TOPOLAB_OPTS"},
+      {"usb", "topolab has no USB"},
+      {"usbdevice", "topolab has no USB"},
+      {"incoming", "topolab does not migrate"},
+      {"loadvm", "topolab has no snapshots"},
+      {"snapshot", "topolab has no snapshots"},
+      {"overcommit", "topolab has no host CPUs to pin or pass power management through to"},
+  };
+  return kRefused;
+}
+
+// Options that take a value (the next argument), and flags.
+constexpr std::array kValueOptions = {
+    "kernel", "initrd", "append", "smp",  "cpu",  "m",       "machine", "M",    "accel", "device",  "serial",
+    "vnc",    "display", "name",  "global", "monitor", "L",  "boot",    "net",  "bios",  "icount",  "rtc",
+    "chardev", "drive",  "blockdev", "hda", "cdrom", "netdev", "nic",   "numa", "object", "gdb",   "qmp",
+    "d",      "D",       "trace", "usbdevice", "incoming", "loadvm", "k",   "vga",     "overcommit"};
+constexpr std::array kFlagOptions = {"nodefaults", "nographic", "no-reboot", "no-hpet", "enable-kvm", "no-acpi",
+                                     "no-shutdown", "S", "s", "version", "help", "h", "usb", "snapshot"};
+
+bool takes_value(std::string_view name) {
+  return std::find(kValueOptions.begin(), kValueOptions.end(), name) != kValueOptions.end();
+}
+bool is_flag(std::string_view name) {
+  return std::find(kFlagOptions.begin(), kFlagOptions.end(), name) != kFlagOptions.end();
+}
+
+// Device models QEMU 7.2 has on x86 that topolab does not emulate: refused
+// as "not emulated" rather than "not a valid device model name".
+bool known_qemu_device(std::string_view name) {
+  static constexpr std::array kKnown = {
+      "intel-iommu", "amd-iommu",      "edu",        "e1000",         "e1000e",      "rtl8139",
+      "pcie-root-port", "ioh3420",     "isa-serial", "pci-serial",    "i6300esb",    "ib700",
+      "hpet",        "kvm-pit",        "isa-pit",    "ivshmem-plain", "ivshmem-doorbell", "pci-bridge",
+      "usb-ehci",    "qemu-xhci",      "nec-usb-xhci", "ich9-ahci",   "ide-hd",      "ide-cd",
+      "sga",         "vmcoreinfo",     "pvpanic",    "isa-debugcon",  "vfio-pci",    "nvme",
+      "vmxnet3",     "megasas",        "lsi53c895a", "ramfb",         "VGA",         "cirrus-vga",
+      "pxb",         "pxb-pcie",       "tpm-tis",    "sdhci-pci",     "x86-iommu",   "ich9-intel-hda",
+      "hyperv-testdev"};
+  if (name.starts_with("virtio-") || name.starts_with("vhost-")) return true;
+  return std::find(kKnown.begin(), kKnown.end(), name) != kKnown.end();
+}
+
+QemuCommand Parser::parse(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.size() < 2 || a[0] != '-') {
+      // QEMU takes a bare argument as a disk image (-hda).
+      throw ConfigError(fmt::format("{}: topolab has no disks (a bare argument is QEMU's -hda)", a));
+    }
+    std::string name = a.substr(a[1] == '-' ? 2 : 1);
+    std::optional<std::string> value;
+    // "--opt=value" (two dashes): QEMU's getopt-style spelling.
+    if (a[1] == '-')
+      if (const size_t eq = name.find('='); eq != std::string::npos) {
+        value = name.substr(eq + 1);
+        name.resize(eq);
+      }
+    if (takes_value(name)) {
+      if (!value) {
+        if (i + 1 >= args.size()) throw ConfigError(fmt::format("-{}: requires an argument", name));
+        value = args[++i];
+      }
+    } else if (!is_flag(name)) {
+      throw ConfigError(fmt::format("-{}: invalid option", name));
+    } else if (value) {
+      throw ConfigError(fmt::format("-{}: takes no argument", name));
+    }
+    option(name, value);
+  }
+  if (!serial_given_) cmd_.serial = nographic_ && !nodefaults_ ? "stdio" : "none";
+  if (cmd_.action == QemuCommand::Action::Run && cmd_.kernel.empty())
+    throw ConfigError("-kernel: topolab boots a kernel image (Multiboot); give it with -kernel FILE");
+  return cmd_;
+}
+
+void Parser::option(const std::string& name, const std::optional<std::string>& value) {
+  using Action = QemuCommand::Action;
+  if (auto it = refused_options().find(name); it != refused_options().end())
+    throw ConfigError(fmt::format("-{}{}: {}", name, value ? " " + *value : "", it->second));
+  const std::string& v = value ? *value : std::string();
+  if (name == "version") cmd_.action = Action::Version;
+  else if (name == "help" || name == "h") cmd_.action = Action::Help;
+  else if (name == "kernel") cmd_.kernel = v;
+  else if (name == "append") cmd_.append = v;
+  else if (name == "initrd") {
+    cmd_.initrd.clear();
+    for (const std::string& module : split_properties(v)) cmd_.initrd.push_back(module);
+  } else if (name == "smp") cmd_.machine.smp = v;
+  else if (name == "cpu") {
+    if (v == "help" || v == "?") cmd_.action = Action::ListCpus;
+    else cmd_.machine.cpu = v;
+  } else if (name == "m") cmd_.ram_mib = parse_qemu_ram_size(v);
+  else if (name == "machine" || name == "M") machine(v, "-" + name);
+  else if (name == "accel") accel(v, "-accel");
+  else if (name == "device") device(v);
+  else if (name == "global") global(v);
+  else if (name == "serial") serial(v);
+  else if (name == "nodefaults") nodefaults_ = true;
+  else if (name == "nographic") nographic_ = true;
+  else if (name == "no-reboot") cmd_.no_reboot = true;
+  else if (name == "no-hpet") {
+    // topolab has no HPET to remove.
+  } else if (name == "vnc") {
+    if (v != "none") throw ConfigError(fmt::format("-vnc {}: topolab has no display (only -vnc none)", v));
+  } else if (name == "display") {
+    if (v != "none") throw ConfigError(fmt::format("-display {}: topolab has no display (only -display none)", v));
+  } else if (name == "vga") {
+    if (v != "none") throw ConfigError(fmt::format("-vga {}: topolab has no display (only -vga none)", v));
+  } else if (name == "monitor") {
+    if (v != "none") throw ConfigError(fmt::format("-monitor {}: topolab has no monitor (only -monitor none)", v));
+  } else if (name == "name" || name == "L" || name == "k") {
+    // A name for the guest, the data directory, the keyboard layout: nothing
+    // of topolab's machine changes.
+  } else if (name == "boot") {
+    // The boot order among disks; with -kernel QEMU boots the kernel anyway.
+  } else if (name == "net") {
+    if (v != "none") throw ConfigError(fmt::format("-net {}: topolab has no network (only -net none)", v));
+  } else {
+    throw ConfigError(fmt::format("-{}: invalid option", name));
+  }
+}
+
+// -machine [TYPE,]prop=value,...: the type, accel=, pit=, smp-cache.*, and
+// properties that only matter for what topolab does not have.
+void Parser::machine(const std::string& value, const std::string& spelled) {
+  std::vector<std::string> smp_cache;
+  bool first = true;
+  for (const std::string& item : split_properties(value)) {
+    const Property p = split_property(item);
+    if (!p.has_value) {
+      if (!first) throw ConfigError(fmt::format("{} {}: {}: expected property=value", spelled, value, item));
+      if (item == "help" || item == "?") {
+        cmd_.action = QemuCommand::Action::ListMachines;
+      } else if (item == "pc" || item.starts_with("pc-i440fx-") || item == "q35" || item.starts_with("pc-q35-")) {
+        cmd_.machine_type = item == "pc" || item.starts_with("pc-i440fx-") ? "pc" : "q35";
+      } else if (item == "isapc" || item == "microvm" || item == "none" || item == "x-remote") {
+        throw ConfigError(fmt::format("{} {}: topolab's machine is QEMU's pc (or q35); it does not emulate {}",
+                                      spelled, value, item));
+      } else {
+        throw ConfigError(fmt::format("{} {}: unsupported machine type '{}' (see -machine help)", spelled, value, item));
+      }
+      first = false;
+      continue;
+    }
+    first = false;
+    if (p.name == "type") {
+      machine(p.value, spelled);
+    } else if (p.name == "accel") {
+      accel(p.value, spelled + " accel=");
+    } else if (p.name == "pit") {
+      const std::optional<bool> on = parse_qemu_bool(p.value);
+      if (!on) throw ConfigError(fmt::format("{} {}: pit={}: expected on or off", spelled, value, p.value));
+      cmd_.devices.set(PlatformDevice::Pit, *on);
+    } else if (p.name.starts_with("smp-cache.")) {
+      smp_cache.push_back(item);
+    } else if (p.name == "kernel-irqchip" || p.name == "kernel_irqchip" || p.name == "vmport" || p.name == "hpet" ||
+               p.name == "usb" || p.name == "graphics" || p.name == "dump-guest-core" || p.name == "mem-merge" ||
+               p.name == "sata" || p.name == "smbus" || p.name == "suppress-vmdesc") {
+      // These choose between KVM's and QEMU's device models, or devices
+      // topolab has neither of; with TCG and topolab's platform they change
+      // nothing the guest sees.
+      if (!parse_qemu_bool(p.value) && p.value != "split" && p.value != "auto")
+        throw ConfigError(fmt::format("{} {}: {}={}: expected on or off", spelled, value, p.name, p.value));
+    } else {
+      throw ConfigError(fmt::format("{} {}: property '{}' is not one of this machine's", spelled, value, p.name));
+    }
+  }
+  if (!smp_cache.empty()) {
+    std::string joined;
+    for (const std::string& s : smp_cache) joined += (joined.empty() ? "" : ",") + s;
+    cmd_.machine.machine = cmd_.machine.machine.empty() ? joined : cmd_.machine.machine + "," + joined;
+  }
+}
+
+// -accel NAME[,props] or -machine accel=A[:B...]: TCG, which topolab is.
+void Parser::accel(const std::string& value, const std::string& spelled) {
+  const std::vector<std::string> items = split_properties(value);
+  const std::string& names = items.front();
+  if (names == "help" || names == "?") {
+    cmd_.action = QemuCommand::Action::ListAccelerators;
+    return;
+  }
+  // "kvm:tcg": QEMU tries each in turn; topolab is the TCG one.
+  bool tcg = false;
+  size_t start = 0;
+  while (start <= names.size()) {
+    size_t colon = names.find(':', start);
+    if (colon == std::string::npos) colon = names.size();
+    if (names.substr(start, colon - start) == "tcg") tcg = true;
+    start = colon + 1;
+  }
+  if (!tcg) throw ConfigError(fmt::format("{}{}: topolab runs TCG only (its own, on Unicorn); it has no {}", spelled, value, names));
+  for (size_t i = 1; i < items.size(); ++i) {
+    const Property p = split_property(items[i]);
+    // thread=single|multi, tb-size, split-wx: how QEMU runs TCG, not what
+    // the guest sees; topolab schedules its vCPUs deterministically either way.
+    if (p.name != "thread" && p.name != "tb-size" && p.name != "split-wx")
+      throw ConfigError(fmt::format("{}{}: property '{}' is not one of tcg's", spelled, value, p.name));
+  }
+}
+
+void Parser::device(const std::string& value) {
+  const std::vector<std::string> items = split_properties(value);
+  const std::string& driver = items.front();
+  if (driver == "help" || driver == "?") {
+    cmd_.action = QemuCommand::Action::ListDevices;
+    return;
+  }
+  auto no_properties = [&] {
+    if (items.size() > 1) throw ConfigError(fmt::format("-device {}: {} takes no properties here", value, driver));
+  };
+  if (driver == "isa-debug-exit") {
+    for (size_t i = 1; i < items.size(); ++i) {
+      const Property p = split_property(items[i]);
+      const std::optional<uint64_t> n = parse_number(p.value);
+      if (p.name == "iobase") {
+        if (n != 0xf4u)
+          throw ConfigError(fmt::format("-device {}: topolab's isa-debug-exit sits at iobase=0xf4 only", value));
+      } else if (p.name == "iosize") {
+        if (!n || *n < 1 || *n > 4)
+          throw ConfigError(fmt::format("-device {}: iosize must be 1 to 4 (topolab decodes 0xf4-0xf7)", value));
+      } else {
+        throw ConfigError(fmt::format("-device {}: property '{}' is not one of isa-debug-exit's", value, p.name));
+      }
+    }
+    cmd_.devices.add(PlatformDevice::IsaDebugExit);
+  } else if (const std::optional<PlatformDevice> device = platform_device_named(driver)) {
+    no_properties();
+    cmd_.devices.add(*device);
+  } else if (known_qemu_device(driver)) {
+    throw ConfigError(fmt::format("-device {}: topolab does not emulate {}", value, driver));
+  } else {
+    throw ConfigError(fmt::format("-device {}: '{}' is not a valid device model name", value, driver));
+  }
+}
+
+// -global DRIVER.PROP=VALUE: QEMU applies it to every DRIVER it creates and
+// to none if it creates none. topolab's own devices take no properties, so
+// a global for one of them is refused; one for a device topolab has not,
+// like QEMU's for a device it did not create, changes nothing.
+void Parser::global(const std::string& value) {
+  const size_t dot = value.find('.'), eq = value.find('=');
+  if (dot == std::string::npos || eq == std::string::npos || dot > eq || dot == 0)
+    throw ConfigError(fmt::format("-global {}: expected DRIVER.PROPERTY=VALUE", value));
+  const std::string driver = value.substr(0, dot);
+  if (driver == "isa-debug-exit" || driver == "pc-testdev" || driver == "pci-testdev")
+    throw ConfigError(fmt::format("-global {}: topolab's {} takes no properties", value, driver));
+}
+
+void Parser::serial(const std::string& value) {
+  if (serial_given_) throw ConfigError(fmt::format("-serial {}: topolab has one serial port (COM1)", value));
+  serial_given_ = true;
+  if (value == "stdio" || value == "mon:stdio") cmd_.serial = "stdio";
+  else if (value == "none" || value == "null") cmd_.serial = "none";
+  else if (value.starts_with("file:") && value.size() > 5) cmd_.serial = value;
+  else throw ConfigError(fmt::format("-serial {}: topolab's COM1 goes to stdio, file:PATH or none", value));
+}
+
+uint64_t ram_size_of(const std::string& text);
+
+}  // namespace
+
+QemuCommand parse_qemu_command(const std::vector<std::string>& args) {
+  try {
+    return Parser().parse(args);
+  } catch (const ConfigError& e) {
+    throw ConfigError(one_line(e.what()));
+  }
+}
+
+uint64_t parse_qemu_ram_size(const std::string& text) {
+  try {
+    return ram_size_of(text);
+  } catch (const ConfigError& e) {
+    throw ConfigError(one_line(e.what()));
+  }
+}
+
+namespace {
+
+uint64_t ram_size_of(const std::string& text) {
+  std::vector<std::string> items = split_properties(text);
+  std::string size = items.front();
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Property p = split_property(items[i]);
+    if (i == 0 && !p.has_value) continue;
+    if (p.name == "size") size = p.value;
+    else throw ConfigError(fmt::format("-m {}: {}: topolab's RAM has no hotplug slots (only -m [size=]SIZE)", text, p.name));
+  }
+  if (size.empty()) throw ConfigError(fmt::format("-m {}: missing the size", text));
+  uint64_t shift = 20;  // no suffix: MiB
+  const char last = static_cast<char>(std::toupper(static_cast<unsigned char>(size.back())));
+  if (!std::isdigit(static_cast<unsigned char>(size.back()))) {
+    switch (last) {
+      case 'B': shift = 0; break;
+      case 'K': shift = 10; break;
+      case 'M': shift = 20; break;
+      case 'G': shift = 30; break;
+      case 'T': shift = 40; break;
+      default: throw ConfigError(fmt::format("-m {}: unknown size suffix '{}' (K, M, G or T)", text, size.back()));
+    }
+    size.pop_back();
+  }
+  const std::optional<uint64_t> n = parse_number(size);
+  if (!n || *n == 0) throw ConfigError(fmt::format("-m {}: not a size", text));
+  if (*n > (uint64_t{1} << (60 - shift))) throw ConfigError(fmt::format("-m {}: too large", text));
+  const uint64_t bytes = *n << shift;
+  if (bytes % (uint64_t{1} << 20)) throw ConfigError(fmt::format("-m {}: topolab's RAM is a whole number of MiB", text));
+  return bytes >> 20;
+}
+
+}  // namespace
+
+std::string qemu_version_text(const std::string& topolab_version, const std::string& engine_version) {
+  // kvm-unit-tests and other scripts read "QEMU emulator version X.Y.Z" off
+  // the first line; the parenthesis says what is really answering.
+  return fmt::format(
+      "QEMU emulator version 7.2.0 (topolab {}, on Unicorn {})\n"
+      "Copyright (c) 2003-2022 Fabrice Bellard and the QEMU Project developers\n",
+      topolab_version, engine_version);
+}
+
+std::string qemu_help_text(const std::string& topolab_version, const std::string& engine_version) {
+  // The first line is -version's: kvm-unit-tests reads QEMU's version off
+  // `-h | head -1` into the guest's environment.
+  const std::string version = qemu_version_text(topolab_version, engine_version);
+  return version.substr(0, version.find('\n') + 1) +
+         "usage: qemu-system-x86_64 [options] (topolab: QEMU 7.2's x86 command line, as far as topolab's machine goes)\n"
+         "\n"
+         "-kernel FILE      a Multiboot kernel image\n"
+         "-initrd FILE[ ARGS][,FILE...]  Multiboot modules\n"
+         "-append TEXT      the kernel command line\n"
+         "-smp, -cpu, -m    as QEMU's (-cpu help lists the models)\n"
+         "-machine [pc|q35][,accel=tcg][,pit=on|off][,smp-cache.N.*]\n"
+         "-accel tcg[,thread=single|multi]\n"
+         "-device isa-debug-exit,iobase=0xf4,iosize=4 | pc-testdev | pci-testdev (-device help lists them)\n"
+         "-serial stdio|file:PATH|none, -nodefaults, -nographic, -no-reboot\n"
+         "-vnc none, -display none, -monitor none, -name NAME, -global D.P=V (accepted, change nothing)\n"
+         "\n"
+         "topolab's own options (--report, --report-file, --svg, --cost, --quantum, --time-limit,\n"
+         "--spin-skip, --trace, --info-lapic, --html) go in the environment variable TOPOLAB_OPTS;\n"
+         "\"%t\" in a value becomes $TESTNAME (or the kernel's name).\n";
+}
+
+std::string qemu_device_list_text() {
+  // QEMU's format: scripts grep for the quoted names.
+  // kvm-unit-tests' x86/run adds -device pci-testdev when the list has it.
+  std::string text = "Misc devices:\n";
+  for (const PlatformDeviceInfo& info : kPlatformDevices)
+    if (!info.qemu_help.empty()) text += std::string(info.qemu_help) + "\n";
+  return text;
+}
+
+std::string qemu_machine_list_text() {
+  return "Supported machines are:\n"
+         "pc                   Standard PC (i440FX + PIIX, 1996) (alias of pc-i440fx-7.2)\n"
+         "pc-i440fx-7.2        Standard PC (i440FX + PIIX, 1996) (default)\n"
+         "q35                  Standard PC (Q35 + ICH9, 2009) (alias of pc-q35-7.2)\n"
+         "pc-q35-7.2           Standard PC (Q35 + ICH9, 2009)\n";
+}
+
+std::string qemu_accelerator_list_text() { return "Accelerators supported in QEMU binary:\ntcg\n"; }
+
+std::vector<std::string> split_topolab_opts(const std::string& text, const std::string& test_name) {
+  std::vector<std::string> out;
+  std::string word;
+  auto flush = [&] {
+    if (word.empty()) return;
+    std::string expanded;
+    for (size_t i = 0; i < word.size(); ++i) {
+      if (word[i] == '%' && i + 1 < word.size() && word[i + 1] == 't') {
+        expanded += test_name;
+        ++i;
+      } else {
+        expanded += word[i];
+      }
+    }
+    out.push_back(expanded);
+    word.clear();
+  };
+  for (char c : text) {
+    if (c == ' ' || c == '\t' || c == '\n') flush();
+    else word += c;
+  }
+  flush();
+  return out;
+}
+
+}  // namespace topolab

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// QEMU 7.2's x86 command line, as kvm-unit-tests' x86/run and a user's
+// scripts write it: `topolab qemu ARGS...` and build/qemu-system-x86_64
+// take it, so that a suite that starts QEMU through $QEMU runs on topolab.
+//
+// Pure: the arguments are parsed into a QemuCommand with no file opened and
+// no machine built, so unit tests drive every option and refusal. Three
+// kinds of input are told apart, because callers see them differently:
+// - what topolab runs (-kernel, -smp, -cpu, -m, -device pc-testdev, ...);
+// - what changes nothing on topolab's machine and is accepted (-vnc none,
+//   -display none, -name, -accel tcg,thread=single, -machine vmport=off);
+// - what QEMU has but topolab does not emulate (-enable-kvm, -device edu,
+//   -vnc :1): refused by name, with the reason, as ConfigError;
+// and anything QEMU itself would not take (-frobnicate, -device nosuch) is
+// refused as QEMU refuses it. Both end the command with QEMU's status 1.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/platform_devices.h"
+#include "model/machine_spec.h"
+
+namespace topolab {
+
+struct QemuCommand {
+  // What the command asks for: a run, or one of the answers QEMU gives
+  // without running (-version, -help, -device help, -cpu help, ...).
+  enum class Action { Run, Version, Help, ListDevices, ListCpus, ListMachines, ListAccelerators };
+  Action action = Action::Run;
+
+  std::string kernel;               // -kernel (required for a run)
+  std::vector<std::string> initrd;  // -initrd: "FILE[ ARGS]" each, comma-separated as QEMU's
+  std::string append;               // -append
+  // -smp and -cpu as given; as `machine`, -machine's smp-cache.* properties
+  // only (the rest are the fields below).
+  MachineSpec machine;
+  std::string machine_type = "pc";  // pc or q35 (their aliases pc-i440fx-7.2, pc-q35-7.2)
+  uint64_t ram_mib = 128;           // -m, QEMU's default
+  std::string serial = "stdio";     // stdio, file:PATH or none; -nodefaults with no -serial: none
+  bool no_reboot = false;           // -no-reboot: a reset or triple fault ends the run
+  // -device isa-debug-exit,iobase=0xf4,iosize=4, pc-testdev, pci-testdev;
+  // -machine pit=off removes the 8254.
+  PlatformDevices devices{PlatformDevice::Pit};
+};
+
+// Parses QEMU's arguments (argv without the program name). Options take one
+// dash or two, and a value either as the next argument or after "=" when
+// spelled with two dashes (QEMU's own rule). Throws ConfigError, whose one
+// line names the option.
+QemuCommand parse_qemu_command(const std::vector<std::string>& args);
+
+// QEMU's -m: a size in MiB, or with a suffix K, M, G, T (KiB..TiB), QEMU's
+// "size=" spelling allowed. Throws ConfigError for a bad size or one that is
+// not a whole MiB.
+uint64_t parse_qemu_ram_size(const std::string& text);
+
+// What QEMU prints for the answers of Action.
+std::string qemu_version_text(const std::string& topolab_version, const std::string& engine_version);
+std::string qemu_help_text(const std::string& topolab_version, const std::string& engine_version);
+std::string qemu_device_list_text();
+std::string qemu_machine_list_text();
+std::string qemu_accelerator_list_text();
+
+// Splits TOPOLAB_OPTS, the environment variable that carries topolab's own
+// options into this mode, at blanks (no quoting: a value with a blank in it
+// cannot be given there). "%t" in a value becomes `test_name`, so a suite
+// that runs many tests can still write one report per test.
+std::vector<std::string> split_topolab_opts(const std::string& text, const std::string& test_name);
+
+}  // namespace topolab

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// `topolab run IMAGE`: boot an image on a machine of -smp/-cpu/-machine,
+// the guest's serial port on stdout, the report on stderr, and one line that
+// says how the run ended. The QEMU front (qemu_front.h) runs its machines
+// through here too, with QEMU's exit statuses.
+#pragma once
+
+#include <string>
+
+#include "cli/command_line.h"
+#include "emu/machine.h"
+
+namespace topolab::cli {
+
+struct RunOptions {
+  MachineConfig machine;
+  MachineSpec spec;       // -smp, -cpu, -machine as typed: parsed into `machine` by configure()
+  std::string cost_spec;  // --cost as typed: parsed into `machine.cost` by configure()
+  std::string serial = "stdio";
+  std::string exit_status = "plain";
+  std::string report = "table";
+  std::string report_file;
+  std::string svg_dir;
+  bool info_lapic = false;
+  bool trace = false;
+  std::string html;     // --html FILE
+  std::string command;  // what the page names
+  // The QEMU command line (cli/qemu_command.h): QEMU's exit statuses, and
+  // nothing on stderr for a run that ended as the guest asked.
+  bool qemu = false;
+  bool no_reboot = false;  // -no-reboot
+
+  // The machine's topology, CPU, -machine options and cost model from what
+  // was typed. Throws ConfigError.
+  void configure();
+};
+
+// Adds `run` with its options.
+CLI::App* add_run_command(CLI::App& app, RunOptions& run);
+// The options of a run that are topolab's own, beyond what it boots: for
+// `topolab run` and, through TOPOLAB_OPTS, for the QEMU command line.
+void add_run_tuning_options(CLI::App* cmd, RunOptions& run);
+
+// Runs the configured machine; the exit status for its outcome.
+int run_machine(const RunOptions& o);
+
+}  // namespace topolab::cli

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// What the experiments' guests print on their serial port, read back: the
+// sched kernel's result line (testcases/sched) and the Linux guest's /init
+// lines (tools/linux_init.sh): perf bench sched's output between
+// "topolab-bench-begin"/"-end", and /proc/interrupts' RES and CAL lines
+// before and after the benchmark. Pure functions of the serial text.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace topolab {
+
+// The lines of the serial output, without the console's CRs.
+std::vector<std::string> serial_lines(const std::string& serial);
+
+// The sched kernel's last "sched-result: k=v k=v" line, at the start of a
+// line; nullopt when there is none or it is not all k=v.
+std::optional<std::map<std::string, std::string>> parse_sched_result(const std::string& serial);
+
+// What perf bench sched printed for the benchmark /init ran last: "bench"
+// (messaging:1:100), "loops", and perf's "total_sec", "usecs_per_op",
+// "ops_per_sec" where it gives them.
+std::map<std::string, std::string> parse_perf_bench(const std::string& serial);
+
+// Each CPU's RES and CAL rise between the last /proc/interrupts /init printed
+// before a benchmark and the one after (as many CPUs as both blocks name).
+struct LinuxInterruptDeltas {
+  std::vector<uint64_t> res, cal;
+};
+LinuxInterruptDeltas linux_interrupt_deltas(const std::string& serial);
+
+// The rest of the first line that contains `marker`, from the marker on
+// ("Kernel panic - not syncing: ...", "topolab-init: error ..."); empty
+// when no line does.
+std::string line_from(const std::string& serial, const std::string& marker);
+
+}  // namespace topolab

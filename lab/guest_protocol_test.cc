@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "lab/guest_protocol.h"
+
+#include <gtest/gtest.h>
+
+namespace topolab {
+namespace {
+
+TEST(SchedResult, ParsesTheLastResultLine) {
+  const std::string serial =
+      "boot\nsched-result: workload=old\nsome line\nsched-result: workload=pipe idle=halt loops=10 ns_per_op=590\n";
+  auto fields = parse_sched_result(serial);
+  ASSERT_TRUE(fields);
+  EXPECT_EQ(fields->at("workload"), "pipe");
+  EXPECT_EQ(fields->at("ns_per_op"), "590");
+  EXPECT_EQ(fields->at("loops"), "10");
+}
+
+TEST(SchedResult, RejectsGarbage) {
+  EXPECT_FALSE(parse_sched_result("no result here\n"));
+  EXPECT_FALSE(parse_sched_result("sched-result: novalue\n"));
+  EXPECT_FALSE(parse_sched_result("xsched-result: a=1\n")) << "only at the start of a line";
+}
+
+TEST(SerialLines, SplitsAtNewlinesAndDropsTheConsolesCarriageReturns) {
+  EXPECT_EQ(serial_lines("a\r\nb\n\nc"), (std::vector<std::string>{"a", "b", "", "c"}));
+  EXPECT_TRUE(serial_lines("").empty());
+}
+
+// /init's lines around one benchmark (tools/linux_init.sh), as a 2-vCPU
+// guest prints them.
+constexpr const char* kLinuxRun =
+    "topolab-interrupts-before messaging:1:10\r\n"
+    "           CPU0       CPU1\r\n"
+    "RES:         10         20   Rescheduling interrupts\r\n"
+    "CAL:          1          2   Function call interrupts\r\n"
+    "topolab-interrupts-end\r\n"
+    "topolab-bench-begin messaging:1:10\r\n"
+    "# Running 'sched/messaging' benchmark:\r\n"
+    "     Total time: 0.012 [sec]\r\n"
+    "topolab-bench-end messaging:1:10 status=0\r\n"
+    "topolab-interrupts-after messaging:1:10\r\n"
+    "           CPU0       CPU1\r\n"
+    "RES:         15         40   Rescheduling interrupts\r\n"
+    "CAL:          4          2   Function call interrupts\r\n"
+    "topolab-interrupts-end\r\n";
+
+TEST(PerfBench, ReadsTheLastBenchmarksLoopsAndTotalTime) {
+  const auto bench = parse_perf_bench(kLinuxRun);
+  EXPECT_EQ(bench.at("bench"), "messaging:1:10");
+  EXPECT_EQ(bench.at("loops"), "10");
+  EXPECT_EQ(bench.at("total_sec"), "0.012");
+  EXPECT_FALSE(bench.count("usecs_per_op"));
+  EXPECT_EQ(parse_perf_bench("topolab-bench-begin pipe:5\n 7.5 usecs/op\n 133 ops/sec\ntopolab-bench-end pipe:5 status=0\n")
+                .at("usecs_per_op"),
+            "7.5");
+}
+
+TEST(LinuxInterrupts, EachCpusRiseOverTheBenchmark) {
+  const LinuxInterruptDeltas d = linux_interrupt_deltas(kLinuxRun);
+  EXPECT_EQ(d.res, (std::vector<uint64_t>{5, 20}));
+  EXPECT_EQ(d.cal, (std::vector<uint64_t>{3, 0}));
+  EXPECT_TRUE(linux_interrupt_deltas("RES: 1 2\n").res.empty()) << "lines outside a block count for nothing";
+}
+
+TEST(LineFrom, TheFirstLineWithTheMarkerFromTheMarkerOn) {
+  EXPECT_EQ(line_from("boot\n[ 1.0] Kernel panic - not syncing: VFS\nmore\n", "Kernel panic - not syncing"),
+            "Kernel panic - not syncing: VFS");
+  EXPECT_EQ(line_from("fine\n", "topolab-init: error"), "");
+}
+
+}  // namespace
+}  // namespace topolab
