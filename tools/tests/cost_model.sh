@@ -10,7 +10,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=1000
 for spec in none none,halt_wake_ns=10000 none,halt_wake_ns=10000,halt_poll_ns=1000000,poll_wake_ns=100 \
-            none,halt_wake_ns=10000,halt_poll_ns=1000 none,icr_exit_ns=1000,ipiv=1 none,ipi_running_ns=500000 \
+            none,halt_wake_ns=10000,halt_poll_ns=1000,poll_wake_ns=2000 none,icr_exit_ns=1000,ipiv=1 none,ipi_running_ns=500000 \
             default; do
   args=(--cost "$spec")
   [ "$spec" = default ] && args=()
@@ -34,9 +34,12 @@ none = load("none")
 check(total(none, "exit_ns") == 0 and total(none, "halt_poll_hits") == 0, "--cost none charges nothing")
 check(exits(none, "icr") >= 2 * n and exits(none, "hlt") >= 2 * n, "exits are counted even when they cost nothing")
 
+# The first ping may reach CPU 1 before it halts: where the set-up's wait
+# (a TSC wait the machine skips, to within a quantum) leaves CPU 0's clock
+# against CPU 1's decides it. Every later wakeup is of a halted vCPU.
 wake = load("none,halt_wake_ns=10000")
 extra = wake["virtual_ns"] - none["virtual_ns"]
-check(2 * n * 10000 <= extra <= 2 * n * 10000 * 1.1,
+check((2 * n - 1) * 10000 <= extra <= 2 * n * 10000 * 1.1,
       f"halt_wake_ns=10000 adds 10 us per wakeup of a halted vCPU: {extra} ns for {2 * n} wakeups")
 
 poll = load("none,halt_wake_ns=10000,halt_poll_ns=1000000,poll_wake_ns=100")
@@ -46,10 +49,18 @@ extra = poll["virtual_ns"] - none["virtual_ns"]
 check(2 * n * 100 <= extra <= 2 * n * 100 * 1.5, f"a poll hit costs poll_wake_ns, not halt_wake_ns: {extra} ns")
 check(total(poll, "host_poll_ns") > 0, "host polling is host CPU time")
 
-miss = load("none,halt_wake_ns=10000,halt_poll_ns=1000")
-misses = total(miss, "halt_poll_misses")
-check(misses >= 2 * n and abs(total(miss, "host_poll_ns") - misses * 1000) <= 1000,
-      f"a 1 us window misses every wakeup and polls 1 us each time ({misses} misses)")
+# A 1 us window, and a woken vCPU that takes 2 us to answer even after a
+# poll hit: the partner, which halted as it sent, has stopped polling by
+# then, so after the first wakeup (which the start decides, as above) every
+# one misses. With a hit costing nothing, a first hit would instead make
+# every later answer come within the window: both ways are stable.
+miss = load("none,halt_wake_ns=10000,halt_poll_ns=1000,poll_wake_ns=2000")
+# Polled: 1 us per miss, under 1 us for the hit, and a full window for each
+# of the few halts no wakeup ended within the run (the start, the end).
+misses, polled = total(miss, "halt_poll_misses"), total(miss, "host_poll_ns")
+hits = total(miss, "halt_poll_hits")
+check(misses >= 2 * n - 1 and misses * 1000 <= polled <= (misses + hits + 3) * 1000,
+      f"a 1 us window misses every wakeup and polls 1 us each time ({misses} misses, {polled} ns polled)")
 
 posted = load("none,ipi_running_ns=500000")
 check(posted["virtual_ns"] == none["virtual_ns"],
