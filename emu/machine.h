@@ -268,6 +268,9 @@ class Machine final : private CpuEvents {
   std::optional<RunResult> handle_exit(Cpu& cpu, const VcpuExit& exit);
   std::optional<RunResult> emulate_monitor(Cpu& cpu, const VcpuExit& exit);
   std::optional<RunResult> emulate_mwait(Cpu& cpu, const VcpuExit& exit);
+  // A pause-loop or idle-loop exit: skips the loop, or ends the run as a
+  // hang when nothing can end the loop before the time limit.
+  std::optional<RunResult> handle_loop_exit(Cpu& cpu, const VcpuExit& exit);
   // A pause-loop exit: charges it and skips the spin (spin_horizon).
   void skip_spin(Cpu& cpu, const VcpuExit& exit);
   // The earliest time anything a vCPU spinning at a fixed point can observe
@@ -293,6 +296,13 @@ class Machine final : private CpuEvents {
   // Brings the per-vCPU counters that live in the vCPUs up to date.
   void settle_stats();
   std::string deadlock_diagnosis() const;
+  // No vCPU but `stuck` could end its loop before the time limit: each other
+  // one is halted, waits for SIPI, or is parked in a spin with no timer,
+  // IPI or interrupt of its own to come before the limit.
+  bool nothing_else_can_end_it(const Cpu& stuck) const;
+  // "guest hang: cpu N loops forever in LOOP at RIP ... with interrupts
+  // on|off: WHY nothing can end it ...; the time limit".
+  std::string stuck_loop_diagnosis(const Cpu& cpu, const VcpuExit& exit) const;
   // Nobody can run: the time limit, a timer still to come, or a deadlock.
   RunResult finish_idle();
   RunResult finish(RunResult::Outcome outcome, std::string diagnosis);

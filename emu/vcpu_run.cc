@@ -339,10 +339,14 @@ VcpuExit UnicornVcpu::Engine::run(uint64_t budget) {
   // loop could see (an injection, INIT) forgets it.
   pause_loop.mark_run_start();
   self_loop.forget();  // other vCPUs may have written what a loop reads since
+  begin_loop_watch();
   stop_requested = false;
   update_block_hook();
   for (;;) {
-    if (std::optional<VcpuExit> exit = run_until_stop()) return *exit;
+    if (std::optional<VcpuExit> exit = run_until_stop()) {
+      end_loop_watch(*exit);
+      return *exit;
+    }
   }
 }
 
@@ -400,6 +404,8 @@ std::optional<VcpuExit> UnicornVcpu::Engine::run_until_stop() {
       settle_at(linear_rip());
       VcpuExit exit = exit_at(VcpuExit::Reason::PauseLoop, read_reg(UC_X86_REG_RIP), std::exchange(idle_loop_what, {}));
       exit.idle_loop = true;
+      exit.loop_state_moves = std::exchange(idle_loop_moves, false);
+      exit.spin_recheck = std::exchange(idle_loop_recheck, false);
       return exit;
     }
   }

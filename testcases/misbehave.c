@@ -8,13 +8,31 @@
  *                | init_self | ipi_nobody | reserved_delivery | no_idt_interrupt
  *                | mwait_no_monitor | mwait_bad_hint | monitor_mmio
  *                | monitor_absent | mwait_forever | tsc_deadline_far
- *                | tsc_deadline_absent | flag | peer_flag
+ *                | tsc_deadline_absent | flag | peer_flag | two_blocks
+ *                | call_loop | same_branch | pause_forever | sti_spin
+ *                | sti_count | count_forever | all_stuck | ends_late
  *   halt      cli; hlt: nothing can ever wake the CPU
  *   spin      an endless loop: only the time limit ends it
  *   flag      cli, then a wait for a flag nobody sets (a loop that only
  *             reads memory: topolab proves it endless at once)
  *   peer_flag (-smp 2) CPU 1 halts with interrupts off for ever, and CPU 0
  *             waits with interrupts off for a flag only CPU 1 could set
+ * Stuck loops of other shapes (issue 27: each must be diagnosed at once as a
+ * hang, never run to the time limit; QEMU 7.2 runs them for ever):
+ *   two_blocks    cli; 1: nop; jmp 2f; 2: jmp 1b (a loop over two blocks)
+ *   call_loop     cli; 1: call f; jmp 1b with f: ret (stores its return
+ *                 address, the same one to the same place, every turn)
+ *   same_branch   cli; a loop through a conditional that never changes
+ *   pause_forever cli; while (!never_set) pause;
+ *   sti_spin      sti, no interrupt source armed (no APIC timer, no other
+ *                 CPU), then the two-block loop
+ *   sti_count     the same with a register that counts up every turn
+ *   count_forever cli; 1: inc eax; jmp 1b (a loop that has no way out)
+ *   all_stuck     (-smp 2) CPU 1 loops in the two blocks with interrupts
+ *                 off; CPU 0 waits with interrupts off for a flag nobody
+ *                 sets
+ * And one that is not stuck and must not be called so:
+ *   ends_late     cli; a register loop that leaves after 2^26 turns
  *   ud        ud2, with no IDT to handle #UD
  *   divide    a division by zero, with no IDT to handle #DE
  *   unmapped  a read far beyond RAM
@@ -93,6 +111,101 @@ static void mwait(uint32_t hint)
 
 static volatile uint32_t never_set;
 
+/* The loops of the stuck modes, in assembly so that their shape is exact. */
+static void two_blocks(void)
+{
+	__asm__ volatile("1: nop; jmp 2f; 2: jmp 1b");
+}
+
+static void call_loop(void)
+{
+	__asm__ volatile("jmp 1f\n"
+			 "2: ret\n"
+			 "1: call 2b\n"
+			 "jmp 1b" ::: "memory");
+}
+
+static void same_branch(void)
+{
+	/* ECX is 5 every turn: the branch to 2 is always taken. */
+	__asm__ volatile("mov $5, %%ecx\n"
+			 "1: cmp $5, %%ecx\n"
+			 "je 2f\n"
+			 "jmp 3f\n"
+			 "2: jmp 1b\n"
+			 "3:" ::: "ecx", "cc");
+}
+
+static void count_forever(void)
+{
+	__asm__ volatile("1: inc %%eax; jmp 1b" ::: "eax", "cc");
+}
+
+/* Leaves after 2^26 turns: its registers move every turn, and it ends. */
+static void ends_late(void)
+{
+	__asm__ volatile("mov $0xFC000000, %%eax\n"
+			 "1: add $1, %%eax\n"
+			 "jnc 2f\n"
+			 "jmp 3f\n"
+			 "2: jmp 1b\n"
+			 "3:" ::: "eax", "cc");
+}
+
+static void stuck_with_interrupts_off(void *arg)
+{
+	(void)arg;
+	__asm__ volatile("cli");
+	two_blocks();
+}
+
+/* The stuck modes: true if `mode` is one (it returns only if it is not stuck). */
+static bool stuck_loop(const char *mode)
+{
+	if (!strcmp(mode, "two_blocks")) {
+		__asm__ volatile("cli");
+		two_blocks();
+	} else if (!strcmp(mode, "call_loop")) {
+		__asm__ volatile("cli");
+		call_loop();
+	} else if (!strcmp(mode, "same_branch")) {
+		__asm__ volatile("cli");
+		same_branch();
+	} else if (!strcmp(mode, "pause_forever")) {
+		__asm__ volatile("cli");
+		while (!never_set)
+			__asm__ volatile("pause");
+	} else if (!strcmp(mode, "sti_spin")) {
+		__asm__ volatile("sti");
+		two_blocks();
+	} else if (!strcmp(mode, "sti_count")) {
+		__asm__ volatile("sti");
+		count_forever();
+	} else if (!strcmp(mode, "count_forever")) {
+		__asm__ volatile("cli");
+		count_forever();
+	} else if (!strcmp(mode, "all_stuck")) {
+		const char *why = smp_init();
+
+		if (!why)
+			smp_boot_aps(NULL);
+		if (why || smp_online < 2) {
+			printf("misbehave: all_stuck needs a second CPU (-smp 2): %s\n", why ? why : "none online");
+			return true;
+		}
+		smp_run_on(1, stuck_with_interrupts_off, NULL);
+		__asm__ volatile("cli");
+		while (!never_set)
+			;
+	} else if (!strcmp(mode, "ends_late")) {
+		__asm__ volatile("cli");
+		ends_late();
+	} else {
+		return false;
+	}
+	return true;
+}
+
 static void halt_for_ever(void *arg)
 {
 	(void)arg;
@@ -129,11 +242,14 @@ int main(const struct multiboot_info *mbi)
 		       "init_self|ipi_nobody|reserved_delivery|no_idt_interrupt|"
 		       "mwait_no_monitor|mwait_bad_hint|monitor_mmio|monitor_absent|"
 		       "mwait_forever|tsc_deadline_far|tsc_deadline_absent|flag|"
-		       "peer_flag\n");
+		       "peer_flag|two_blocks|call_loop|same_branch|pause_forever|"
+		       "sti_spin|sti_count|count_forever|all_stuck|ends_late\n");
 		return EXIT_FAIL;
 	}
 	printf("misbehave: mode=%s\n", mode);
-	if (!strcmp(mode, "halt")) {
+	if (stuck_loop(mode)) {
+		/* only a mode that is not stuck gets here */
+	} else if (!strcmp(mode, "halt")) {
 		for (;;)
 			__asm__ volatile("cli; hlt");
 	} else if (!strcmp(mode, "spin")) {
