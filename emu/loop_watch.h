@@ -35,6 +35,13 @@
 //   Its registers are not those of a later turn, so it must not be skipped
 //   to an earlier event (an interrupt handler would see them); it may only
 //   end the run when nothing can end it before the time limit.
+// A FixedPoint turn may also hold stack transfers (a CALL and its RET, a
+// PUSH and a POP: WatchedBlock::stack_only) when nothing else in it writes
+// the stack pointer: they store only within a window around the stack
+// pointer, and the bytes of that window are compared too (memory_unchanged).
+// Such a turn stores what the stack already held, which no vCPU or device
+// can tell from no store (topolab's MONITOR compares the line's bytes, as
+// docs/deviations.md says); the run is not called pure all the same.
 // Neither proof is a guess: a loop that leaves after 2^32 turns has an exit
 // edge (no NoWayOut) and moving registers (no FixedPoint); a counter stored
 // to memory is impure; a loop on the TSC reads the time; a loop on a device
@@ -56,6 +63,12 @@ struct WatchedBlock {
   uint64_t start = 0;
   uint32_t instructions = 0;
   bool pure = false;        // see the top; nothing else may be part of a proof
+  // Pure but for stack transfers (PUSH, CALL, POP to a register, RET): its
+  // pushes and pops in one pass, and whether another instruction of it
+  // writes the stack pointer.
+  bool stack_only = false;
+  uint8_t stack_pushes = 0, stack_pops = 0;
+  bool writes_stack_pointer = false;
   bool reads_time = false;  // RDTSC or RDTSCP
   // No memory operand whose address a register gives (LEA computes, it does
   // not touch memory): nothing in it can fault on a value the loop changes.
@@ -68,6 +81,15 @@ struct WatchedBlock {
   uint8_t successor_count = 0;
 };
 
+// What the watch compares at the head's entries: the general registers and
+// RFLAGS, and the bytes around the stack pointer (kStackWindow below and
+// above it), or nullopt where they are not mapped.
+inline constexpr unsigned kStackWindow = 256;
+struct LoopState {
+  SpinRegisters registers;
+  std::optional<std::array<uint8_t, 2 * kStackWindow>> stack;
+};
+
 class LoopWatch {
  public:
   enum class Verdict : uint8_t { Watching, FixedPoint, NoWayOut, GiveUp };
@@ -76,6 +98,7 @@ class LoopWatch {
     uint64_t head = 0;                 // the block the run stops in front of
     std::vector<uint64_t> blocks;      // the turn's blocks, head first, in order of first entry
     uint64_t turn_instructions = 0;    // instructions of the last turn
+    bool stack_transfers = false;      // the turn pushed and popped (the same bytes)
   };
   // A watch that sees this many blocks without a proof gives up: a stuck
   // loop of pure blocks repeats within a few of them, and a watched block
@@ -106,9 +129,9 @@ class LoopWatch {
   bool pure_since_start() const { return all_pure_since_start_; }
 
   // A block about to run, with `instructions` retired before it;
-  // `read_registers` is called only at the head's entries.
-  template <typename ReadRegisters>
-  Answer on_block(const WatchedBlock& block, uint64_t instructions, ReadRegisters&& read_registers) {
+  // `read_state` (giving a LoopState) is called only at the head's entries.
+  template <typename ReadState>
+  Answer on_block(const WatchedBlock& block, uint64_t instructions, ReadState&& read_state) {
     if (!active_) return {};
     // The same block again with nothing retired: it did not run in between
     // (the engine stopped in front of it to translate it anew).
@@ -121,16 +144,16 @@ class LoopWatch {
       give_up.verdict = Verdict::GiveUp;
       return give_up;
     }
-    if (!block.pure) {
+    if (!block.pure && !block.stack_only) {
       saw_effect();
       return {};
     }
-    if (head_ && head_->start == block.start) return at_head(block, instructions, read_registers());
+    if (block.stack_only) all_pure_since_start_ = false;  // it stored, if only what was there
+    if (head_ && head_->start == block.start) return at_head(block, instructions, read_state());
     if (!head_) {
       if (std::find(visited_.begin(), visited_.end(), block.start) != visited_.end()) {
-        head_ = Head{.start = block.start, .instructions = instructions, .registers = read_registers(), .moved = 0};
-        turn_.assign(1, block);
-        turn_reads_time_ = false;
+        head_ = Head{.start = block.start, .instructions = instructions, .state = read_state(), .moved = 0};
+        begin_turn(block);
         return {};
       }
       visited_.push_back(block.start);
@@ -138,7 +161,7 @@ class LoopWatch {
     }
     if (std::none_of(turn_.begin(), turn_.end(), [&](const WatchedBlock& b) { return b.start == block.start; }))
       turn_.push_back(block);
-    turn_reads_time_ |= block.reads_time;
+    count_pass(block);
     return {};
   }
 
@@ -159,19 +182,52 @@ class LoopWatch {
   struct Head {
     uint64_t start = 0;
     uint64_t instructions = 0;
-    SpinRegisters registers;
+    LoopState state;
     unsigned moved = 0;
   };
+  // What one turn did, pass by pass (a block may pass more than once).
+  struct TurnFacts {
+    bool reads_time = false;
+    bool writes_stack_pointer = false;
+    unsigned pushes = 0, pops = 0;
+  };
 
-  Answer at_head(const WatchedBlock& block, uint64_t instructions, const SpinRegisters& now) {
+  void begin_turn(const WatchedBlock& head) {
+    turn_.assign(1, head);
+    facts_ = {};
+    count_pass(head);
+  }
+  void count_pass(const WatchedBlock& block) {
+    facts_.reads_time |= block.reads_time;
+    facts_.writes_stack_pointer |= block.writes_stack_pointer;
+    facts_.pushes += block.stack_pushes;
+    facts_.pops += block.stack_pops;
+  }
+  // The turn's stores left memory as it was. A turn without any stores
+  // did. One with stack transfers stored only at the stack pointer, which
+  // only they move (no other instruction of the turn writes it): each push
+  // lands at most 8 bytes times the pushes before it below the head's
+  // stack pointer, and a push after pops at most 8 bytes times the pops
+  // above it, so every store is inside the window compared when the turn
+  // moves it by no more than the window; the window holds the same bytes.
+  bool memory_unchanged(const LoopState& before, const LoopState& now) const {
+    if (facts_.pushes == 0 && facts_.pops == 0) return true;
+    constexpr unsigned kMostBytesPerTransfer = 8;
+    if (facts_.writes_stack_pointer || facts_.pushes * kMostBytesPerTransfer > kStackWindow ||
+        facts_.pops * kMostBytesPerTransfer > kStackWindow)
+      return false;
+    return before.stack && now.stack && *before.stack == *now.stack;
+  }
+
+  Answer at_head(const WatchedBlock& block, uint64_t instructions, const LoopState& now) {
     Head& head = *head_;
     Answer answer;
     answer.head = head.start;
     answer.turn_instructions = instructions - head.instructions;
     for (const WatchedBlock& b : turn_) answer.blocks.push_back(b.start);
-    turn_reads_time_ |= turn_.front().reads_time;
-    if (!turn_reads_time_ && now.same_as(head.registers, 0)) {
+    if (!facts_.reads_time && now.registers.same_as(head.state.registers, 0) && memory_unchanged(head.state, now)) {
       answer.verdict = Verdict::FixedPoint;
+      answer.stack_transfers = facts_.pushes || facts_.pops;
       return answer;
     }
     if (closed(turn_)) {
@@ -185,10 +241,9 @@ class LoopWatch {
       visited_.push_back(block.start);
       return {};
     }
-    head.registers = now;
+    head.state = now;
     head.instructions = instructions;
-    turn_.assign(1, block);
-    turn_reads_time_ = false;
+    begin_turn(block);
     return {};
   }
 
@@ -196,14 +251,14 @@ class LoopWatch {
     visited_.clear();
     head_.reset();
     turn_.clear();
-    turn_reads_time_ = false;
+    facts_ = {};
   }
 
   bool active_ = false;
   unsigned seen_blocks_ = 0;
   uint64_t last_instructions_ = 0, last_start_ = 0;
   bool all_pure_since_start_ = false;
-  bool turn_reads_time_ = false;
+  TurnFacts facts_;
   std::vector<uint64_t> visited_;  // since the last forget(), before a head
   std::optional<Head> head_;
   std::vector<WatchedBlock> turn_;  // since the head's last entry, head first

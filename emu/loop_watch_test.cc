@@ -24,10 +24,10 @@ WatchedBlock jumping(uint64_t start, uint64_t target, bool falls_through = false
   return b;
 }
 
-SpinRegisters registers(uint64_t rax) {
-  SpinRegisters r;
-  r.values[SpinRegisters::kRax] = rax;
-  return r;
+LoopState registers(uint64_t rax) {
+  LoopState s;
+  s.registers.values[SpinRegisters::kRax] = rax;
+  return s;
 }
 
 // Feeds `blocks` in turn, `turns` times, with RAX from `rax_of_turn`; the
@@ -172,6 +172,49 @@ TEST(LoopWatch, NoWayOutNeedsKnownSuccessorsInsideAndNoFaultingLoad) {
   WatchedBlock indirect = b;
   indirect.successors_known = false;
   EXPECT_FALSE(LoopWatch::closed({a, indirect}));
+}
+
+// `1: call f; jmp 1b` with `f: ret`: the CALL stores its return address,
+// the same one at the same place every turn. The stack window compares
+// equal, so it is a fixed point; one whose window changed (a push of a
+// register that moves, popped elsewhere) or that moves the stack pointer
+// by other means is not.
+TEST(LoopWatch, ACallAndItsReturnThatLeaveTheStackAsItWasAreAFixedPoint) {
+  WatchedBlock call = jumping(0x1000, 0x1020), ret = jumping(0x1020, 0x1005), back = jumping(0x1005, 0x1000);
+  call.pure = ret.pure = false;
+  call.stack_only = ret.stack_only = true;
+  call.stack_pushes = 1;
+  ret.stack_pops = 1;
+  call.cannot_fault = ret.cannot_fault = false;  // they touch memory at the stack pointer
+  ret.successors_known = false;                  // RET goes where the stack says
+  const auto state = [](std::optional<uint8_t> stack_byte) {
+    LoopState s = registers(1);
+    if (stack_byte) s.stack.emplace().fill(*stack_byte);
+    return s;
+  };
+  const auto turns = [&](const std::vector<WatchedBlock>& blocks, auto stack_of_turn) {
+    LoopWatch watch;
+    watch.start();
+    uint64_t instructions = 0;
+    for (unsigned turn = 0; turn < 8; ++turn)
+      for (const WatchedBlock& b : blocks) {
+        const LoopWatch::Answer a = watch.on_block(b, instructions, [&] { return state(stack_of_turn(turn)); });
+        if (a.verdict != Verdict::Watching) return a;
+        instructions += b.instructions;
+      }
+    return LoopWatch::Answer{};
+  };
+  const LoopWatch::Answer same = turns({call, ret, back}, [](unsigned) { return std::optional<uint8_t>(0x42); });
+  EXPECT_EQ(same.verdict, Verdict::FixedPoint);
+  EXPECT_TRUE(same.stack_transfers);
+  EXPECT_EQ(turns({call, ret, back}, [](unsigned t) { return std::optional<uint8_t>(t); }).verdict,
+            Verdict::Watching);
+  EXPECT_EQ(turns({call, ret, back}, [](unsigned) { return std::optional<uint8_t>(); }).verdict, Verdict::Watching)
+      << "a stack it cannot read proves nothing";
+  WatchedBlock moves_sp = back;
+  moves_sp.writes_stack_pointer = true;
+  EXPECT_EQ(turns({call, ret, moves_sp}, [](unsigned) { return std::optional<uint8_t>(0x42); }).verdict,
+            Verdict::Watching);
 }
 
 // The schedule: two quiet runs, then a watch; a watch that proves nothing

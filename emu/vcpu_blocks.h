@@ -334,6 +334,14 @@ struct DecodedBlock {
   bool reads_time = false;
   bool writes_system_state = false;
   bool cannot_fault = true;
+  // Its side effects, if any, are stack transfers alone (PUSH of a register,
+  // an immediate or memory; CALL; POP to a register; RET without an
+  // immediate): how many pushes and pops one pass makes, and whether some
+  // other instruction writes the stack pointer (which would move where they
+  // land).
+  bool stack_effects_only = true;
+  uint8_t stack_pushes = 0, stack_pops = 0;
+  bool writes_stack_pointer = false;
   bool successors_known = false;
   std::array<uint64_t, 2> successors{};
   uint8_t successor_count = 0;
@@ -444,7 +452,10 @@ class Disassembler {
 
   static void add_instruction(DecodedBlock& block, const cs_insn& insn, std::span<const uint8_t> bytes) {
     block.offsets.push_back(static_cast<uint16_t>(insn.address - block.start));
-    if (!without_side_effects(insn)) block.has_side_effects = true;
+    if (!without_side_effects(insn)) {
+      block.has_side_effects = true;
+      note_stack_transfer(block, insn);
+    }
     note_loop_facts(block, insn);
     if (auto kind = trap_kind(insn.id)) block.traps.push_back({insn.address, *kind, static_cast<uint8_t>(insn.size)});
     else if (const std::optional<Cr8Access> cr8 = cr8_access(bytes, block.code_size)) {
@@ -466,6 +477,10 @@ class Disassembler {
     if (insn.id == X86_INS_MOV && x86.op_count >= 1 && x86.operands[0].type == X86_OP_REG &&
         is_system_register(x86.operands[0].reg))
       block.writes_system_state = true;
+    for (uint8_t i = 0; i < x86.op_count; ++i)
+      if (x86.operands[i].type == X86_OP_REG && is_stack_pointer(x86.operands[i].reg) &&
+          (x86.operands[i].access & CS_AC_WRITE))
+        block.writes_stack_pointer = true;
     if (insn.id != X86_INS_LEA && insn.id != X86_INS_NOP)
       for (uint8_t i = 0; i < x86.op_count; ++i) {
         const x86_op_mem& mem = x86.operands[i].mem;
@@ -479,7 +494,12 @@ class Disassembler {
     const uint64_t next = insn.address + insn.size;
     block.successor_count = 0;
     block.successors_known = true;
-    if (!jump) {
+    const bool call = insn.id == X86_INS_CALL, ret = insn.id == X86_INS_RET;
+    if (call && x86.op_count == 1 && x86.operands[0].type == X86_OP_IMM) {
+      block.successors[block.successor_count++] = static_cast<uint64_t>(x86.operands[0].imm);
+    } else if (call || ret) {
+      block.successors_known = false;  // through a register, memory or the stack
+    } else if (!jump) {
       block.successors[block.successor_count++] = next;
     } else if (x86.op_count == 1 && x86.operands[0].type == X86_OP_IMM) {
       block.successors[block.successor_count++] = static_cast<uint64_t>(x86.operands[0].imm);
@@ -487,6 +507,29 @@ class Disassembler {
     } else {
       block.successors_known = false;  // through a register or memory
     }
+  }
+  // A side effect that is a stack transfer (DecodedBlock::stack_effects_only)
+  // is counted; any other clears stack_effects_only. Its memory access is at
+  // the stack pointer, which a loop may move: such a block never "cannot
+  // fault".
+  static void note_stack_transfer(DecodedBlock& block, const cs_insn& insn) {
+    const cs_x86& x86 = insn.detail->x86;
+    const bool lone_register = x86.op_count == 1 && x86.operands[0].type == X86_OP_REG &&
+                               !is_system_register(x86.operands[0].reg);
+    block.cannot_fault = false;
+    const bool push_source = x86.op_count == 1 && (x86.operands[0].type != X86_OP_REG || lone_register);
+    if ((insn.id == X86_INS_PUSH && push_source) || insn.id == X86_INS_CALL) {
+      ++block.stack_pushes;
+      return;
+    }
+    if ((insn.id == X86_INS_POP && lone_register) || (insn.id == X86_INS_RET && x86.op_count == 0)) {
+      ++block.stack_pops;
+      return;
+    }
+    block.stack_effects_only = false;
+  }
+  static bool is_stack_pointer(x86_reg reg) {
+    return reg == X86_REG_RSP || reg == X86_REG_ESP || reg == X86_REG_SP || reg == X86_REG_SPL;
   }
   static bool is_system_register(x86_reg reg) {
     return (reg >= X86_REG_CR0 && reg <= X86_REG_CR15) || (reg >= X86_REG_DR0 && reg <= X86_REG_DR15) ||

@@ -296,6 +296,7 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
   std::optional<LoopWatch::Answer> last_loop_proof;  // what stopped this run, if the watch did
   void begin_loop_watch();
   void watch_block(const DecodedBlock* block);
+  LoopState read_loop_state();
   void end_loop_watch(const VcpuExit& exit);
   void remove_cache(uint64_t begin, uint64_t end);
   // The engine may hold an exception "in flight" (an exception it raised, or

@@ -10,6 +10,8 @@ namespace topolab {
 
 namespace {
 
+constexpr size_t kSpinRsp = 4;  // SpinRegisters' order: RAX, RCX, RDX, RBX, RSP
+
 // A decoded block as the watch sees it. Pure (loop_watch.h): fully decoded,
 // no side effect and no trap site, no write of state outside the general
 // registers and RFLAGS.
@@ -17,8 +19,15 @@ WatchedBlock watched(const DecodedBlock& b) {
   WatchedBlock w;
   w.start = b.start;
   w.instructions = b.count;
-  w.pure = b.fully_decoded && !b.has_side_effects && b.traps.empty() && !b.writes_system_state &&
-           !b.rep_string_tail_set();
+  const bool clean = b.fully_decoded && b.traps.empty() && !b.writes_system_state && !b.rep_string_tail_set();
+  w.pure = clean && !b.has_side_effects;
+  // Stack transfers are compared through the bytes around the stack
+  // pointer, which a 16-bit stack (SP wrapping at 64 KiB) would not keep
+  // in one window.
+  w.stack_only = clean && b.has_side_effects && b.stack_effects_only && b.code_size != CodeSize::Bits16;
+  w.stack_pushes = b.stack_pushes;
+  w.stack_pops = b.stack_pops;
+  w.writes_stack_pointer = b.writes_stack_pointer;
   w.reads_time = b.reads_time;
   w.cannot_fault = b.cannot_fault;
   w.successors_known = b.successors_known;
@@ -37,7 +46,9 @@ std::string describe_loop(const LoopWatch::Answer& proof) {
   return fmt::format("a loop of {} block{} ({}; {} instructions a turn) that {}", proof.blocks.size(),
                      proof.blocks.size() == 1 ? "" : "s", blocks, proof.turn_instructions,
                      moves ? "has no way out (its registers move, but no branch leaves it and nothing in it can fault)"
-                           : "stores nothing and comes back to the same registers every turn");
+                     : proof.stack_transfers
+                         ? "stores only what its stack already holds and comes back to the same registers every turn"
+                         : "stores nothing and comes back to the same registers every turn");
 }
 
 }  // namespace
@@ -59,7 +70,7 @@ void UnicornVcpu::Engine::begin_loop_watch() {
 void UnicornVcpu::Engine::watch_block(const DecodedBlock* block) {
   if (!block) return loop_watch.saw_effect();  // not decoded: nothing is known of it
   const LoopWatch::Answer answer =
-      loop_watch.on_block(watched(*block), counter->at_block_hook(), [&] { return read_spin_registers(); });
+      loop_watch.on_block(watched(*block), counter->at_block_hook(), [&] { return read_loop_state(); });
   switch (answer.verdict) {
     case LoopWatch::Verdict::Watching: return;
     case LoopWatch::Verdict::GiveUp: return;  // the block hook goes with update_block_hook
@@ -73,6 +84,25 @@ void UnicornVcpu::Engine::watch_block(const DecodedBlock* block) {
   last_loop_proof = answer;
   loop_watch.stop();
   stop_at_block(StopCause::IdleLoop);
+}
+
+// The registers, and the bytes around SS:RSP when the stack is flat enough
+// to find them: in 64-bit mode (base 0), or a present 32-bit stack segment
+// (its base from the GDT).
+LoopState UnicornVcpu::Engine::read_loop_state() {
+  LoopState state;
+  state.registers = read_spin_registers();
+  const uint64_t rsp = state.registers.values[kSpinRsp];
+  std::optional<uint64_t> base;
+  if (code_size_from_registers() == CodeSize::Bits64) {
+    base = 0;
+  } else if (read_reg(UC_X86_REG_CR0) & x86::kCr0Pe) {
+    const auto ss = read_descriptor(static_cast<uint16_t>(read_reg(UC_X86_REG_SS)));
+    if (ss && ss->p && ss->db) base = ss->base;
+  }
+  std::array<uint8_t, 2 * kStackWindow> bytes;
+  if (base && rsp >= kStackWindow && peek_linear_into(*base + rsp - kStackWindow, bytes)) state.stack = bytes;
+  return state;
 }
 
 // At the end of run(): the schedule learns how it ended.

@@ -44,6 +44,38 @@ TEST_F(VcpuTest, ALoopOverTwoBlocksIsProvedIdleAfterTwoQuietRuns) {
   EXPECT_LE(cpu.instructions() - before, 9u) << "a recheck runs a turn or two, not a slice";
 }
 
+// `1: call f; jmp 1b` with `f: ret`: the CALL stores the same return
+// address at the same place every turn; the bytes around RSP are compared
+// with the registers, and the loop is a fixed point. (In 64-bit mode: the
+// stack's base is 0 there; Multiboot's flat SS has no GDT to read it from.)
+TEST_F(VcpuTest, ACallAndReturnLoopIsProvedIdle) {
+  boot64({
+      0xbc, 0x00, 0x80, 0x00, 0x00,  // +0: mov esp, 0x8000
+      0xeb, 0x01,                    // +5: jmp +8
+      0xc3,                          // +7: ret
+      0xe8, 0xfa, 0xff, 0xff, 0xff,  // +8: call +7
+      0xeb, 0xf9,                    // +d: jmp +8
+  });
+  const VcpuExit exit = run_until_not_quantum_end(cpu, 8);
+  ASSERT_EQ(exit.reason, VcpuExit::Reason::PauseLoop) << exit.detail;
+  EXPECT_FALSE(exit.loop_state_moves);
+  EXPECT_NE(exit.detail.find("stores only what its stack already holds"), std::string::npos) << exit.detail;
+  EXPECT_EQ(cpu.state().rsp, 0x8000u);
+}
+
+// `push eax; inc eax; pop ebx; jmp`: the stack bytes and the registers move.
+TEST_F(VcpuTest, APushOfAMovingRegisterIsNotStuck) {
+  boot32({
+      0xbc, 0x00, 0x80, 0x00, 0x00,  // 1000: mov esp, 0x8000
+      0x50,                          // 1005: push eax
+      0x40,                          // 1006: inc eax
+      0x5b,                          // 1007: pop ebx
+      0xeb, 0xfb,                    // 1008: jmp 1005
+  });
+  const VcpuExit exit = run_until_not_quantum_end(cpu, 20);
+  EXPECT_EQ(exit.reason, VcpuExit::Reason::QuantumEnd) << exit.detail;
+}
+
 // `1: inc eax; jmp 1b`: a moving loop with no way out (loop_state_moves).
 TEST_F(VcpuTest, AClosedLoopWhoseRegistersMoveHasNoWayOut) {
   boot32({

@@ -89,6 +89,8 @@ expect 126 "guest hang: cpu 0 loops forever in a loop that only reads memory (3 
 expect 126 "guest hang: cpu 0 loops forever in a loop of 2 blocks (0x" -- run "$bad" -append mode=two_blocks
 expect 126 "3 instructions a turn) that stores nothing and comes back to the same registers every turn at RIP" -- \
   run "$bad" -append mode=same_branch
+expect 126 "that stores only what its stack already holds and comes back to the same registers every turn" -- \
+  run "$bad" -append mode=call_loop
 expect 126 "loops forever in a PAUSE loop that stores nothing" -- run "$bad" -append mode=pause_forever
 expect 126 "with interrupts on: interrupts are on, but no interrupt source is armed: its APIC timer is not running" -- \
   run "$bad" -append mode=sti_spin
