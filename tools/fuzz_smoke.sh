@@ -14,11 +14,9 @@ shift || true
 harnesses=("$@")
 # sweep_merge is not in the default list: it links the whole machine and
 # the reports, which CI's budget cannot build (fuzz/CMakeLists.txt); name it.
-# cmos_rtc is not either while its finding F9 is open (docs/reliability.md;
-# the input is fuzz/findings/cmos_rtc-F9): name it to run it.
 [ ${#harnesses[@]} -gt 0 ] ||
-  harnesses=(topology local_apic multiboot cost qemu_command linux_boot pvh_boot io_apic pci_config pit8254
-             pic fw_cfg msr_file acpi)
+  harnesses=(topology local_apic multiboot cost qemu_command linux_boot pvh_boot io_apic pci_config cmos_rtc
+             pit8254 pic fw_cfg msr_file acpi)
 
 tools/setup.sh
 if [ ! -f build-fuzz/CMakeCache.txt ]; then
