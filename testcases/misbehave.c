@@ -11,6 +11,7 @@
  *                | tsc_deadline_absent | flag | peer_flag | two_blocks
  *                | call_loop | same_branch | pause_forever | sti_spin
  *                | sti_count | count_forever | all_stuck | ends_late
+ *                | rtc_wait | tsc_wait
  *   halt      cli; hlt: nothing can ever wake the CPU
  *   spin      an endless loop: only the time limit ends it
  *   flag      cli, then a wait for a flag nobody sets (a loop that only
@@ -31,8 +32,13 @@
  *   all_stuck     (-smp 2) CPU 1 loops in the two blocks with interrupts
  *                 off; CPU 0 waits with interrupts off for a flag nobody
  *                 sets
- * And one that is not stuck and must not be called so:
+ * And ones that are not stuck and must not be called so (each ends, then
+ * says it did not misbehave):
  *   ends_late     cli; a register loop that leaves after 2^26 turns
+ *   rtc_wait      cli; polls the CMOS RTC's seconds until they change (a
+ *                 device that changes with time)
+ *   tsc_wait      cli; rdtsc without PAUSE until 10^7 TSC ticks
+ *                 passed (the registers it keeps do not move)
  *   ud        ud2, with no IDT to handle #UD
  *   divide    a division by zero, with no IDT to handle #DE
  *   unmapped  a read far beyond RAM
@@ -200,6 +206,21 @@ static bool stuck_loop(const char *mode)
 	} else if (!strcmp(mode, "ends_late")) {
 		__asm__ volatile("cli");
 		ends_late();
+	} else if (!strcmp(mode, "rtc_wait")) {
+		uint8_t first;
+
+		__asm__ volatile("cli");
+		outb(0x70, 0x00);	/* RTC seconds */
+		first = inb(0x71);
+		while (inb(0x71) == first)
+			;
+	} else if (!strcmp(mode, "tsc_wait")) {
+		/* No TSC frequency is known here: 10^7 ticks, 5 ms at 2 GHz. */
+		const uint64_t end = rdtsc() + 10000000ull;
+
+		__asm__ volatile("cli");
+		while (rdtsc() < end)
+			;
 	} else {
 		return false;
 	}
@@ -243,7 +264,8 @@ int main(const struct multiboot_info *mbi)
 		       "mwait_no_monitor|mwait_bad_hint|monitor_mmio|monitor_absent|"
 		       "mwait_forever|tsc_deadline_far|tsc_deadline_absent|flag|"
 		       "peer_flag|two_blocks|call_loop|same_branch|pause_forever|"
-		       "sti_spin|sti_count|count_forever|all_stuck|ends_late\n");
+		       "sti_spin|sti_count|count_forever|all_stuck|ends_late|"
+		       "rtc_wait|tsc_wait\n");
 		return EXIT_FAIL;
 	}
 	printf("misbehave: mode=%s\n", mode);
