@@ -6,7 +6,9 @@
 // The parts:
 //   vcpu.cc             construction, the device callbacks and the public face
 //   vcpu_decode.cc      the block hook, Capstone decoding, the block cache, trap sites
-//   vcpu_run.cc         run(), its exits, and the instructions it traps and emulates
+//   vcpu_run.cc         run(), its exits and the callbacks in the middle of a block
+//   vcpu_emulate.cc     the instructions a stop leaves to the vCPU: MONITOR/MWAIT,
+//                       trap sites, SYSCALL/SYSENTER
 //   vcpu_loop_watch.cc  stuck loops of any shape: which runs are watched, and
 //                       the proofs of emu/loop_watch.h on the blocks they enter
 //   vcpu_inject.cc      interrupt and exception delivery
@@ -141,6 +143,13 @@ namespace vcpu_internal {
 // long mode and above 4 GiB in every other mode, so no guest instruction is
 // ever there.
 inline constexpr uint64_t kNeverExecuted = 0x8000'0000'0000'0000;
+
+// The general registers by their ModR/M number (with REX.B): MOV CR8's
+// operand, as cr8_access decodes it.
+inline constexpr std::array<int, 16> kCr8Gprs = {UC_X86_REG_RAX, UC_X86_REG_RCX, UC_X86_REG_RDX, UC_X86_REG_RBX,
+                                                 UC_X86_REG_RSP, UC_X86_REG_RBP, UC_X86_REG_RSI, UC_X86_REG_RDI,
+                                                 UC_X86_REG_R8,  UC_X86_REG_R9,  UC_X86_REG_R10, UC_X86_REG_R11,
+                                                 UC_X86_REG_R12, UC_X86_REG_R13, UC_X86_REG_R14, UC_X86_REG_R15};
 
 // CR0, MSR, gate and TSS constants are arch/x86_arch.h's.
 inline constexpr uint8_t kHltOpcode = 0xF4;
