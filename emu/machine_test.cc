@@ -508,17 +508,33 @@ TEST(MachineSpinSkip, AnInterruptTheSpinCannotTakeDoesNotEndTheSkip) {
 // (loop_state_moves): with another vCPU still running (which could send it
 // an interrupt or store), it is not skipped at all; once that one has
 // halted with interrupts off, nothing can end it: a hang, naming both.
-TEST(MachineSpinSkip, ALoopWithNoWayOutIsStuckOnlyWhenNothingCanEndItBeforeTheLimit) {
-  const Action no_way_out = [](FakeVcpu& v, uint64_t) {
-    v.interrupts_enabled = true;
-    v.retire(4);
+// The engine's idle-loop exit after `instructions` of turns of the loop at `rip`.
+struct IdleLoop {
+  bool interrupts = false;
+  uint64_t instructions = 3;
+  uint64_t rip = 0x1234;
+  bool moves = false;    // loop_state_moves: no way out, registers moving
+  bool recheck = false;  // the run did nothing but turn the loop
+  std::string detail = "a loop that only reads memory (3 instructions at 0x1234)";
+};
+Action idle_loop_exit(IdleLoop loop) {
+  return [=](FakeVcpu& v, uint64_t) {
+    v.interrupts_enabled = loop.interrupts;
+    v.retire(loop.instructions);
     VcpuExit exit = exit_for(VcpuExit::Reason::PauseLoop);
     exit.idle_loop = true;
-    exit.loop_state_moves = true;
-    exit.rip = 0x2000;
-    exit.detail = "a loop of 2 blocks (0x2000, 0x2010; 4 instructions a turn) that has no way out";
+    exit.loop_state_moves = loop.moves;
+    exit.spin_recheck = loop.recheck;
+    exit.rip = loop.rip;
+    exit.detail = loop.detail;
     return exit;
   };
+}
+
+TEST(MachineSpinSkip, ALoopWithNoWayOutIsStuckOnlyWhenNothingCanEndItBeforeTheLimit) {
+  const Action no_way_out = idle_loop_exit(
+      {.interrupts = true, .instructions = 4, .rip = 0x2000, .moves = true, .recheck = false,
+       .detail = "a loop of 2 blocks (0x2000, 0x2010; 4 instructions a turn) that has no way out"});
   Rig rig("2", {{start_aps(), no_way_out, run_for(60'000), no_way_out, guest_exit(1)},
                 {run_for(50'000), enable_apic_and_halt(false)}});
   const RunResult r = rig.machine->run();
@@ -539,16 +555,9 @@ TEST(MachineSpinSkip, ALoopWithNoWayOutIsStuckOnlyWhenNothingCanEndItBeforeTheLi
 // is quiescent, but its own APIC timer can still start it storing: the
 // other loop is then no hang (the run ends at the time limit, as before).
 TEST(MachineSpinSkip, AQuiescentSpinnerWithATimerToComeKeepsTheOtherLoopFromAHang) {
-  const Action idle_loop = [](FakeVcpu& v, uint64_t) {
-    v.interrupts_enabled = false;
-    v.retire(3);
-    VcpuExit exit = exit_for(VcpuExit::Reason::PauseLoop);
-    exit.idle_loop = true;
-    exit.spin_recheck = true;
-    exit.rip = 0x1234;
-    exit.detail = "a loop that only reads memory (3 instructions at 0x1234)";
-    return exit;
-  };
+  IdleLoop rechecked;
+  rechecked.recheck = true;
+  const Action idle_loop = idle_loop_exit(rechecked);
   const Action arm_timer_and_spin = [](FakeVcpu& v, uint64_t) {
     v.write_apic(REG_SVR, SVR_APIC_ENABLED | 0xff);
     v.write_apic(REG_TIMER_DIVIDE_CONFIG, 0xb);  // one tick a ns

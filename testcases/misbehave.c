@@ -165,66 +165,91 @@ static void stuck_with_interrupts_off(void *arg)
 	two_blocks();
 }
 
-/* The stuck modes: true if `mode` is one (it returns only if it is not stuck). */
-static bool stuck_loop(const char *mode)
+static void halt_for_ever(void *arg);
+
+/*
+ * (-smp 2) CPU 1 runs fn; CPU 0 waits with interrupts off for a flag nobody
+ * sets. False, having said why, without a second CPU.
+ */
+static bool flag_wait_beside_cpu1(const char *mode, void (*fn)(void *))
 {
-	if (!strcmp(mode, "two_blocks")) {
-		__asm__ volatile("cli");
-		two_blocks();
-	} else if (!strcmp(mode, "call_loop")) {
-		__asm__ volatile("cli");
-		call_loop();
-	} else if (!strcmp(mode, "same_branch")) {
-		__asm__ volatile("cli");
-		same_branch();
-	} else if (!strcmp(mode, "pause_forever")) {
-		__asm__ volatile("cli");
-		while (!never_set)
-			__asm__ volatile("pause");
-	} else if (!strcmp(mode, "sti_spin")) {
-		__asm__ volatile("sti");
-		two_blocks();
-	} else if (!strcmp(mode, "sti_count")) {
-		__asm__ volatile("sti");
-		count_forever();
-	} else if (!strcmp(mode, "count_forever")) {
-		__asm__ volatile("cli");
-		count_forever();
-	} else if (!strcmp(mode, "all_stuck")) {
-		const char *why = smp_init();
+	const char *why = smp_init();
 
-		if (!why)
-			smp_boot_aps(NULL);
-		if (why || smp_online < 2) {
-			printf("misbehave: all_stuck needs a second CPU (-smp 2): %s\n", why ? why : "none online");
-			return true;
-		}
-		smp_run_on(1, stuck_with_interrupts_off, NULL);
-		__asm__ volatile("cli");
-		while (!never_set)
-			;
-	} else if (!strcmp(mode, "ends_late")) {
-		__asm__ volatile("cli");
-		ends_late();
-	} else if (!strcmp(mode, "rtc_wait")) {
-		uint8_t first;
-
-		__asm__ volatile("cli");
-		outb(0x70, 0x00);	/* RTC seconds */
-		first = inb(0x71);
-		while (inb(0x71) == first)
-			;
-	} else if (!strcmp(mode, "tsc_wait")) {
-		/* No TSC frequency is known here: 10^7 ticks, 5 ms at 2 GHz. */
-		const uint64_t end = rdtsc() + 10000000ull;
-
-		__asm__ volatile("cli");
-		while (rdtsc() < end)
-			;
-	} else {
+	if (!why)
+		smp_boot_aps(NULL);
+	if (why || smp_online < 2) {
+		printf("misbehave: %s needs a second CPU (-smp 2): %s\n", mode, why ? why : "none online");
 		return false;
 	}
+	smp_run_on(1, fn, NULL);
+	__asm__ volatile("cli");
+	while (!never_set)
+		;
 	return true;
+}
+
+static void pause_forever(void)
+{
+	while (!never_set)
+		__asm__ volatile("pause");
+}
+
+/* Polls the CMOS RTC's seconds until they change. */
+static void rtc_wait(void)
+{
+	uint8_t first;
+
+	outb(0x70, 0x00);
+	first = inb(0x71);
+	while (inb(0x71) == first)
+		;
+}
+
+/* No TSC frequency is known here: 10^7 ticks, 5 ms at 2 GHz. */
+static void tsc_wait(void)
+{
+	const uint64_t end = rdtsc() + 10000000ull;
+
+	while (rdtsc() < end)
+		;
+}
+
+/* The loop modes of one CPU: each with interrupts on or off (see the top). */
+static const struct {
+	const char *mode;
+	bool interrupts;
+	void (*loop)(void);
+} loop_modes[] = {
+	{ "two_blocks", false, two_blocks },
+	{ "call_loop", false, call_loop },
+	{ "same_branch", false, same_branch },
+	{ "pause_forever", false, pause_forever },
+	{ "sti_spin", true, two_blocks },
+	{ "sti_count", true, count_forever },
+	{ "count_forever", false, count_forever },
+	{ "ends_late", false, ends_late },
+	{ "rtc_wait", false, rtc_wait },
+	{ "tsc_wait", false, tsc_wait },
+};
+
+/* The loop modes: true if `mode` is one (it returns only if it is not stuck). */
+static bool stuck_loop(const char *mode)
+{
+	if (!strcmp(mode, "all_stuck")) {
+		flag_wait_beside_cpu1(mode, stuck_with_interrupts_off);
+		return true;
+	}
+	for (unsigned i = 0; i < sizeof(loop_modes) / sizeof(loop_modes[0]); i++) {
+		if (strcmp(mode, loop_modes[i].mode))
+			continue;
+		if (loop_modes[i].interrupts)
+			__asm__ volatile("sti");
+		else
+			__asm__ volatile("cli");
+		loop_modes[i].loop();
+		return true;
+	}
+	return false;
 }
 
 static void halt_for_ever(void *arg)
@@ -353,18 +378,8 @@ int main(const struct multiboot_info *mbi)
 		while (!never_set)
 			;
 	} else if (!strcmp(mode, "peer_flag")) {
-		const char *why = smp_init();
-
-		if (!why)
-			smp_boot_aps(NULL);
-		if (why || smp_online < 2) {
-			printf("misbehave: peer_flag needs a second CPU (-smp 2): %s\n", why ? why : "none online");
+		if (!flag_wait_beside_cpu1(mode, halt_for_ever))
 			return EXIT_FAIL;
-		}
-		smp_run_on(1, halt_for_ever, NULL);
-		__asm__ volatile("cli");
-		while (!never_set)
-			;
 	}
 	printf("misbehave: mode %s did not misbehave\n", mode);
 	return EXIT_FAIL;
