@@ -38,17 +38,7 @@ std::optional<RunResult> Machine::handle_exit(Cpu& cpu, const VcpuExit& exit) {
     case VcpuExit::Reason::StopRequested:
       return std::nullopt;
     case VcpuExit::Reason::PauseLoop:
-      skip_spin(cpu, exit);
-      // An idle loop (a jump to itself, or a loop that only reads memory)
-      // skipped to the time limit: nothing before it could end the loop
-      // (spin_horizon found no event), so it never ends.
-      if (exit.idle_loop && cpu.now() >= limit_ns())
-        return finish(RunResult::Outcome::Hung,
-                      fmt::format("guest hang: cpu {} loops forever in {} at RIP {:#x} with interrupts "
-                                  "{}: no interrupt, NMI, INIT or other vCPU can end it before the time limit ({} s)",
-                                  cpu.index(), exit.detail, exit.rip,
-                                  (vcpu.state().rflags & x86::kFlagIf) ? "on" : "off", config_.time_limit_seconds));
-      return std::nullopt;
+      return handle_loop_exit(cpu, exit);
     case VcpuExit::Reason::Halt:
       cpu.charge_exit(ExitKind::Hlt);
       cpu.halt();
@@ -134,6 +124,32 @@ std::optional<RunResult> Machine::emulate_mwait(Cpu& cpu, const VcpuExit& exit) 
   }
   cpu.park_in_mwait(extensions & kMwaitBreakOnInterrupt);
   settle_halt(cpu);
+  return std::nullopt;
+}
+
+// A loop the vCPU proved it cannot leave by itself (an idle loop), or a
+// PAUSE loop at a fixed point. Why calling one a hang is sound:
+// - a fixed point (a PAUSE loop that reads no time, `jmp .`, a loop of pure
+//   blocks whose registers came back: emu/loop_watch.h) does the same turn
+//   for ever until an interrupt, NMI, INIT or another vCPU's store changes
+//   what it sees; spin_horizon is the earliest time any of those could
+//   come, so a skip to the time limit means none comes before it;
+// - a loop with no way out but moving registers (loop_state_moves) cannot
+//   be skipped to an earlier event, so it is skipped only when spin_horizon
+//   says nothing can end it before the time limit, and otherwise runs on;
+// - either way, another vCPU parked in a spin of its own is left out of
+//   spin_horizon while it is quiescent, but its own APIC timer, an IPI on
+//   its way or an interrupt waiting for it could still start it storing:
+//   nothing_else_can_end_it checks every other vCPU before the run ends as
+//   a hang (else it ends at the time limit, as before).
+// A loop that reads the TSC is never called stuck: it leaves at a time it
+// reads, which may be after the limit.
+std::optional<RunResult> Machine::handle_loop_exit(Cpu& cpu, const VcpuExit& exit) {
+  const bool never_leaves_by_itself = exit.idle_loop || !exit.loop_reads_time;
+  if (exit.loop_state_moves && spin_horizon(cpu, false) < limit_ns()) return std::nullopt;
+  skip_spin(cpu, exit);
+  if (never_leaves_by_itself && cpu.now() >= limit_ns() && nothing_else_can_end_it(cpu))
+    return finish(RunResult::Outcome::Hung, stuck_loop_diagnosis(cpu, exit));
   return std::nullopt;
 }
 

@@ -425,9 +425,15 @@ TEST(MachineSpinSkip, ASpinThatReadsTimeSkipsAtMostAQuantum) {
   ASSERT_EQ(timed.machine->run().outcome, RunResult::Outcome::GuestExit);
   EXPECT_EQ(resumed_at, 100u + 100'000) << "the default quantum, 100,000 instructions of 1 ns";
 
+  // Alone, and reading no time: nothing could ever release it, so it is a
+  // hang at once (issue 27; it used to run to the time limit as 124).
   Rig untimed("1", {{spin(100), note_tsc(&resumed_at), guest_exit(1)}});
   const RunResult r = untimed.machine->run();
-  EXPECT_EQ(r.outcome, RunResult::Outcome::BudgetExhausted) << "nothing could ever release it";
+  EXPECT_EQ(r.outcome, RunResult::Outcome::Hung) << "nothing could ever release it";
+  EXPECT_NE(r.diagnosis.find("loops forever in a PAUSE loop that stores nothing and comes back to the same registers "
+                             "every turn"),
+            std::string::npos)
+      << r.diagnosis;
   EXPECT_EQ(r.virtual_ns, 10'000'000u);
 }
 
@@ -489,8 +495,89 @@ TEST(MachineSpinSkip, AnInterruptTheSpinCannotTakeDoesNotEndTheSkip) {
                    return stop();
                  },
                  spin(100), guest_exit(1)}});
-  EXPECT_EQ(rig.machine->run().outcome, RunResult::Outcome::BudgetExhausted);
+  const RunResult r = rig.machine->run();
+  EXPECT_EQ(r.outcome, RunResult::Outcome::Hung) << "the interrupt it cannot take does not end it";
+  EXPECT_NE(r.diagnosis.find("with interrupts off: interrupts are off and nothing in the loop can turn them on; it is "
+                             "the only vCPU; nothing can end it before the time limit (0.01 s of virtual time)"),
+            std::string::npos)
+      << r.diagnosis;
   EXPECT_TRUE(rig.cpu(0).injected.empty());
+}
+
+// An idle loop whose registers move but that has no way out
+// (loop_state_moves): with another vCPU still running (which could send it
+// an interrupt or store), it is not skipped at all; once that one has
+// halted with interrupts off, nothing can end it: a hang, naming both.
+// The engine's idle-loop exit after `instructions` of turns of the loop at `rip`.
+struct IdleLoop {
+  bool interrupts = false;
+  uint64_t instructions = 3;
+  uint64_t rip = 0x1234;
+  bool moves = false;    // loop_state_moves: no way out, registers moving
+  bool recheck = false;  // the run did nothing but turn the loop
+  std::string detail = "a loop that only reads memory (3 instructions at 0x1234)";
+};
+Action idle_loop_exit(IdleLoop loop) {
+  return [=](FakeVcpu& v, uint64_t) {
+    v.interrupts_enabled = loop.interrupts;
+    v.retire(loop.instructions);
+    VcpuExit exit = exit_for(VcpuExit::Reason::PauseLoop);
+    exit.idle_loop = true;
+    exit.loop_state_moves = loop.moves;
+    exit.spin_recheck = loop.recheck;
+    exit.rip = loop.rip;
+    exit.detail = loop.detail;
+    return exit;
+  };
+}
+
+TEST(MachineSpinSkip, ALoopWithNoWayOutIsStuckOnlyWhenNothingCanEndItBeforeTheLimit) {
+  const Action no_way_out = idle_loop_exit(
+      {.interrupts = true, .instructions = 4, .rip = 0x2000, .moves = true, .recheck = false,
+       .detail = "a loop of 2 blocks (0x2000, 0x2010; 4 instructions a turn) that has no way out"});
+  Rig rig("2", {{start_aps(), no_way_out, run_for(60'000), no_way_out, guest_exit(1)},
+                {run_for(50'000), enable_apic_and_halt(false)}});
+  const RunResult r = rig.machine->run();
+  EXPECT_EQ(r.outcome, RunResult::Outcome::Hung) << r.diagnosis;
+  EXPECT_NE(r.diagnosis.find("cpu 0 loops forever in a loop of 2 blocks (0x2000, 0x2010; 4 instructions a turn) that "
+                             "has no way out at RIP 0x2000 with interrupts on: interrupts are on, but no interrupt "
+                             "source is armed: its APIC timer is not running, nothing is pending in its APIC, and no "
+                             "device or other vCPU is left to raise one; every other vCPU is halted or stuck too (cpu 1 "
+                             "halted with interrupts off); nothing can end it before the time limit (0.01 s of virtual "
+                             "time)"),
+            std::string::npos)
+      << r.diagnosis;
+  EXPECT_EQ(rig.cpu(1).instructions(), 50'001u) << "the other vCPU ran to its halt first";
+  EXPECT_EQ(rig.stats(0).skipped_ns, 10'000'000u - 60'008) << "skipped only once, to the end";
+}
+
+// A spinner parked in its loop is left out of the others' horizons while it
+// is quiescent, but its own APIC timer can still start it storing: the
+// other loop is then no hang (the run ends at the time limit, as before).
+TEST(MachineSpinSkip, AQuiescentSpinnerWithATimerToComeKeepsTheOtherLoopFromAHang) {
+  IdleLoop rechecked;
+  rechecked.recheck = true;
+  const Action idle_loop = idle_loop_exit(rechecked);
+  const Action arm_timer_and_spin = [](FakeVcpu& v, uint64_t) {
+    v.write_apic(REG_SVR, SVR_APIC_ENABLED | 0xff);
+    v.write_apic(REG_TIMER_DIVIDE_CONFIG, 0xb);  // one tick a ns
+    v.write_apic(REG_LVT_TIMER, 0x30);
+    v.write_apic(REG_TIMER_INITIAL_COUNT, 9'000'000);  // before the 10 ms limit
+    v.retire(10);
+    return stop();
+  };
+  const Action recheck = [](FakeVcpu& v, uint64_t) {  // a parked spinner that found its loop unchanged
+    v.retire(5);
+    VcpuExit exit = exit_for(VcpuExit::Reason::PauseLoop);
+    exit.spin_recheck = true;
+    return exit;
+  };
+  std::vector<Action> cpu0 = {start_aps()}, cpu1 = {arm_timer_and_spin, spin(100)};
+  for (int i = 0; i < 40; ++i) cpu0.push_back(idle_loop), cpu1.push_back(recheck);
+  Rig rig("2", {cpu0, cpu1});
+  const RunResult r = rig.machine->run();
+  EXPECT_EQ(rig.cpu(1).injected, (std::vector<uint8_t>{0x30})) << "cpu 1's timer came: " << r.diagnosis;
+  EXPECT_EQ(r.diagnosis.find("guest hang: cpu 0"), std::string::npos) << r.diagnosis;
 }
 
 }  // namespace

@@ -117,6 +117,93 @@ std::string Machine::deadlock_diagnosis() const {
   return text;
 }
 
+bool Machine::nothing_else_can_end_it(const Cpu& stuck) const {
+  const uint64_t limit = limit_ns();
+  const auto timer_before_limit = [&](const Cpu& cpu) {
+    const std::optional<uint64_t> timer = cpu.apic().next_timer_event();
+    return timer && *timer < limit && cpu.apic().timer_interrupts();
+  };
+  for (const auto& c : cpus_) {
+    const Cpu& other = *c;
+    if (&other == &stuck) continue;
+    switch (other.state()) {
+      case Cpu::State::WaitForSipi:
+        continue;  // only an INIT and SIPI from a vCPU that runs could start it
+      case Cpu::State::Halted:
+        // Its timer would be on the timeline, which spin_horizon read;
+        // checked again here so that this rule stands alone.
+        if (other.can_wake() || (other.timer_can_wake() && timer_before_limit(other))) return false;
+        continue;
+      case Cpu::State::Running: {
+        if (!other.quiescent(store_epoch_)) return false;
+        const Cpu::PendingInterrupts pending = other.pending_interrupts();
+        if (pending.takes_nmi() || pending.takes_interrupt() || timer_before_limit(other)) return false;
+        if (timeline_.next_arrival(other.index())) return false;
+        continue;
+      }
+    }
+  }
+  return true;
+}
+
+namespace {
+
+// Why no interrupt reaches a vCPU that has them on, for a hang's diagnosis.
+std::string why_no_interrupt(const MachineCpu& cpu) {
+  const LocalApic& apic = cpu.apic();
+  std::string timer = "its APIC timer is not running";
+  if (const std::optional<uint64_t> next = apic.next_timer_event())
+    timer = apic.timer_interrupts() ? fmt::format("its APIC timer next fires at {} ns, after the limit", *next)
+                                    : std::string("its APIC timer is masked");
+  return fmt::format("interrupts are on, but no interrupt source is armed: {}, nothing is pending in its APIC, and no "
+                     "device or other vCPU is left to raise one",
+                     timer);
+}
+
+// Where the other vCPUs are, for a hang's diagnosis.
+std::string where_the_others_are(const std::vector<std::unique_ptr<MachineCpu>>& cpus, const MachineCpu& stuck) {
+  if (cpus.size() == 1) return "it is the only vCPU";
+  std::string text = "every other vCPU is halted or stuck too (";
+  constexpr size_t kNamed = 4;
+  size_t named = 0;
+  for (const auto& c : cpus) {
+    const MachineCpu& other = *c;
+    if (&other == &stuck) continue;
+    if (named++ == kNamed) {
+      text += fmt::format(", and {} more", cpus.size() - 1 - kNamed);
+      break;
+    }
+    if (named > 1) text += ", ";
+    const VcpuState s = other.vcpu()->state();
+    const char* interrupts = s.rflags & x86::kFlagIf ? "on" : "off";
+    switch (other.state()) {
+      case MachineCpu::State::WaitForSipi: text += fmt::format("cpu {} waits for SIPI", other.index()); break;
+      case MachineCpu::State::Halted:
+        text += fmt::format("cpu {} {} with interrupts {}", other.index(), other.idle_state(), interrupts);
+        break;
+      case MachineCpu::State::Running:
+        text += fmt::format("cpu {} loops forever at RIP {:#x} with interrupts {}", other.index(), s.rip, interrupts);
+        break;
+    }
+  }
+  return text + ")";
+}
+
+}  // namespace
+
+std::string Machine::stuck_loop_diagnosis(const Cpu& cpu, const VcpuExit& exit) const {
+  const bool interrupts_on = cpu.vcpu()->state().rflags & x86::kFlagIf;
+  const std::string loop =
+      exit.detail.empty() ? "a PAUSE loop that stores nothing and comes back to the same registers every turn"
+                          : exit.detail;
+  const std::string why =
+      interrupts_on ? why_no_interrupt(cpu) : std::string("interrupts are off and nothing in the loop can turn them on");
+  return fmt::format("guest hang: cpu {} loops forever in {} at RIP {:#x} with interrupts {}: {}; {}; nothing can end "
+                     "it before the time limit ({} s of virtual time)",
+                     cpu.index(), loop, exit.rip, interrupts_on ? "on" : "off", why,
+                     where_the_others_are(cpus_, cpu), config_.time_limit_seconds);
+}
+
 std::string Machine::describe_apics() const {
   std::string out;
   for (const auto& cpu : cpus_) out += fmt::format("cpu {}: {}\n", cpu->index(), cpu->apic().describe(cpu->now()));

@@ -104,14 +104,17 @@ uint64_t UnicornVcpu::Engine::device_read(MmioHandler& device, uint64_t offset, 
   // and no idle loop.
   pause_loop.forget();
   self_loop.forget();
+  loop_watch.saw_effect();
   return guarded<uint64_t>([&] { return device.read(offset, size); });
 }
 
 void UnicornVcpu::Engine::device_write(MmioHandler& device, uint64_t offset, unsigned size, uint64_t value) {
+  loop_watch.saw_effect();
   guarded([&] { device.write(offset, size, value); });
 }
 
 void UnicornVcpu::Engine::open_bus_access(uint64_t physical, unsigned size, bool write) {
+  loop_watch.saw_effect();  // counted in the report: a skipped turn would not be
   guarded([&] { host.open_bus_access(physical, size, write); });
 }
 

@@ -102,6 +102,13 @@ struct VcpuExit {
   // too; `detail` names the loop. KVM has no exit for either: nothing is
   // charged, no PLE exit is counted.
   bool idle_loop = false;
+  // PauseLoop with idle_loop: the loop has no way out (no branch leaves it,
+  // nothing in it can fault) but its registers move from turn to turn. Only
+  // an interrupt, NMI or INIT can end it, but it is no fixed point: the
+  // machine may not skip it to an earlier event (the handler would see
+  // registers of the wrong turn), only end the run as a hang when nothing
+  // can end it before the time limit.
+  bool loop_state_moves = false;
   std::string detail;      // one human-readable line, for diagnostics
 };
 

@@ -327,6 +327,24 @@ struct DecodedBlock {
   // turn for ever, until something else writes the memory it reads
   // (watch_self_loop proves it idle). Not a counted loop, which always moves.
   bool loops_without_effects = false;
+  // For the loop watch (emu/loop_watch.h WatchedBlock): RDTSC or RDTSCP in
+  // it; a MOV to a segment, control or debug register (state the register
+  // comparison does not see); no memory operand whose address a register
+  // gives; where it can go when its last instruction is done.
+  bool reads_time = false;
+  bool writes_system_state = false;
+  bool cannot_fault = true;
+  // Its side effects, if any, are stack transfers alone (PUSH of a register,
+  // an immediate or memory; CALL; POP to a register; RET without an
+  // immediate): how many pushes and pops one pass makes, and whether some
+  // other instruction writes the stack pointer (which would move where they
+  // land).
+  bool stack_effects_only = true;
+  uint8_t stack_pushes = 0, stack_pops = 0;
+  bool writes_stack_pointer = false;
+  bool successors_known = false;
+  std::array<uint64_t, 2> successors{};
+  uint8_t successor_count = 0;
   uint64_t rep_string_tail = kNoAddress;  // address of a final REP string instruction
   std::vector<uint16_t> offsets;          // instruction starts, from `start`
   std::vector<TrapSite> traps;
@@ -394,7 +412,8 @@ class Disassembler {
     if (block.fully_decoded && steps.size() == block.count && !block.rep_string_tail_set())
       block.counted_loop = decide_counted_loop(steps, address);
     block.loops_without_effects = block.fully_decoded && steps.size() == block.count && !block.has_side_effects &&
-                                  block.traps.empty() && !block.counted_loop && loops_to(steps, address);
+                                  !block.writes_system_state && block.traps.empty() && !block.counted_loop &&
+                                  loops_to(steps, address);
     return block;
   }
 
@@ -433,7 +452,11 @@ class Disassembler {
 
   static void add_instruction(DecodedBlock& block, const cs_insn& insn, std::span<const uint8_t> bytes) {
     block.offsets.push_back(static_cast<uint16_t>(insn.address - block.start));
-    if (!without_side_effects(insn)) block.has_side_effects = true;
+    if (!without_side_effects(insn)) {
+      block.has_side_effects = true;
+      note_stack_transfer(block, insn);
+    }
+    note_loop_facts(block, insn);
     if (auto kind = trap_kind(insn.id)) block.traps.push_back({insn.address, *kind, static_cast<uint8_t>(insn.size)});
     else if (const std::optional<Cr8Access> cr8 = cr8_access(bytes, block.code_size)) {
       block.traps.push_back({insn.address, cr8->kind, static_cast<uint8_t>(insn.size), static_cast<uint8_t>(cr8->gpr)});
@@ -443,6 +466,75 @@ class Disassembler {
     block.ends_with_hlt = insn.id == X86_INS_HLT;
     block.ends_with_interrupt_shadow = sets_interrupt_shadow(bytes, block.code_size);
     block.rep_string_tail = is_rep_string(bytes, block.code_size) ? insn.address : kNoAddress;
+  }
+
+  // What the loop watch needs of the instruction (DecodedBlock, above). The
+  // successors are those of the block's last instruction: each instruction
+  // overwrites them, so the last one's stay.
+  static void note_loop_facts(DecodedBlock& block, const cs_insn& insn) {
+    const cs_x86& x86 = insn.detail->x86;
+    if (insn.id == X86_INS_RDTSC || insn.id == X86_INS_RDTSCP) block.reads_time = true;
+    if (insn.id == X86_INS_MOV && x86.op_count >= 1 && x86.operands[0].type == X86_OP_REG &&
+        is_system_register(x86.operands[0].reg))
+      block.writes_system_state = true;
+    for (uint8_t i = 0; i < x86.op_count; ++i)
+      if (x86.operands[i].type == X86_OP_REG && is_stack_pointer(x86.operands[i].reg) &&
+          (x86.operands[i].access & CS_AC_WRITE))
+        block.writes_stack_pointer = true;
+    if (insn.id != X86_INS_LEA && insn.id != X86_INS_NOP)
+      for (uint8_t i = 0; i < x86.op_count; ++i) {
+        const x86_op_mem& mem = x86.operands[i].mem;
+        if (x86.operands[i].type != X86_OP_MEM) continue;
+        const bool fixed_base = mem.base == X86_REG_INVALID || mem.base == X86_REG_RIP || mem.base == X86_REG_EIP;
+        if (!fixed_base || mem.index != X86_REG_INVALID) block.cannot_fault = false;
+      }
+    const cs_detail& detail = *insn.detail;
+    const bool jump = std::find(detail.groups, detail.groups + detail.groups_count, X86_GRP_JUMP) !=
+                      detail.groups + detail.groups_count;
+    const uint64_t next = insn.address + insn.size;
+    block.successor_count = 0;
+    block.successors_known = true;
+    const bool call = insn.id == X86_INS_CALL, ret = insn.id == X86_INS_RET;
+    if (call && x86.op_count == 1 && x86.operands[0].type == X86_OP_IMM) {
+      block.successors[block.successor_count++] = static_cast<uint64_t>(x86.operands[0].imm);
+    } else if (call || ret) {
+      block.successors_known = false;  // through a register, memory or the stack
+    } else if (!jump) {
+      block.successors[block.successor_count++] = next;
+    } else if (x86.op_count == 1 && x86.operands[0].type == X86_OP_IMM) {
+      block.successors[block.successor_count++] = static_cast<uint64_t>(x86.operands[0].imm);
+      if (insn.id != X86_INS_JMP) block.successors[block.successor_count++] = next;
+    } else {
+      block.successors_known = false;  // through a register or memory
+    }
+  }
+  // A side effect that is a stack transfer (DecodedBlock::stack_effects_only)
+  // is counted; any other clears stack_effects_only. Its memory access is at
+  // the stack pointer, which a loop may move: such a block never "cannot
+  // fault".
+  static void note_stack_transfer(DecodedBlock& block, const cs_insn& insn) {
+    const cs_x86& x86 = insn.detail->x86;
+    const bool lone_register = x86.op_count == 1 && x86.operands[0].type == X86_OP_REG &&
+                               !is_system_register(x86.operands[0].reg);
+    block.cannot_fault = false;
+    const bool push_source = x86.op_count == 1 && (x86.operands[0].type != X86_OP_REG || lone_register);
+    if ((insn.id == X86_INS_PUSH && push_source) || insn.id == X86_INS_CALL) {
+      ++block.stack_pushes;
+      return;
+    }
+    if ((insn.id == X86_INS_POP && lone_register) || (insn.id == X86_INS_RET && x86.op_count == 0)) {
+      ++block.stack_pops;
+      return;
+    }
+    block.stack_effects_only = false;
+  }
+  static bool is_stack_pointer(x86_reg reg) {
+    return reg == X86_REG_RSP || reg == X86_REG_ESP || reg == X86_REG_SP || reg == X86_REG_SPL;
+  }
+  static bool is_system_register(x86_reg reg) {
+    return (reg >= X86_REG_CR0 && reg <= X86_REG_CR15) || (reg >= X86_REG_DR0 && reg <= X86_REG_DR15) ||
+           reg == X86_REG_CS || reg == X86_REG_DS || reg == X86_REG_ES || reg == X86_REG_FS || reg == X86_REG_GS ||
+           reg == X86_REG_SS;
   }
 
   static constexpr size_t kMaxLoopSteps = 8;  // a counted loop is short

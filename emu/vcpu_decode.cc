@@ -48,6 +48,7 @@ void UnicornVcpu::Engine::on_block(uc_engine*, uint64_t address, uint32_t size, 
       return e.stop_at_block(StopCause::QuantumEnd);
     const DecodedBlock* block = e.blocks.find(address, size);
     if (!block || block->has_side_effects) e.pause_loop.forget();
+    if (e.loop_watch.active()) e.watch_block(block);
     e.update_block_hook();
   });
 }
@@ -205,6 +206,8 @@ void UnicornVcpu::Engine::on_idle_loop(uc_engine*, uint64_t address, uint32_t si
     if (!e.is_jump_to_itself(*block)) return e.watch_self_loop(*block);
     if (e.counter->first_block_of_run() && !e.entered().any) return;
     e.idle_loop_what = "a jump to itself";
+    // The run did nothing but this turn: it came back to check its loop.
+    e.idle_loop_recheck = e.counter->at_block_hook() - e.run_start_instructions == block->count;
     e.stop_at_block(StopCause::IdleLoop);
   });
 }
@@ -226,6 +229,7 @@ void UnicornVcpu::Engine::watch_self_loop(const DecodedBlock& loop) {
   const bool one_turn = self_loop.start == address && instructions - self_loop.instructions == loop.count;
   if (one_turn && now.same_as(self_loop.registers, 0)) {
     idle_loop_what = fmt::format("a loop that only reads memory ({} instructions at {:#x})", loop.count, address);
+    idle_loop_recheck = instructions - run_start_instructions == loop.count;
     return stop_at_block(StopCause::IdleLoop);
   }
   const unsigned moved = one_turn ? self_loop.moved + 1 : 0;

@@ -6,7 +6,11 @@
 // The parts:
 //   vcpu.cc             construction, the device callbacks and the public face
 //   vcpu_decode.cc      the block hook, Capstone decoding, the block cache, trap sites
-//   vcpu_run.cc         run(), its exits, and the instructions it traps and emulates
+//   vcpu_run.cc         run(), its exits and the callbacks in the middle of a block
+//   vcpu_emulate.cc     the instructions a stop leaves to the vCPU: MONITOR/MWAIT,
+//                       trap sites, SYSCALL/SYSENTER
+//   vcpu_loop_watch.cc  stuck loops of any shape: which runs are watched, and
+//                       the proofs of emu/loop_watch.h on the blocks they enter
 //   vcpu_inject.cc      interrupt and exception delivery
 //   vcpu_modes.cc       registers, MSRs, segments, Multiboot, INIT and SIPI
 //   vcpu_memory_map.*   MMIO windows and open-bus pages (GuestMemoryMap)
@@ -105,6 +109,7 @@
 #include "emu/vcpu_memory_map.h"
 #include "emu/vcpu_trap_sites.h"
 #include "emu/vcpu_blocks.h"
+#include "emu/loop_watch.h"
 #include "arch/descriptors.h"
 #include "arch/event_delivery.h"
 #include "arch/fast_syscall.h"
@@ -138,6 +143,13 @@ namespace vcpu_internal {
 // long mode and above 4 GiB in every other mode, so no guest instruction is
 // ever there.
 inline constexpr uint64_t kNeverExecuted = 0x8000'0000'0000'0000;
+
+// The general registers by their ModR/M number (with REX.B): MOV CR8's
+// operand, as cr8_access decodes it.
+inline constexpr std::array<int, 16> kCr8Gprs = {UC_X86_REG_RAX, UC_X86_REG_RCX, UC_X86_REG_RDX, UC_X86_REG_RBX,
+                                                 UC_X86_REG_RSP, UC_X86_REG_RBP, UC_X86_REG_RSI, UC_X86_REG_RDI,
+                                                 UC_X86_REG_R8,  UC_X86_REG_R9,  UC_X86_REG_R10, UC_X86_REG_R11,
+                                                 UC_X86_REG_R12, UC_X86_REG_R13, UC_X86_REG_R14, UC_X86_REG_R15};
 
 // CR0, MSR, gate and TSS constants are arch/x86_arch.h's.
 inline constexpr uint8_t kHltOpcode = 0xF4;
@@ -239,7 +251,8 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
   // The block hook is called only while something needs every block seen:
   // a stop request, a held interrupt's window, or a spin being watched.
   bool needs_block_hook() const {
-    return stop_requested || watch_interrupt_window || (pause_loop.enabled() && pause_loop.watching());
+    return stop_requested || watch_interrupt_window || (pause_loop.enabled() && pause_loop.watching()) ||
+           loop_watch.active();
   }
   void update_block_hook() { uc_topolab_set_block_hook(uc, needs_block_hook()); }
   // Only while the machine holds an interrupt the vCPU could not take when
@@ -276,8 +289,24 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
   // Loops that changed their registers turn after turn (a sum, a search):
   // unhooked, until flush_translations, so that they run at full speed.
   std::set<uint64_t> moving_loops;
-  // What the idle loop the last run stopped in front of is, for its exit.
+  // What the idle loop the last run stopped in front of is, for its exit:
+  // its words, whether its registers move (a loop with no way out, not a
+  // fixed point), and whether the run did nothing but turns of pure blocks
+  // (nothing it did is visible outside the vCPU: VcpuExit::spin_recheck).
   std::string idle_loop_what;
+  bool idle_loop_moves = false;
+  bool idle_loop_recheck = false;
+  // The instructions retired when this run began.
+  uint64_t run_start_instructions = 0;
+  // Stuck loops of any shape (vcpu_loop_watch.cc, emu/loop_watch.h).
+  LoopWatch loop_watch;
+  LoopWatchSchedule loop_watch_schedule;
+  bool run_watched = false;
+  std::optional<LoopWatch::Answer> last_loop_proof;  // what stopped this run, if the watch did
+  void begin_loop_watch();
+  void watch_block(const DecodedBlock* block);
+  LoopState read_loop_state();
+  void end_loop_watch(const VcpuExit& exit);
   void remove_cache(uint64_t begin, uint64_t end);
   // The engine may hold an exception "in flight" (an exception it raised, or
   // a fault inside uc_ctl_remove_cache) that QEMU's double-fault check

@@ -98,6 +98,7 @@ x86::CpuState UnicornVcpu::Engine::cpu_state(x86::PagedMemory& memory) {
 // raised the event, for the line a failure prints.
 std::optional<VcpuExit> UnicornVcpu::Engine::deliver(const x86::Event& event, const std::string& origin) {
   pause_loop.forget();  // the delivery stores its frame
+  loop_watch.saw_effect();
   x86::PagedMemory paged = linear_memory();
   const x86::CpuState before = cpu_state(paged);
   RecordingMemory memory(paged);

@@ -248,6 +248,7 @@ uint64_t UnicornVcpu::Engine::code_base() {
 
 void UnicornVcpu::Engine::reset_for_init() {
   pause_loop.forget();
+  loop_watch.saw_effect();
   nmi_blocked = false;  // INIT clears NMI blocking (SDM table 9-1)
   // The context brings real mode with it; the writes below set values whose
   // hidden effects that context already has.

@@ -8,13 +8,37 @@
  *                | init_self | ipi_nobody | reserved_delivery | no_idt_interrupt
  *                | mwait_no_monitor | mwait_bad_hint | monitor_mmio
  *                | monitor_absent | mwait_forever | tsc_deadline_far
- *                | tsc_deadline_absent | flag | peer_flag
+ *                | tsc_deadline_absent | flag | peer_flag | two_blocks
+ *                | call_loop | same_branch | pause_forever | sti_spin
+ *                | sti_count | count_forever | all_stuck | ends_late
+ *                | rtc_wait | tsc_wait
  *   halt      cli; hlt: nothing can ever wake the CPU
  *   spin      an endless loop: only the time limit ends it
  *   flag      cli, then a wait for a flag nobody sets (a loop that only
  *             reads memory: topolab proves it endless at once)
  *   peer_flag (-smp 2) CPU 1 halts with interrupts off for ever, and CPU 0
  *             waits with interrupts off for a flag only CPU 1 could set
+ * Stuck loops of other shapes (issue 27: each must be diagnosed at once as a
+ * hang, never run to the time limit; QEMU 7.2 runs them for ever):
+ *   two_blocks    cli; 1: nop; jmp 2f; 2: jmp 1b (a loop over two blocks)
+ *   call_loop     cli; 1: call f; jmp 1b with f: ret (stores its return
+ *                 address, the same one to the same place, every turn)
+ *   same_branch   cli; a loop through a conditional that never changes
+ *   pause_forever cli; while (!never_set) pause;
+ *   sti_spin      sti, no interrupt source armed (no APIC timer, no other
+ *                 CPU), then the two-block loop
+ *   sti_count     the same with a register that counts up every turn
+ *   count_forever cli; 1: inc eax; jmp 1b (a loop that has no way out)
+ *   all_stuck     (-smp 2) CPU 1 loops in the two blocks with interrupts
+ *                 off; CPU 0 waits with interrupts off for a flag nobody
+ *                 sets
+ * And ones that are not stuck and must not be called so (each ends, then
+ * says it did not misbehave):
+ *   ends_late     cli; a register loop that leaves after 2^26 turns
+ *   rtc_wait      cli; polls the CMOS RTC's seconds until they change (a
+ *                 device that changes with time)
+ *   tsc_wait      cli; rdtsc without PAUSE until 10^7 TSC ticks
+ *                 passed (the registers it keeps do not move)
  *   ud        ud2, with no IDT to handle #UD
  *   divide    a division by zero, with no IDT to handle #DE
  *   unmapped  a read far beyond RAM
@@ -93,6 +117,141 @@ static void mwait(uint32_t hint)
 
 static volatile uint32_t never_set;
 
+/* The loops of the stuck modes, in assembly so that their shape is exact. */
+static void two_blocks(void)
+{
+	__asm__ volatile("1: nop; jmp 2f; 2: jmp 1b");
+}
+
+static void call_loop(void)
+{
+	__asm__ volatile("jmp 1f\n"
+			 "2: ret\n"
+			 "1: call 2b\n"
+			 "jmp 1b" ::: "memory");
+}
+
+static void same_branch(void)
+{
+	/* ECX is 5 every turn: the branch to 2 is always taken. */
+	__asm__ volatile("mov $5, %%ecx\n"
+			 "1: cmp $5, %%ecx\n"
+			 "je 2f\n"
+			 "jmp 3f\n"
+			 "2: jmp 1b\n"
+			 "3:" ::: "ecx", "cc");
+}
+
+static void count_forever(void)
+{
+	__asm__ volatile("1: inc %%eax; jmp 1b" ::: "eax", "cc");
+}
+
+/* Leaves after 2^26 turns: its registers move every turn, and it ends. */
+static void ends_late(void)
+{
+	__asm__ volatile("mov $0xFC000000, %%eax\n"
+			 "1: add $1, %%eax\n"
+			 "jnc 2f\n"
+			 "jmp 3f\n"
+			 "2: jmp 1b\n"
+			 "3:" ::: "eax", "cc");
+}
+
+static void stuck_with_interrupts_off(void *arg)
+{
+	(void)arg;
+	__asm__ volatile("cli");
+	two_blocks();
+}
+
+static void halt_for_ever(void *arg);
+
+/*
+ * (-smp 2) CPU 1 runs fn; CPU 0 waits with interrupts off for a flag nobody
+ * sets. False, having said why, without a second CPU.
+ */
+static bool flag_wait_beside_cpu1(const char *mode, void (*fn)(void *))
+{
+	const char *why = smp_init();
+
+	if (!why)
+		smp_boot_aps(NULL);
+	if (why || smp_online < 2) {
+		printf("misbehave: %s needs a second CPU (-smp 2): %s\n", mode, why ? why : "none online");
+		return false;
+	}
+	smp_run_on(1, fn, NULL);
+	__asm__ volatile("cli");
+	while (!never_set)
+		;
+	return true;
+}
+
+static void pause_forever(void)
+{
+	while (!never_set)
+		__asm__ volatile("pause");
+}
+
+/* Polls the CMOS RTC's seconds until they change. */
+static void rtc_wait(void)
+{
+	uint8_t first;
+
+	outb(0x70, 0x00);
+	first = inb(0x71);
+	while (inb(0x71) == first)
+		;
+}
+
+/* No TSC frequency is known here: 10^7 ticks, 5 ms at 2 GHz. */
+static void tsc_wait(void)
+{
+	const uint64_t end = rdtsc() + 10000000ull;
+
+	while (rdtsc() < end)
+		;
+}
+
+/* The loop modes of one CPU: each with interrupts on or off (see the top). */
+static const struct {
+	const char *mode;
+	bool interrupts;
+	void (*loop)(void);
+} loop_modes[] = {
+	{ "two_blocks", false, two_blocks },
+	{ "call_loop", false, call_loop },
+	{ "same_branch", false, same_branch },
+	{ "pause_forever", false, pause_forever },
+	{ "sti_spin", true, two_blocks },
+	{ "sti_count", true, count_forever },
+	{ "count_forever", false, count_forever },
+	{ "ends_late", false, ends_late },
+	{ "rtc_wait", false, rtc_wait },
+	{ "tsc_wait", false, tsc_wait },
+};
+
+/* The loop modes: true if `mode` is one (it returns only if it is not stuck). */
+static bool stuck_loop(const char *mode)
+{
+	if (!strcmp(mode, "all_stuck")) {
+		flag_wait_beside_cpu1(mode, stuck_with_interrupts_off);
+		return true;
+	}
+	for (unsigned i = 0; i < sizeof(loop_modes) / sizeof(loop_modes[0]); i++) {
+		if (strcmp(mode, loop_modes[i].mode))
+			continue;
+		if (loop_modes[i].interrupts)
+			__asm__ volatile("sti");
+		else
+			__asm__ volatile("cli");
+		loop_modes[i].loop();
+		return true;
+	}
+	return false;
+}
+
 static void halt_for_ever(void *arg)
 {
 	(void)arg;
@@ -129,11 +288,15 @@ int main(const struct multiboot_info *mbi)
 		       "init_self|ipi_nobody|reserved_delivery|no_idt_interrupt|"
 		       "mwait_no_monitor|mwait_bad_hint|monitor_mmio|monitor_absent|"
 		       "mwait_forever|tsc_deadline_far|tsc_deadline_absent|flag|"
-		       "peer_flag\n");
+		       "peer_flag|two_blocks|call_loop|same_branch|pause_forever|"
+		       "sti_spin|sti_count|count_forever|all_stuck|ends_late|"
+		       "rtc_wait|tsc_wait\n");
 		return EXIT_FAIL;
 	}
 	printf("misbehave: mode=%s\n", mode);
-	if (!strcmp(mode, "halt")) {
+	if (stuck_loop(mode)) {
+		/* only a mode that is not stuck gets here */
+	} else if (!strcmp(mode, "halt")) {
 		for (;;)
 			__asm__ volatile("cli; hlt");
 	} else if (!strcmp(mode, "spin")) {
@@ -215,18 +378,8 @@ int main(const struct multiboot_info *mbi)
 		while (!never_set)
 			;
 	} else if (!strcmp(mode, "peer_flag")) {
-		const char *why = smp_init();
-
-		if (!why)
-			smp_boot_aps(NULL);
-		if (why || smp_online < 2) {
-			printf("misbehave: peer_flag needs a second CPU (-smp 2): %s\n", why ? why : "none online");
+		if (!flag_wait_beside_cpu1(mode, halt_for_ever))
 			return EXIT_FAIL;
-		}
-		smp_run_on(1, halt_for_ever, NULL);
-		__asm__ volatile("cli");
-		while (!never_set)
-			;
 	}
 	printf("misbehave: mode %s did not misbehave\n", mode);
 	return EXIT_FAIL;

@@ -14,11 +14,9 @@ cd "$(dirname "$0")/.."
 seconds=${1:-30}
 shift || true
 harnesses=("$@")
-# cmos_rtc is not either while its finding F9 is open (docs/reliability.md;
-# the input is fuzz/findings/cmos_rtc-F9): name it to run it.
 [ ${#harnesses[@]} -gt 0 ] ||
-  harnesses=(topology local_apic multiboot cost qemu_command linux_boot pvh_boot io_apic pci_config pit8254
-             pic fw_cfg msr_file acpi sweep_merge)
+  harnesses=(topology local_apic multiboot cost qemu_command linux_boot pvh_boot io_apic pci_config cmos_rtc
+             pit8254 pic fw_cfg msr_file acpi sweep_merge)
 
 tools/setup.sh
 tools/sanitized_build.sh fuzzers

@@ -84,6 +84,28 @@ expect 126 "guest hang: cpu 0 loops forever in a loop that only reads memory (3 
   run "$bad" -append mode=flag
 expect 126 "guest hang: cpu 0 loops forever in a loop that only reads memory (3 instructions at 0x" -- \
   run "$bad" -smp 2 -append mode=peer_flag
+# Stuck loops of other shapes (issue 27), each diagnosed at once with why
+# nothing can end it, never run to the time limit.
+expect 126 "guest hang: cpu 0 loops forever in a loop of 2 blocks (0x" -- run "$bad" -append mode=two_blocks
+expect 126 "3 instructions a turn) that stores nothing and comes back to the same registers every turn at RIP" -- \
+  run "$bad" -append mode=same_branch
+expect 126 "that stores only what its stack already holds and comes back to the same registers every turn" -- \
+  run "$bad" -append mode=call_loop
+expect 126 "loops forever in a PAUSE loop that stores nothing" -- run "$bad" -append mode=pause_forever
+expect 126 "with interrupts on: interrupts are on, but no interrupt source is armed: its APIC timer is not running" -- \
+  run "$bad" -append mode=sti_spin
+expect 126 "that has no way out (its registers move, but no branch leaves it and nothing in it can fault) at RIP" -- \
+  run "$bad" -append mode=sti_count
+expect 126 "with interrupts off: interrupts are off and nothing in the loop can turn them on; it is the only vCPU" -- \
+  run "$bad" -append mode=count_forever
+expect 126 "every other vCPU is halted or stuck too (cpu 0 loops forever at RIP 0x" -- \
+  run "$bad" -smp 2 -append mode=all_stuck
+expect 126 "nothing can end it before the time limit (60 s of virtual time)" -- run "$bad" -append mode=spin
+# Not stuck: a loop that leaves after 2^26 turns runs them all and goes on.
+expect 1 "guest exit 1 after" -- run "$bad" -append mode=ends_late --report none
+# Not stuck either: loops on a device and on the TSC, which change with time.
+expect 1 "guest exit 1 after" -- run "$bad" -append mode=rtc_wait --report none
+expect 1 "guest exit 1 after" -- run "$bad" -append mode=tsc_wait --report none
 expect 124 "did not finish within 0.0001 s" -- run "$images/compute_loop.elf" -append iterations=100000000 \
   --time-limit 0.0001
 # With no IDT an exception is a triple fault (SDM 6.15), named in one line.
