@@ -16,7 +16,11 @@ void UnicornVcpu::Engine::on_translate(uc_engine*, uint64_t pc, uint32_t size, u
   e.guarded([&] {
     if (e.blocks.find(pc, size)) return;
     const DecodedBlock& block = e.decode_new_block(pc, size, count);
-    if (e.hook_trap_sites(block) | e.hook_counted_loop(block) | e.hook_idle_loop(block)) {
+    // Each of the three adds its own hooks, so all three run (no ||).
+    const bool trap_sites = e.hook_trap_sites(block);
+    const bool counted_loop = e.hook_counted_loop(block);
+    const bool idle_loop = e.hook_idle_loop(block);
+    if (trap_sites || counted_loop || idle_loop) {
       e.retranslate = {block.start, block.end()};
       e.stop_at_block(StopCause::Retranslate);
     }
