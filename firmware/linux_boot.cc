@@ -67,6 +67,29 @@ constexpr std::array<uint64_t, 4> kBootGdt = {0, 0, 0x00CF'9A00'0000'FFFF, 0x00C
 
 std::string mib(uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
+// boot_params: zero but for the setup header, which is the kernel's own
+// (`header` ends where it does) with the loader's fields filled in, and the
+// e820 map.
+void write_boot_params(GuestRam& ram, std::span<const uint8_t> header, uint64_t initrd_start, size_t initrd_size) {
+  std::span<uint8_t> params = ram.bytes(kBootParamsAddress, kBootParamsSize);
+  std::fill(params.begin(), params.end(), 0);
+  std::memcpy(params.data() + kSetupSects, header.data() + kSetupSects, header.size() - kSetupSects);
+  ram.write<uint8_t>(kBootParamsAddress + kTypeOfLoader, kLoaderUndefined);
+  ram.write<uint32_t>(kBootParamsAddress + kCode32Start, kKernelAddress);
+  ram.write<uint32_t>(kBootParamsAddress + kCmdLinePtr, kCmdlineAddress);
+  ram.write<uint32_t>(kBootParamsAddress + kRamdiskImage, static_cast<uint32_t>(initrd_start));
+  ram.write<uint32_t>(kBootParamsAddress + kRamdiskSize, static_cast<uint32_t>(initrd_size));
+  const auto regions = memory_map::e820_regions(ram.size());
+  static_assert(regions.size() <= kE820MaxEntries);
+  ram.write<uint8_t>(kBootParamsAddress + kE820Entries, static_cast<uint8_t>(regions.size()));
+  for (size_t i = 0; i < regions.size(); ++i) {
+    const uint64_t at = kBootParamsAddress + kE820Table + 20 * i;  // struct boot_e820_entry, packed
+    ram.write<uint64_t>(at, regions[i].base);
+    ram.write<uint64_t>(at + 8, regions[i].length);
+    ram.write<uint32_t>(at + 16, regions[i].type);
+  }
+}
+
 }  // namespace
 
 bool is_linux_image(std::span<const uint8_t> image) {
@@ -133,25 +156,7 @@ LinuxBoot load_linux(GuestRam& ram, std::span<const uint8_t> image, const std::s
   std::span<uint8_t> gdt = ram.bytes(kGdtAddress, sizeof kBootGdt);
   std::memcpy(gdt.data(), kBootGdt.data(), sizeof kBootGdt);
 
-  // boot_params: zero but for the setup header, which is the kernel's own
-  // with the loader's fields filled in.
-  std::span<uint8_t> params = ram.bytes(kBootParamsAddress, kBootParamsSize);
-  std::fill(params.begin(), params.end(), 0);
-  std::memcpy(params.data() + kSetupSects, image.data() + kSetupSects, header_end - kSetupSects);
-  ram.write<uint8_t>(kBootParamsAddress + kTypeOfLoader, kLoaderUndefined);
-  ram.write<uint32_t>(kBootParamsAddress + kCode32Start, kKernelAddress);
-  ram.write<uint32_t>(kBootParamsAddress + kCmdLinePtr, kCmdlineAddress);
-  ram.write<uint32_t>(kBootParamsAddress + kRamdiskImage, static_cast<uint32_t>(initrd_start));
-  ram.write<uint32_t>(kBootParamsAddress + kRamdiskSize, static_cast<uint32_t>(initrd.size()));
-  const auto regions = memory_map::e820_regions(ram.size());
-  static_assert(regions.size() <= kE820MaxEntries);
-  ram.write<uint8_t>(kBootParamsAddress + kE820Entries, static_cast<uint8_t>(regions.size()));
-  for (size_t i = 0; i < regions.size(); ++i) {
-    const uint64_t at = kBootParamsAddress + kE820Table + 20 * i;  // struct boot_e820_entry, packed
-    ram.write<uint64_t>(at, regions[i].base);
-    ram.write<uint64_t>(at + 8, regions[i].length);
-    ram.write<uint32_t>(at + 16, regions[i].type);
-  }
+  write_boot_params(ram, image.first(header_end), initrd_start, initrd.size());
 
   LinuxBoot boot;
   boot.entry = kKernelAddress;

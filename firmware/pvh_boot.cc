@@ -81,6 +81,34 @@ std::optional<uint64_t> find_pvh_entry(std::span<const uint8_t> image, const elf
   return std::nullopt;
 }
 
+// start_info (Xen's hvm_start_info, version 1) with its module list and
+// memory map. Module 0 is the initrd (Linux's init_pvh_bootparams takes it
+// as the ramdisk), without a command line.
+void write_start_info(GuestRam& ram, uint64_t initrd_start, size_t initrd_size, uint32_t rsdp) {
+  std::span<uint8_t> modlist = ram.bytes(kModlistAddress, kModlistEntrySize);
+  std::fill(modlist.begin(), modlist.end(), 0);
+  ram.write<uint64_t>(kModlistAddress, initrd_start);
+  ram.write<uint64_t>(kModlistAddress + 8, initrd_size);
+  const auto regions = memory_map::e820_regions(ram.size());
+  for (size_t i = 0; i < regions.size(); ++i) {
+    const uint64_t at = kMemmapAddress + kMemmapEntrySize * i;
+    ram.write<uint64_t>(at, regions[i].base);
+    ram.write<uint64_t>(at + 8, regions[i].length);
+    ram.write<uint32_t>(at + 16, regions[i].type);
+    ram.write<uint32_t>(at + 20, 0);
+  }
+  std::span<uint8_t> info = ram.bytes(kStartInfoAddress, kInfoSize);
+  std::fill(info.begin(), info.end(), 0);
+  ram.write<uint32_t>(kStartInfoAddress + kInfoMagic, PvhBoot::kStartInfoMagic);
+  ram.write<uint32_t>(kStartInfoAddress + kInfoVersion, kStartInfoVersion);
+  ram.write<uint32_t>(kStartInfoAddress + kInfoNrModules, initrd_size == 0 ? 0 : 1);
+  ram.write<uint64_t>(kStartInfoAddress + kInfoModlistPaddr, initrd_size == 0 ? 0 : kModlistAddress);
+  ram.write<uint64_t>(kStartInfoAddress + kInfoCmdlinePaddr, kCmdlineAddress);
+  ram.write<uint64_t>(kStartInfoAddress + kInfoRsdpPaddr, rsdp);
+  ram.write<uint64_t>(kStartInfoAddress + kInfoMemmapPaddr, kMemmapAddress);
+  ram.write<uint32_t>(kStartInfoAddress + kInfoMemmapEntries, static_cast<uint32_t>(regions.size()));
+}
+
 }  // namespace
 
 bool is_pvh_image(std::span<const uint8_t> image) {
@@ -141,30 +169,7 @@ PvhBoot load_pvh(GuestRam& ram, std::span<const uint8_t> image, const std::strin
   std::span<uint8_t> cmd = ram.bytes(kCmdlineAddress, cmdline.size() + 1);
   std::memcpy(cmd.data(), cmdline.c_str(), cmdline.size() + 1);
 
-  // Module 0 is the initrd (Linux's init_pvh_bootparams takes it as the
-  // ramdisk), without a command line.
-  std::span<uint8_t> modlist = ram.bytes(kModlistAddress, kModlistEntrySize);
-  std::fill(modlist.begin(), modlist.end(), 0);
-  ram.write<uint64_t>(kModlistAddress, initrd_start);
-  ram.write<uint64_t>(kModlistAddress + 8, initrd.size());
-  const auto regions = memory_map::e820_regions(ram.size());
-  for (size_t i = 0; i < regions.size(); ++i) {
-    const uint64_t at = kMemmapAddress + kMemmapEntrySize * i;
-    ram.write<uint64_t>(at, regions[i].base);
-    ram.write<uint64_t>(at + 8, regions[i].length);
-    ram.write<uint32_t>(at + 16, regions[i].type);
-    ram.write<uint32_t>(at + 20, 0);
-  }
-  std::span<uint8_t> info = ram.bytes(kStartInfoAddress, kInfoSize);
-  std::fill(info.begin(), info.end(), 0);
-  ram.write<uint32_t>(kStartInfoAddress + kInfoMagic, PvhBoot::kStartInfoMagic);
-  ram.write<uint32_t>(kStartInfoAddress + kInfoVersion, kStartInfoVersion);
-  ram.write<uint32_t>(kStartInfoAddress + kInfoNrModules, initrd.empty() ? 0 : 1);
-  ram.write<uint64_t>(kStartInfoAddress + kInfoModlistPaddr, initrd.empty() ? 0 : kModlistAddress);
-  ram.write<uint64_t>(kStartInfoAddress + kInfoCmdlinePaddr, kCmdlineAddress);
-  ram.write<uint64_t>(kStartInfoAddress + kInfoRsdpPaddr, rsdp);
-  ram.write<uint64_t>(kStartInfoAddress + kInfoMemmapPaddr, kMemmapAddress);
-  ram.write<uint32_t>(kStartInfoAddress + kInfoMemmapEntries, static_cast<uint32_t>(regions.size()));
+  write_start_info(ram, initrd_start, initrd.size(), rsdp);
 
   PvhBoot boot;
   boot.entry = static_cast<uint32_t>(*entry);

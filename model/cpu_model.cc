@@ -392,27 +392,30 @@ std::string refusal_on(const FeatureFlag& f, const CpuModelDef& def) {
                      def.name, engine_cpu_model_name(def.engine));
 }
 
+// -cpu +NAME, -NAME or NAME=on|off.
+void set_feature_flag(CpuConfig& cfg, FlagRequests& requests, std::string_view name, bool on) {
+  CpuModelDef& m = cfg.model;
+  const FeatureFlag* f = find_feature_flag(name);
+  if (!f) throw ConfigError(fmt::format("-cpu: unknown feature '{}' for {} (`topolab models` lists them)", name, m.name));
+  if (on) {
+    std::string why = refusal_on(*f, m);
+    if (!why.empty()) {
+      // Dropped, never advertised; refused once all properties are read
+      // if enforce is among them.
+      cfg.dropped_requests.push_back(fmt::format("cannot give {}: {}", f->name, why));
+      requests[f->name] = false;
+      return;
+    }
+  }
+  uint32_t& word = m.features[f->word];
+  word = on ? (word | (1u << f->bit)) : (word & ~(1u << f->bit));
+  requests[f->name] = on;
+}
+
 void apply_property(CpuConfig& cfg, FlagRequests& requests, std::string_view prop) {
   CpuModelDef& m = cfg.model;
-  auto set_flag = [&](std::string_view name, bool on) {
-    const FeatureFlag* f = find_feature_flag(name);
-    if (!f) throw ConfigError(fmt::format("-cpu: unknown feature '{}' for {} (`topolab models` lists them)", name, m.name));
-    if (on) {
-      std::string why = refusal_on(*f, m);
-      if (!why.empty()) {
-        // Dropped, never advertised; refused once all properties are read
-        // if enforce is among them.
-        cfg.dropped_requests.push_back(fmt::format("cannot give {}: {}", f->name, why));
-        requests[f->name] = false;
-        return;
-      }
-    }
-    uint32_t& word = m.features[f->word];
-    word = on ? (word | (1u << f->bit)) : (word & ~(1u << f->bit));
-    requests[f->name] = on;
-  };
   if (prop.starts_with('+') || prop.starts_with('-')) {
-    set_flag(prop.substr(1), prop[0] == '+');
+    set_feature_flag(cfg, requests, prop.substr(1), prop[0] == '+');
     return;
   }
   // A bare name is name=on, as in QEMU (`enforce`, `x2apic`).
@@ -472,7 +475,7 @@ void apply_property(CpuConfig& cfg, FlagRequests& requests, std::string_view pro
     // anyway, and drops the model's own ones as documented.
     parse_switch(key, value);
   } else if (find_feature_flag(key)) {
-    set_flag(key, parse_switch(key, value));
+    set_feature_flag(cfg, requests, key, parse_switch(key, value));
   } else {
     throw ConfigError(fmt::format("-cpu: unknown property '{}' (`topolab models` lists the properties and features)", key));
   }

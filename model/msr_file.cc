@@ -304,6 +304,101 @@ std::optional<uint64_t> MsrFile::read_pmc(uint32_t ecx) const {
   return ecx < kMaxGpCounters ? read(kMsrPmc0 + ecx, 0) : std::nullopt;
 }
 
+// The MTRRs: memory types the SDM defines, no reserved bits.
+bool MsrFile::write_mtrr(const Slot& s, uint64_t value) {
+  switch (s.kind) {
+    case Kind::MtrrDefType:
+      if ((value & ~kMtrrDefTypeValid) || !is_mtrr_memory_type(value & 0xff)) return false;
+      mtrr_def_type_ = value;
+      return true;
+    case Kind::MtrrFixed:
+      for (unsigned i = 0; i < 8; ++i)
+        if (!is_mtrr_memory_type((value >> (8 * i)) & 0xff)) return false;
+      mtrr_fixed_[s.index] = value;
+      return true;
+    case Kind::MtrrPhysBase:
+      if ((value & (physical_reserved() | kMtrrPhysBaseReservedLow)) || !is_mtrr_memory_type(value & 0xff)) return false;
+      mtrr_var_[2 * s.index] = value;
+      return true;
+    case Kind::MtrrPhysMask:
+      if (value & (physical_reserved() | kMtrrPhysMaskReservedLow)) return false;
+      mtrr_var_[2 * s.index + 1] = value;
+      return true;
+    default: return false;
+  }
+}
+
+// The machine-check MSRs.
+bool MsrFile::write_machine_check(const Slot& s, uint64_t value) {
+  switch (s.kind) {
+    case Kind::McgStatus:
+      if (value & ~kMcgStatusValid) return false;
+      mcg_status_ = value;
+      return true;
+    // SDM Vol. 3B "IA32_MCG_CTL" and "IA32_MCi_CTL": all zeros or all ones.
+    // KVM #GPs the rest (QEMU's TCG drops them); like KVM, MCi_CTL may also
+    // leave bit 10 (the K8 GART erratum Linux works around) and bit 0
+    // (UnixWare) clear.
+    case Kind::McgCtl:
+      if (value != 0 && value != ~uint64_t{0}) return false;
+      mcg_ctl_ = value;
+      return true;
+    case Kind::McCtl:
+      if (value != 0 && (value | bit(10) | bit(0)) != ~uint64_t{0}) return false;
+      mc_banks_[s.index] = value;
+      return true;
+    // SDM Vol. 3B "IA32_MCi_STATUS": software may only write zeros (AMD's
+    // HWCR.McStatusWrEn, which would allow more, is not modelled).
+    case Kind::McStatus:
+      if (value != 0) return false;
+      mc_banks_[s.index] = value;
+      return true;
+    case Kind::McAddr: case Kind::McMisc:
+      mc_banks_[s.index] = value;
+      return true;
+    default: return false;
+  }
+}
+
+// The performance counters and their controls, Intel's and AMD's.
+bool MsrFile::write_pmu(const Slot& s, uint64_t value) {
+  switch (s.kind) {
+    // SDM Vol. 3B: a WRMSR to IA32_PMCi writes bits 31:0 and sign-extends
+    // bit 31 up to the counter's width; EDX is ignored.
+    case Kind::Pmc:
+      pmc_[s.index] = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(value))) &
+                      low_bits(cpu_.pmu.gp_width);
+      return true;
+    case Kind::PerfEvtSel:
+      if (value & perf_evtsel_reserved()) return false;
+      evtsel_[s.index] = value;
+      return true;
+    case Kind::FixedCtr:  // bits past the width are dropped, as KVM does
+      fixed_ctr_[s.index] = value & low_bits(cpu_.pmu.fixed_width);
+      return true;
+    case Kind::FixedCtrCtrl:
+      if (value & ~fixed_ctr_ctrl_valid()) return false;
+      fixed_ctr_ctrl_ = value;
+      return true;
+    case Kind::GlobalCtrl:
+      if (value & ~global_ctrl_valid()) return false;
+      global_ctrl_ = value;
+      return true;
+    case Kind::GlobalOvfCtrl:
+      if (value & ~global_ovf_valid()) return false;
+      global_status_ &= ~value;
+      return true;
+    case Kind::AmdPerfCtl:
+      if (value & amd_perf_ctl_reserved()) return false;
+      amd_ctl_[s.index] = value;
+      return true;
+    case Kind::AmdPerfCtr:  // 48 bits wide; the upper bits are dropped, as KVM does
+      amd_ctr_[s.index] = value & low_bits(kAmdCounterWidth);
+      return true;
+    default: return false;
+  }
+}
+
 bool MsrFile::write(uint32_t msr, uint64_t value, uint64_t virtual_tsc) {
   const Slot s = locate(msr);
   switch (s.kind) {
@@ -345,84 +440,18 @@ bool MsrFile::write(uint32_t msr, uint64_t value, uint64_t virtual_tsc) {
       if (value & ~kDebugCtlBtf) return false;
       debugctl_ = value;
       return true;
-    case Kind::MtrrDefType:
-      if ((value & ~kMtrrDefTypeValid) || !is_mtrr_memory_type(value & 0xff)) return false;
-      mtrr_def_type_ = value;
-      return true;
-    case Kind::MtrrFixed:
-      for (unsigned i = 0; i < 8; ++i)
-        if (!is_mtrr_memory_type((value >> (8 * i)) & 0xff)) return false;
-      mtrr_fixed_[s.index] = value;
-      return true;
-    case Kind::MtrrPhysBase:
-      if ((value & (physical_reserved() | kMtrrPhysBaseReservedLow)) || !is_mtrr_memory_type(value & 0xff)) return false;
-      mtrr_var_[2 * s.index] = value;
-      return true;
-    case Kind::MtrrPhysMask:
-      if (value & (physical_reserved() | kMtrrPhysMaskReservedLow)) return false;
-      mtrr_var_[2 * s.index + 1] = value;
-      return true;
-    case Kind::McgStatus:
-      if (value & ~kMcgStatusValid) return false;
-      mcg_status_ = value;
-      return true;
-    // SDM Vol. 3B "IA32_MCG_CTL" and "IA32_MCi_CTL": all zeros or all ones.
-    // KVM #GPs the rest (QEMU's TCG drops them); like KVM, MCi_CTL may also
-    // leave bit 10 (the K8 GART erratum Linux works around) and bit 0
-    // (UnixWare) clear.
-    case Kind::McgCtl:
-      if (value != 0 && value != ~uint64_t{0}) return false;
-      mcg_ctl_ = value;
-      return true;
-    case Kind::McCtl:
-      if (value != 0 && (value | bit(10) | bit(0)) != ~uint64_t{0}) return false;
-      mc_banks_[s.index] = value;
-      return true;
-    // SDM Vol. 3B "IA32_MCi_STATUS": software may only write zeros (AMD's
-    // HWCR.McStatusWrEn, which would allow more, is not modelled).
-    case Kind::McStatus:
-      if (value != 0) return false;
-      mc_banks_[s.index] = value;
-      return true;
-    case Kind::McAddr: case Kind::McMisc:
-      mc_banks_[s.index] = value;
-      return true;
-    // SDM Vol. 3B: a WRMSR to IA32_PMCi writes bits 31:0 and sign-extends
-    // bit 31 up to the counter's width; EDX is ignored.
-    case Kind::Pmc:
-      pmc_[s.index] = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(value))) &
-                      low_bits(cpu_.pmu.gp_width);
-      return true;
-    case Kind::PerfEvtSel:
-      if (value & perf_evtsel_reserved()) return false;
-      evtsel_[s.index] = value;
-      return true;
-    case Kind::FixedCtr:  // bits past the width are dropped, as KVM does
-      fixed_ctr_[s.index] = value & low_bits(cpu_.pmu.fixed_width);
-      return true;
-    case Kind::FixedCtrCtrl:
-      if (value & ~fixed_ctr_ctrl_valid()) return false;
-      fixed_ctr_ctrl_ = value;
-      return true;
-    case Kind::GlobalCtrl:
-      if (value & ~global_ctrl_valid()) return false;
-      global_ctrl_ = value;
-      return true;
-    case Kind::GlobalOvfCtrl:
-      if (value & ~global_ovf_valid()) return false;
-      global_status_ &= ~value;
-      return true;
-    case Kind::AmdPerfCtl:
-      if (value & amd_perf_ctl_reserved()) return false;
-      amd_ctl_[s.index] = value;
-      return true;
+    case Kind::MtrrDefType: case Kind::MtrrFixed: case Kind::MtrrPhysBase: case Kind::MtrrPhysMask:
+      return write_mtrr(s, value);
+    case Kind::McgStatus: case Kind::McgCtl: case Kind::McCtl: case Kind::McStatus: case Kind::McAddr:
+    case Kind::McMisc:
+      return write_machine_check(s, value);
+    case Kind::Pmc: case Kind::PerfEvtSel: case Kind::FixedCtr: case Kind::FixedCtrCtrl: case Kind::GlobalCtrl:
+    case Kind::GlobalOvfCtrl: case Kind::AmdPerfCtl: case Kind::AmdPerfCtr:
+      return write_pmu(s, value);
     case Kind::AmdReadsZero: return true;
     case Kind::VmHsavePa:  // page-aligned and within MAXPHYADDR, or #GP (KVM's page_address_valid)
       if (value & (physical_reserved() | 0xfff)) return false;
       vm_hsave_pa_ = value;
-      return true;
-    case Kind::AmdPerfCtr:  // 48 bits wide; the upper bits are dropped, as KVM does
-      amd_ctr_[s.index] = value & low_bits(kAmdCounterWidth);
       return true;
   }
   return false;

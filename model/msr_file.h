@@ -125,6 +125,10 @@ class MsrFile {
   uint64_t global_ctrl_valid() const;
   uint64_t global_ovf_valid() const;
   uint64_t physical_reserved() const;  // bits at and above MAXPHYADDR
+  // write() by group of MSRs.
+  bool write_mtrr(const Slot& s, uint64_t value);
+  bool write_machine_check(const Slot& s, uint64_t value);
+  bool write_pmu(const Slot& s, uint64_t value);
 
   MsrCpuid cpu_;
   MsrAvailability announced_;
