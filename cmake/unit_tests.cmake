@@ -1,9 +1,26 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-# Every GoogleTest binary (an executable target named *_tests, one per area:
-# see the areas' CMakeLists.txt), found rather than listed, so that a new
-# area's tests cannot be left out of the sanitized run. The target
-# `unit_tests` builds them all; unit_tests.txt in the build directory names
-# each with its path, for tools/sanitize_units.sh.
+# The unit tests: one GoogleTest binary per area (an executable target named
+# *_tests), declared in the area's own CMakeLists.txt.
+#
+# TOPOLAB_UNIT_TESTS=OFF leaves them out of the default build and out of
+# ctest: tools/test.sh builds them once, under ASan+UBSan, in the sanitized
+# build (tools/sanitize_units.sh), rather than a second time in build/.
+option(TOPOLAB_UNIT_TESTS "Build the unit tests by default and list them in ctest" ON)
+
+# An area's test binary: in ctest (one test per TEST) when unit tests are
+# on; otherwise built only by the `unit_tests` target.
+function(topolab_unit_tests target)
+  if(TOPOLAB_UNIT_TESTS)
+    gtest_discover_tests(${target} DISCOVERY_TIMEOUT 60)
+  else()
+    set_target_properties(${target} PROPERTIES EXCLUDE_FROM_ALL ON)
+  endif()
+endfunction()
+
+# Every test binary, found rather than listed, so that a new area's tests
+# cannot be left out of the sanitized run. The target `unit_tests` builds
+# them all; unit_tests.txt in the build directory names each with its path,
+# for tools/sanitize_units.sh.
 function(topolab_find_unit_tests dir out)
   get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
   get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
@@ -21,11 +38,13 @@ function(topolab_find_unit_tests dir out)
   set(${out} ${found} PARENT_SCOPE)
 endfunction()
 
-topolab_find_unit_tests(${PROJECT_SOURCE_DIR} TOPOLAB_UNIT_TESTS)
-add_custom_target(unit_tests DEPENDS ${TOPOLAB_UNIT_TESTS})
-set(lines)
-foreach(target IN LISTS TOPOLAB_UNIT_TESTS)
-  list(APPEND lines "${target} $<TARGET_FILE:${target}>")
-endforeach()
-string(REPLACE ";" "\n" lines "${lines}")
-file(GENERATE OUTPUT ${CMAKE_BINARY_DIR}/unit_tests.txt CONTENT "${lines}\n")
+function(topolab_collect_unit_tests)
+  topolab_find_unit_tests(${PROJECT_SOURCE_DIR} tests)
+  add_custom_target(unit_tests DEPENDS ${tests})
+  set(lines)
+  foreach(target IN LISTS tests)
+    list(APPEND lines "${target} $<TARGET_FILE:${target}>")
+  endforeach()
+  string(REPLACE ";" "\n" lines "${lines}")
+  file(GENERATE OUTPUT ${CMAKE_BINARY_DIR}/unit_tests.txt CONTENT "${lines}\n")
+endfunction()
