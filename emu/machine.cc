@@ -59,17 +59,6 @@ void enter_boot_state(Vcpu& vcpu, const BootEntry& boot) {
 
 }  // namespace
 
-const char* to_string(RunResult::Outcome outcome) {
-  switch (outcome) {
-    case RunResult::Outcome::GuestExit: return "guest-exit";
-    case RunResult::Outcome::BudgetExhausted: return "budget-exhausted";
-    case RunResult::Outcome::Hung: return "hung";
-    case RunResult::Outcome::Crashed: return "crashed";
-    case RunResult::Outcome::Shutdown: return "shutdown";
-  }
-  return "?";
-}
-
 Machine::Machine(const MachineConfig& config, std::optional<BootFiles> files, std::function<void(uint8_t)> serial_out,
                  VcpuFactory make_vcpu)
     : config_(config),
