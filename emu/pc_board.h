@@ -77,7 +77,8 @@ struct PcBoardConfig {
 
 class PcBoard {
  public:
-  // Throws ConfigError for a RAM size outside what the board supports.
+  // Throws ConfigError for a RAM size outside what the board supports (and
+  // std::invalid_argument if two rows of the table overlap: a bug, not input).
   PcBoard(const PcBoardConfig& config, std::function<void(uint8_t)> serial_out, BoardEvents& events);
   PcBoard(const PcBoard&) = delete;
   PcBoard& operator=(const PcBoard&) = delete;
