@@ -4,7 +4,8 @@
 // device it attaches) both read. The devices every machine has (the UART,
 // the I/O APIC, PCI's host bridge, the CMOS RTC, ...) are not here: nothing
 // turns them off. Adding an optional device: a row here, its model in
-// devices/ with its test, and its attach step in the machine.
+// devices/ with its test, and its row in the board's device table
+// (emu/pc_board.cc), whose test checks the two tables agree.
 #pragma once
 
 #include <array>

@@ -12,6 +12,7 @@
 #include "base/memory_map.h"
 #include "cli/command_line.h"
 #include "cli/output_files.h"
+#include "emu/machine.h"
 #include "emu/unicorn_vcpu.h"
 #include "report/html_report.h"
 #include "report/run_report.h"

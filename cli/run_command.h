@@ -8,7 +8,7 @@
 #include <string>
 
 #include "cli/command_line.h"
-#include "emu/machine.h"
+#include "emu/machine_config.h"
 
 namespace topolab::cli {
 

@@ -29,6 +29,11 @@ class PortBus {
   void write(uint16_t port, unsigned size, uint32_t value);
 
   uint64_t unclaimed_accesses() const { return unclaimed_; }
+  // The device that claims `port`, or nullptr.
+  const PortDevice* device_at(uint16_t port) const {
+    const auto* range = find(port);
+    return range ? range->second.device : nullptr;
+  }
 
  private:
   struct Range {

@@ -30,6 +30,17 @@ TEST(PortBus, RoutesByOffsetWithinTheRange) {
   EXPECT_EQ(uart.last, (std::pair<uint16_t, uint32_t>{7, 9}));
 }
 
+TEST(PortBus, SaysWhichDeviceClaimsAPort) {
+  PortBus bus;
+  Recorder uart("uart");
+  bus.attach(0x3f8, 8, uart);
+  EXPECT_EQ(bus.device_at(0x3f8), &uart);
+  EXPECT_EQ(bus.device_at(0x3ff), &uart);
+  EXPECT_EQ(bus.device_at(0x3f7), nullptr);
+  EXPECT_EQ(bus.device_at(0x400), nullptr);
+  EXPECT_EQ(bus.unclaimed_accesses(), 0u);  // asking is no access
+}
+
 TEST(PortBus, UnclaimedPortsFloatHighAndAreCounted) {
   PortBus bus;
   Recorder r("r");

@@ -15,20 +15,11 @@
 #include "arch/x86_arch.h"
 #include "firmware/acpi.h"
 #include "firmware/boot.h"
-#include "base/memory_map.h"
 #include "model/cost_rules.h"
 
 namespace topolab {
 
 namespace {
-
-using memory_map::kMaxRamMib;
-
-uint64_t checked_ram_bytes(uint64_t mib) {
-  if (mib < 2) throw ConfigError(fmt::format("-m {}: guest RAM must be at least 2 MiB", mib));
-  if (mib > kMaxRamMib) throw ConfigError(fmt::format("-m {}: at most {} MiB of guest RAM is supported", mib, kMaxRamMib));
-  return mib << 20;
-}
 
 void check_run_limits(const MachineConfig& config) {
   if (!std::isfinite(config.time_limit_seconds) || config.time_limit_seconds <= 0 ||
@@ -59,17 +50,6 @@ void enter_boot_state(Vcpu& vcpu, const BootEntry& boot) {
 
 }  // namespace
 
-const char* to_string(RunResult::Outcome outcome) {
-  switch (outcome) {
-    case RunResult::Outcome::GuestExit: return "guest-exit";
-    case RunResult::Outcome::BudgetExhausted: return "budget-exhausted";
-    case RunResult::Outcome::Hung: return "hung";
-    case RunResult::Outcome::Crashed: return "crashed";
-    case RunResult::Outcome::Shutdown: return "shutdown";
-  }
-  return "?";
-}
-
 Machine::Machine(const MachineConfig& config, std::optional<BootFiles> files, std::function<void(uint8_t)> serial_out,
                  VcpuFactory make_vcpu)
     : config_(config),
@@ -77,45 +57,18 @@ Machine::Machine(const MachineConfig& config, std::optional<BootFiles> files, st
       // CPUID's feature bits are the same on every vCPU: vCPU 0 answers.
       msrs_([this](uint32_t leaf, uint32_t subleaf) { return cpuid_.query(0, leaf, subleaf); }),
       make_vcpu_(std::move(make_vcpu)),
-      ram_(checked_ram_bytes(config.ram_mib)),
-      uart_(std::move(serial_out),
-            [this](bool asserted) { send_device_interrupts(ioapic_.set_pin(Uart16550::kCom1Gsi, asserted)); }),
-      debug_exit_([this] {
-        if (running_ && running_->vcpu()) running_->vcpu()->request_stop();
-      }),
-      fw_cfg_(FwCfg::Config{
-          .nb_cpus = static_cast<uint16_t>(config_.topology.cpus()),
-          .apic_id_limit = static_cast<uint16_t>(
-              std::min<uint32_t>(config_.topology.apic_id(config_.topology.max_cpus() - 1) + 1, 0xffff)),
-          .ram_size = ram_.size()}),
-      pic_master_(PicStub::Role::kMaster),
-      pic_slave_(PicStub::Role::kSlave),
-      measure_port_([this](MeasurePort::Mark mark) { on_measure_mark(mark); }),
-      pci_host_([this] { request_shutdown("the guest reset the machine through the reset control register (0xCF9)"); }),
-      host_bridge_(i440fx_host_bridge()),
-      i8042_([this] { request_shutdown("the guest reset the machine through the keyboard controller (0x64 <- 0xFE)"); }),
-      acpi_pm_([this] { return device_now_ns(); },
-               [this] { request_shutdown("the guest powered the machine off (ACPI S5 through PM1a_CNT)"); }),
-      bochs_shutdown_([this] { request_shutdown("the guest powered the machine off (\"Shutdown\" to port 0x8900)"); }),
+      board_(PcBoardConfig{.topology = config_.topology, .ram_mib = config.ram_mib, .devices = config.devices},
+             std::move(serial_out), *this),
       stats_(config_.topology.cpus()),
       activity_(config_.topology.cpus()),
       platform_{.topology = config_.topology,
-                .cpuid = cpuid_, .msrs = msrs_, .cost = config_.cost, .ram = ram_, .ports = ports_,
+                .cpuid = cpuid_, .msrs = msrs_, .cost = config_.cost, .ram = board_.ram(), .ports = board_.ports(),
                 .stats = stats_, .activity = activity_, .make_vcpu = make_vcpu_, .events = *this, .clock = clock_,
-                .pause_loop_exiting = pause_loop_exiting(config)},
+                .pause_loop_exiting = pause_loop_exiting(config), .mmio_windows = board_.mmio_windows()},
       timeline_(config_.topology.cpus()),
       mwait_line_of_(config_.topology.cpus()) {
   check_run_limits(config);
-  ports_.attach(Uart16550::kCom1Base, Uart16550::kPortCount, uart_);
-  if (config.devices.has(PlatformDevice::IsaDebugExit)) ports_.attach(DebugExit::kBase, DebugExit::kPortCount, debug_exit_);
-  ports_.attach(FwCfg::kBase, FwCfg::kPortCount, fw_cfg_);
-  ports_.attach(PicStub::kMasterBase, PicStub::kPortCount, pic_master_);
-  ports_.attach(PicStub::kSlaveBase, PicStub::kPortCount, pic_slave_);
-  ports_.attach(Elcr::kBase, Elcr::kPortCount, elcr_);
-  ports_.attach(MeasurePort::kBase, MeasurePort::kPortCount, measure_port_);
-  attach_platform_devices();
-
-  const AcpiTables acpi = build_acpi_tables(ram_, config_.topology);
+  const AcpiTables acpi = build_acpi_tables(board_.ram(), config_.topology);
   // The guest sees a Multiboot image's file name without its directories
   // (QEMU passes the path as typed), so where the image sits cannot change
   // what it does.
@@ -123,10 +76,10 @@ Machine::Machine(const MachineConfig& config, std::optional<BootFiles> files, st
     files = read_boot_files(
         config.image,
         config.image_name.empty() ? std::filesystem::path(config.image).filename().string() : config.image_name,
-        config.append, config.initrd, ram_.size());
+        config.append, config.initrd, board_.ram().size());
   // Before any vCPU exists, so before any read of a clock.
   clock_.set_synced(config.synced_clocks.value_or(files->is_linux_kernel()));
-  const BootEntry boot = load_boot_image(ram_, *files, acpi.rsdp);
+  const BootEntry boot = load_boot_image(board_.ram(), *files, acpi.rsdp);
 
   cpus_.reserve(config_.topology.cpus());
   std::vector<const LocalApic*> apics;
@@ -146,49 +99,19 @@ void Machine::set_trace(std::FILE* out) {
     if (cpu->vcpu()) cpu->vcpu()->set_trace(out);
 }
 
-// --- Platform devices -------------------------------------------------------------
-
-void Machine::attach_platform_devices() {
-  mmio_.attach(IoApic::kBase, IoApic::kMmioSize, ioapic_page_);
-  ports_.attach(I8042::kDataPort, 1, i8042_);
-  ports_.attach(I8042::kCommandPort, 1, i8042_.command_port());
-  ports_.attach(AcpiPm::kBase, AcpiPm::kPortCount, acpi_pm_);
-  ports_.attach(BochsShutdown::kBase, BochsShutdown::kPortCount, bochs_shutdown_);
-  if (config_.devices.has(PlatformDevice::Pit)) {
-    pit_.emplace([this] { return device_now_ns(); });
-    ports_.attach(Pit8254::kBase, Pit8254::kPortCount, *pit_);
-    ports_.attach(Pit8254::kPortB, 1, pit_->port_b());
-  }
-  // RAM stays below 4 GiB (memory_map::kMaxRamMib), all of it "below 4G".
-  cmos_rtc_.emplace([this] { return device_now_ns(); }, CmosRtc::Config{.below_4g_ram_bytes = ram_.size()});
-  ports_.attach(CmosRtc::kBase, CmosRtc::kPortCount, *cmos_rtc_);
-  ports_.attach(PciHost::kBase, PciHost::kPortCount, pci_host_);
-  pci_host_.plug(0, host_bridge_);
-  if (config_.devices.has(PlatformDevice::PciTestdev)) {
-    pci_testdev_.emplace(static_cast<uint32_t>(memory_map::kPciTestdevMemBar), memory_map::kPciTestdevIoBar);
-    pci_host_.plug(memory_map::kPciTestdevSlot, pci_testdev_->function());
-    ports_.attach(memory_map::kPciTestdevIoBar, PciTestdev::kIoBarSize, *pci_testdev_);
-    mmio_.attach(memory_map::kPciTestdevMemBar, PciTestdev::kMemBarSize, pci_testdev_->memory_bar());
-  }
-  if (config_.devices.has(PlatformDevice::PcTestdev)) {
-    pc_testdev_.emplace([this](unsigned gsi, bool asserted) { send_device_interrupts(ioapic_.set_pin(gsi, asserted)); });
-    ports_.attach(PcTestdev::kBase, PcTestdev::kPortCount, *pc_testdev_);
-    ports_.attach(PcTestdev::kIrqLineBase, PcTestdev::kIrqLines, pc_testdev_->irq_lines());
-    mmio_.attach(PcTestdev::kIomemBase, PcTestdev::kIomemSize, pc_testdev_->iomem());
-  }
-  map_device_windows();
-}
-
-void Machine::map_device_windows() {
-  for (const MmioBus::Range& range : mmio_.ranges()) {
-    device_windows_.push_back(std::make_unique<DeviceWindow>(*this, *range.device));
-    platform_.mmio_windows.push_back({range.base, range.size, device_windows_.back().get()});
-  }
-}
+// --- What the board's devices ask -------------------------------------------------
 
 void Machine::request_shutdown(std::string how) {
   if (!shutdown_) shutdown_ = std::move(how);
   if (running_ && running_->vcpu()) running_->vcpu()->request_stop();
+}
+
+void Machine::guest_exit_requested() {
+  if (running_ && running_->vcpu()) running_->vcpu()->request_stop();
+}
+
+void Machine::charge_io_exit() {
+  if (Cpu* cpu = accessing_cpu()) cpu->charge_exit(ExitKind::Io);
 }
 
 // Devices read time as the TSC does (emu/guest_clock.h).
@@ -490,7 +413,7 @@ std::optional<RunResult> Machine::run_slice(Cpu& cpu, uint64_t now, uint64_t lim
     reset_itself = true;
     return std::nullopt;
   }
-  if (debug_exit_.value()) return finish(RunResult::Outcome::GuestExit, "");
+  if (board_.guest_exit_value()) return finish(RunResult::Outcome::GuestExit, "");
   if (shutdown_) return finish(RunResult::Outcome::Shutdown, *shutdown_);
   return handle_exit(cpu, exit);
 }
@@ -501,7 +424,7 @@ RunResult Machine::run() {
   uint64_t idle_slices = 0;
   while (true) {
     route_sent_ipis();
-    if (debug_exit_.value()) return finish(RunResult::Outcome::GuestExit, "");
+    if (board_.guest_exit_value()) return finish(RunResult::Outcome::GuestExit, "");
     if (shutdown_) return finish(RunResult::Outcome::Shutdown, *shutdown_);
 
     Cpu* cpu = pick_next(limit_ns);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The machine: RAM, the CPUID model, the platform devices, the firmware
-// tables and the vCPUs with their local APICs, and the loop that runs them
-// one at a time on virtual time.
+// The machine: the CPUID model, the PC board (RAM and the platform devices,
+// emu/pc_board.h), the firmware tables and the vCPUs with their local
+// APICs, and the loop that runs them one at a time on virtual time.
 //
 // Scheduling: the runnable vCPU whose virtual clock is earliest runs next
 // (ties by index) for at most one quantum, counted exactly. A halted vCPU
@@ -13,7 +13,8 @@
 // docs/machine.md describes the loop.
 //
 // Where things are: one vCPU's machine-side state in emu/machine_cpu.h,
-// routing in devices/apic_bus.h, the cost rules in model/cost_rules.h; this
+// routing in devices/apic_bus.h, the cost rules in model/cost_rules.h, the
+// devices and where they sit in emu/pc_board.h; this
 // file's machine.cc runs the loop and routes, machine_exits.cc handles
 // what a vCPU stops for, machine_window.cc keeps the measuring window and
 // writes the diagnoses.
@@ -29,110 +30,26 @@
 #include <string>
 #include <vector>
 
-#include "devices/acpi_pm.h"
 #include "devices/apic_bus.h"
-#include "devices/bochs_shutdown.h"
-#include "devices/cmos_rtc.h"
-#include "devices/debug_exit.h"
-#include "devices/fw_cfg.h"
-#include "devices/i8042.h"
 #include "devices/io_apic.h"
 #include "devices/local_apic.h"
 #include "devices/measure_port.h"
-#include "devices/mmio_bus.h"
-#include "devices/pc_testdev.h"
-#include "devices/pci.h"
-#include "devices/pit8254.h"
-#include "devices/pic_stub.h"
-#include "devices/port_bus.h"
-#include "devices/uart16550.h"
 #include "firmware/boot.h"
 #include "model/cost_model.h"
 #include "model/cpuid.h"
-#include "base/guest_ram.h"
-#include "base/platform_devices.h"
 #include "model/msr_features.h"
 #include "emu/activity_log.h"
+#include "emu/machine_config.h"
 #include "emu/machine_cpu.h"
+#include "emu/pc_board.h"
+#include "emu/run_result.h"
 #include "emu/stats.h"
 #include "emu/timeline.h"
 #include "emu/vcpu.h"
 
 namespace topolab {
 
-// What a machine is, parsed once from the command line (or built by an
-// experiment): the topology and the CPU model as the model layer's types.
-struct MachineConfig {
-  Topology topology = Topology::parse("1");  // QEMU's defaults
-  CpuConfig cpu = parse_cpu("qemu64");
-  MachineOptions machine_options;  // -machine: smp-cache scopes
-  uint64_t ram_mib = 128;
-  std::string image;
-  // The name the guest sees as the first word of its command line; empty:
-  // the image's file name, as QEMU passes it.
-  std::string image_name;
-  std::string append;
-  std::vector<std::string> initrd;  // "PATH[ ARGS]" each, as QEMU's -initrd
-  // The run ends, as an error, once every running vCPU's virtual time
-  // reaches this.
-  static constexpr double kMaxTimeLimitSeconds = 1e6;
-  // `topolab run`'s default (--time-limit), chosen from what images need
-  // (docs/reliability.md, "The default time limit"): the testcases end within
-  // 0.05 s of virtual time, a Linux boot to /init and power-off within 5 s
-  // (more with a benchmark), and kvm-unit-tests wait on timers for seconds
-  // (the QEMU front and the experiments give 60 s too). A stuck guest is
-  // diagnosed at once whatever the limit (emu/loop_watch.h), so the limit
-  // only bounds a guest that stays busy for ever.
-  static constexpr double kDefaultTimeLimitSeconds = 60.0;
-  double time_limit_seconds = kDefaultTimeLimitSeconds;
-  uint64_t quantum = 100'000;  // instructions per scheduling slice
-  CostModel cost = CostModel::defaults();
-  // Spin skipping (emu/pause_loop.h): a vCPU spinning at a fixed point is
-  // moved to the next time anything it can observe could change, without
-  // running its loop. Off: every instruction runs (and no pause-loop exits).
-  bool spin_skip = true;
-  // Clocks the guest reads never go back between vCPUs (emu/guest_clock.h).
-  // nullopt: synced for a Linux kernel (a bzImage or a PVH vmlinux), whose
-  // TSC sync check needs it, and
-  // per-vCPU for a Multiboot image, as the testcases' results were made.
-  std::optional<bool> synced_clocks;
-  // The optional platform devices (base/platform_devices.h): isa-debug-exit
-  // at 0xf4 is always there for `topolab run` (under the QEMU command line
-  // only with -device isa-debug-exit, as QEMU), and so is the 8254 PIT
-  // (-machine pit=off removes it); pc-testdev and pci-testdev (at 00:02.0)
-  // only when asked for.
-  PlatformDevices devices{PlatformDevice::IsaDebugExit, PlatformDevice::Pit};
-};
-
-struct RunResult {
-  enum class Outcome {
-    GuestExit,        // the guest wrote to isa-debug-exit
-    BudgetExhausted,  // the virtual-time limit ran out
-    Hung,             // every vCPU halted with nothing that could wake it
-    Crashed,          // a fault the guest could not handle
-    Shutdown,         // the guest reset the machine or powered it off (as QEMU
-                      // with -no-reboot, a reset ends the run); `diagnosis` says how
-  };
-  Outcome outcome = Outcome::Crashed;
-  std::optional<uint32_t> guest_value;  // GuestExit: what the guest wrote
-  std::string diagnosis;                // one line, for everything but GuestExit
-  bool triple_fault = false;            // Crashed by a triple fault (a shutdown on hardware)
-  uint64_t instructions = 0;            // all vCPUs together
-  uint64_t virtual_ns = 0;              // the latest vCPU clock
-};
-
-// What happened between the guest's two writes to the measuring port
-// (devices/measure_port.h), or from its begin write to the end of the run.
-struct MeasureWindow {
-  uint64_t begin_ns = 0;
-  uint64_t end_ns = 0;
-  bool ended_by_guest = false;
-  Stats stats{0};  // counters accrued in the window
-};
-
-const char* to_string(RunResult::Outcome outcome);
-
-class Machine final : private CpuEvents {
+class Machine final : private CpuEvents, private BoardEvents {
  public:
   // `serial_out` receives every byte the guest sends to COM1; `make_vcpu`
   // builds the vCPUs (unicorn_vcpu_factory(), or a test's fake). Throws
@@ -175,63 +92,25 @@ class Machine final : private CpuEvents {
   // CpuEvents
   bool ipi_sent(const IpiInFlight& ipi) override;
   void apic_written(const ApicWrite& write) override { bus_->note_write(write); }
-  void eoi_broadcast(uint8_t vector) override { send_device_interrupts(ioapic_.eoi(vector)); }
+  void eoi_broadcast(uint8_t vector) override { board_.broadcast_eoi(vector); }
   void guest_error(std::string diagnosis) override {
     if (!guest_error_) guest_error_ = std::move(diagnosis);
   }
 
-  // The platform devices (machine.cc).
-  // One MMIO bus range as every engine maps it. Each access is an I/O
-  // exit, charged to the vCPU that makes it.
-  class DeviceWindow final : public MmioHandler {
-   public:
-    DeviceWindow(Machine& machine, MmioDevice& device) : machine_(machine), device_(device) {}
-    uint64_t read(uint64_t offset, unsigned size) override {
-      charge_exit();
-      return device_.read(offset, size);
-    }
-    void write(uint64_t offset, unsigned size, uint64_t value) override {
-      charge_exit();
-      device_.write(offset, size, value);
-    }
-
-   private:
-    void charge_exit() {
-      if (Cpu* cpu = machine_.accessing_cpu()) cpu->charge_exit(ExitKind::Io);
-    }
-    Machine& machine_;
-    MmioDevice& device_;
-  };
-  // The I/O APIC's page on the MMIO bus: a register write's interrupt
-  // messages leave like any device's.
-  class IoApicPage final : public MmioDevice {
-   public:
-    explicit IoApicPage(Machine& machine) : machine_(machine) {}
-    std::string name() const override { return "ioapic"; }
-    uint64_t read(uint64_t offset, unsigned size) override {
-      return machine_.ioapic_.mmio_read(static_cast<uint32_t>(offset), size);
-    }
-    void write(uint64_t offset, unsigned size, uint64_t value) override {
-      machine_.send_device_interrupts(
-          machine_.ioapic_.mmio_write(static_cast<uint32_t>(offset), size, static_cast<uint32_t>(value)));
-    }
-
-   private:
-    Machine& machine_;
-  };
-  void attach_platform_devices();
-  // Maps every MMIO bus range into the engines (through CpuPlatform).
-  void map_device_windows();
+  // BoardEvents: what the board's devices ask of the machine (machine.cc).
   // Interrupt messages a device sent during the running vCPU's slice: they
   // leave at its clock and are routed, like its IPIs, when the slice ends
   // (which they end).
-  void send_device_interrupts(const IoApicMessages& messages);
+  void send_device_interrupts(const IoApicMessages& messages) override;
+  // A reset or power-off: the run ends once the running slice does.
+  void request_shutdown(std::string how) override;
+  void guest_exit_requested() override;
+  // The virtual time a device reads: the accessing vCPU's clock.
+  uint64_t device_now_ns() override;
+  void charge_io_exit() override;
+  void measure_mark(MeasurePort::Mark mark) override;  // machine_window.cc
   // The vCPU whose access is being handled (device callbacks run inside one).
   Cpu* accessing_cpu() const { return running_; }
-  // A reset or power-off: the run ends once the running slice does.
-  void request_shutdown(std::string how);
-  // The virtual time a device reads: the accessing vCPU's clock.
-  uint64_t device_now_ns();
 
   // The loop (machine.cc).
   // The runnable vCPU with the earliest clock, taken off the timeline's
@@ -300,7 +179,6 @@ class Machine final : private CpuEvents {
   void track_mwait_line(const Cpu& cpu);
 
   // The window and the end of the run (machine_window.cc).
-  void on_measure_mark(MeasurePort::Mark mark);
   // Brings the per-vCPU counters that live in the vCPUs up to date.
   void settle_stats();
   std::string deadlock_diagnosis() const;
@@ -319,27 +197,7 @@ class Machine final : private CpuEvents {
   CpuidModel cpuid_;
   MsrAvailability msrs_;  // CpuPlatform::msrs says what it is for
   VcpuFactory make_vcpu_;
-  GuestRam ram_;
-  PortBus ports_;
-  Uart16550 uart_;
-  DebugExit debug_exit_;
-  FwCfg fw_cfg_;
-  PicStub pic_master_, pic_slave_;
-  Elcr elcr_;
-  MeasurePort measure_port_;
-  IoApic ioapic_;
-  IoApicPage ioapic_page_{*this};
-  std::optional<PcTestdev> pc_testdev_;
-  PciHost pci_host_;
-  PciFunction host_bridge_;
-  std::optional<PciTestdev> pci_testdev_;
-  MmioBus mmio_;
-  std::vector<std::unique_ptr<DeviceWindow>> device_windows_;  // one per mmio_ range
-  I8042 i8042_;
-  AcpiPm acpi_pm_;
-  BochsShutdown bochs_shutdown_;
-  std::optional<Pit8254> pit_;
-  std::optional<CmosRtc> cmos_rtc_;
+  PcBoard board_;
   std::optional<std::string> shutdown_;  // how the guest reset or powered off
   GuestClock clock_;  // before platform_, which refers to it
   Stats stats_;

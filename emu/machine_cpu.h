@@ -27,6 +27,7 @@
 #include "devices/port_bus.h"
 #include "emu/guest_clock.h"
 #include "emu/activity_log.h"
+#include "emu/platform_mmio.h"
 #include "emu/stats.h"
 #include "emu/timeline.h"
 #include "emu/vcpu.h"
@@ -54,13 +55,6 @@ class CpuEvents {
   virtual void eoi_broadcast(uint8_t vector) = 0;
   // A guest error found outside an exit; the run stops with the first.
   virtual void guest_error(std::string diagnosis) = 0;
-};
-
-// A platform device's MMIO window, mapped the same in every vCPU's engine.
-struct PlatformMmio {
-  uint64_t base = 0;
-  uint64_t size = 0;
-  MmioHandler* handler = nullptr;
 };
 
 // The parts of the machine every vCPU shares.

@@ -15,7 +15,7 @@ RunResult Machine::finish(RunResult::Outcome outcome, std::string diagnosis) {
   RunResult result;
   result.outcome = outcome;
   result.diagnosis = std::move(diagnosis);
-  if (outcome == RunResult::Outcome::GuestExit) result.guest_value = debug_exit_.value();
+  if (outcome == RunResult::Outcome::GuestExit) result.guest_value = board_.guest_exit_value();
   settle_stats();
   for (const auto& cpu : cpus_) {
     result.instructions += cpu->instructions();
@@ -59,7 +59,7 @@ void Machine::settle_stats() {
 // nothing is booked twice and a window never ends before it began, even
 // when another vCPU (behind in time) writes its end. The price: a window's
 // bounds are as exact as the vCPUs are close in time, about a quantum.
-void Machine::on_measure_mark(MeasurePort::Mark mark) {
+void Machine::measure_mark(MeasurePort::Mark mark) {
   const uint64_t at = std::max(settled_time(), window_ ? window_->begin_ns : 0);
   for (const auto& cpu : cpus_) cpu->accrue_idle(at);
   settle_stats();

@@ -21,7 +21,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "emu/machine.h"
+#include "emu/machine_config.h"
 
 namespace topolab {
 

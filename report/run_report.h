@@ -6,7 +6,8 @@
 #include <optional>
 #include <string>
 
-#include "emu/machine.h"
+#include "emu/machine_config.h"
+#include "emu/run_result.h"
 #include "emu/stats.h"
 
 namespace topolab {

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "emu/pc_board.h"
+
+#include <algorithm>
+#include <array>
+
+#include <fmt/format.h>
+
+#include "base/errors.h"
+#include "base/memory_map.h"
+
+namespace topolab {
+
+namespace {
+
+using memory_map::kMaxRamMib;
+
+uint64_t checked_ram_bytes(uint64_t mib) {
+  if (mib < 2) throw ConfigError(fmt::format("-m {}: guest RAM must be at least 2 MiB", mib));
+  if (mib > kMaxRamMib) throw ConfigError(fmt::format("-m {}: at most {} MiB of guest RAM is supported", mib, kMaxRamMib));
+  return mib << 20;
+}
+
+FwCfg::Config fw_cfg_config(const Topology& topology, uint64_t ram_bytes) {
+  return FwCfg::Config{
+      .nb_cpus = static_cast<uint16_t>(topology.cpus()),
+      .apic_id_limit = static_cast<uint16_t>(std::min<uint32_t>(topology.apic_id(topology.max_cpus() - 1) + 1, 0xffff)),
+      .ram_size = ram_bytes};
+}
+
+}  // namespace
+
+PcBoard::PcBoard(const PcBoardConfig& config, std::function<void(uint8_t)> serial_out, BoardEvents& events)
+    : events_(events),
+      ram_(checked_ram_bytes(config.ram_mib)),
+      uart_(std::move(serial_out), [this](bool asserted) { set_pin(Uart16550::kCom1Gsi, asserted); }),
+      debug_exit_([this] { events_.guest_exit_requested(); }),
+      fw_cfg_(fw_cfg_config(config.topology, ram_.size())),
+      pic_master_(PicStub::Role::kMaster),
+      pic_slave_(PicStub::Role::kSlave),
+      measure_port_([this](MeasurePort::Mark mark) { events_.measure_mark(mark); }),
+      i8042_([this] {
+        events_.request_shutdown("the guest reset the machine through the keyboard controller (0x64 <- 0xFE)");
+      }),
+      acpi_pm_([this] { return events_.device_now_ns(); },
+               [this] { events_.request_shutdown("the guest powered the machine off (ACPI S5 through PM1a_CNT)"); }),
+      bochs_shutdown_(
+          [this] { events_.request_shutdown("the guest powered the machine off (\"Shutdown\" to port 0x8900)"); }),
+      // RAM stays below 4 GiB (memory_map::kMaxRamMib), all of it "below 4G".
+      cmos_rtc_([this] { return events_.device_now_ns(); }, CmosRtc::Config{.below_4g_ram_bytes = ram_.size()}),
+      pci_host_([this] {
+        events_.request_shutdown("the guest reset the machine through the reset control register (0xCF9)");
+      }),
+      host_bridge_(i440fx_host_bridge()) {
+  for (const DeviceRow& row : device_table()) {
+    if (row.optional && !config.devices.has(*row.optional)) continue;
+    (this->*row.attach)();
+    attached_.push_back(row.name);
+  }
+  map_device_windows();
+}
+
+// Every device the board can have, in attach order. Where a device sits
+// is its own constant (devices/*.h, base/memory_map.h).
+std::span<const PcBoard::DeviceRow> PcBoard::device_table() {
+  static constexpr std::array kTable = {
+      DeviceRow{"uart16550", std::nullopt, &PcBoard::attach_uart},
+      DeviceRow{"isa-debug-exit", PlatformDevice::IsaDebugExit, &PcBoard::attach_debug_exit},
+      DeviceRow{"fw_cfg", std::nullopt, &PcBoard::attach_fw_cfg},
+      DeviceRow{"pic", std::nullopt, &PcBoard::attach_pics},
+      DeviceRow{"measure-window", std::nullopt, &PcBoard::attach_measure_port},
+      DeviceRow{"ioapic", std::nullopt, &PcBoard::attach_ioapic},
+      DeviceRow{"i8042", std::nullopt, &PcBoard::attach_i8042},
+      DeviceRow{"acpi-pm", std::nullopt, &PcBoard::attach_acpi_pm},
+      DeviceRow{"bochs-shutdown", std::nullopt, &PcBoard::attach_bochs_shutdown},
+      DeviceRow{"pit", PlatformDevice::Pit, &PcBoard::attach_pit},
+      DeviceRow{"cmos-rtc", std::nullopt, &PcBoard::attach_cmos_rtc},
+      DeviceRow{"pci-host", std::nullopt, &PcBoard::attach_pci_host},
+      DeviceRow{"pci-testdev", PlatformDevice::PciTestdev, &PcBoard::attach_pci_testdev},
+      DeviceRow{"pc-testdev", PlatformDevice::PcTestdev, &PcBoard::attach_pc_testdev},
+  };
+  return kTable;
+}
+
+void PcBoard::attach_uart() { ports_.attach(Uart16550::kCom1Base, Uart16550::kPortCount, uart_); }
+
+void PcBoard::attach_debug_exit() { ports_.attach(DebugExit::kBase, DebugExit::kPortCount, debug_exit_); }
+
+void PcBoard::attach_fw_cfg() { ports_.attach(FwCfg::kBase, FwCfg::kPortCount, fw_cfg_); }
+
+// The two 8259As, stubs a guest programs and masks (they deliver nothing:
+// devices/pic_stub.h), and PIIX3's ELCR beside them.
+void PcBoard::attach_pics() {
+  ports_.attach(PicStub::kMasterBase, PicStub::kPortCount, pic_master_);
+  ports_.attach(PicStub::kSlaveBase, PicStub::kPortCount, pic_slave_);
+  ports_.attach(Elcr::kBase, Elcr::kPortCount, elcr_);
+}
+
+void PcBoard::attach_measure_port() { ports_.attach(MeasurePort::kBase, MeasurePort::kPortCount, measure_port_); }
+
+void PcBoard::attach_ioapic() { mmio_.attach(IoApic::kBase, IoApic::kMmioSize, ioapic_page_); }
+
+void PcBoard::attach_i8042() {
+  ports_.attach(I8042::kDataPort, 1, i8042_);
+  ports_.attach(I8042::kCommandPort, 1, i8042_.command_port());
+}
+
+void PcBoard::attach_acpi_pm() { ports_.attach(AcpiPm::kBase, AcpiPm::kPortCount, acpi_pm_); }
+
+void PcBoard::attach_bochs_shutdown() {
+  ports_.attach(BochsShutdown::kBase, BochsShutdown::kPortCount, bochs_shutdown_);
+}
+
+void PcBoard::attach_pit() {
+  pit_.emplace([this] { return events_.device_now_ns(); });
+  ports_.attach(Pit8254::kBase, Pit8254::kPortCount, *pit_);
+  ports_.attach(Pit8254::kPortB, 1, pit_->port_b());
+}
+
+void PcBoard::attach_cmos_rtc() { ports_.attach(CmosRtc::kBase, CmosRtc::kPortCount, cmos_rtc_); }
+
+void PcBoard::attach_pci_host() {
+  ports_.attach(PciHost::kBase, PciHost::kPortCount, pci_host_);
+  pci_host_.plug(0, host_bridge_);
+}
+
+void PcBoard::attach_pci_testdev() {
+  pci_testdev_.emplace(static_cast<uint32_t>(memory_map::kPciTestdevMemBar), memory_map::kPciTestdevIoBar);
+  pci_host_.plug(memory_map::kPciTestdevSlot, pci_testdev_->function());
+  ports_.attach(memory_map::kPciTestdevIoBar, PciTestdev::kIoBarSize, *pci_testdev_);
+  mmio_.attach(memory_map::kPciTestdevMemBar, PciTestdev::kMemBarSize, pci_testdev_->memory_bar());
+}
+
+void PcBoard::attach_pc_testdev() {
+  pc_testdev_.emplace([this](unsigned gsi, bool asserted) { set_pin(gsi, asserted); });
+  ports_.attach(PcTestdev::kBase, PcTestdev::kPortCount, *pc_testdev_);
+  ports_.attach(PcTestdev::kIrqLineBase, PcTestdev::kIrqLines, pc_testdev_->irq_lines());
+  mmio_.attach(PcTestdev::kIomemBase, PcTestdev::kIomemSize, pc_testdev_->iomem());
+}
+
+void PcBoard::map_device_windows() {
+  for (const MmioBus::Range& range : mmio_.ranges()) {
+    device_windows_.push_back(std::make_unique<DeviceWindow>(events_, *range.device));
+    mmio_windows_.push_back({range.base, range.size, device_windows_.back().get()});
+  }
+}
+
+}  // namespace topolab

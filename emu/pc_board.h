@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The PC board: guest RAM, the I/O-port bus and the MMIO bus, and the
+// platform devices on them, QEMU's pc machine as far as topolab models it.
+// Which devices a board has, and where, is one table (device_table() in
+// pc_board.cc): every board has the rows without an optional device; a row
+// with one (base/platform_devices.h) is there only when the configuration
+// asks for it. The buses reject a device that overlaps another.
+//
+// The board knows nothing of vCPUs, time or the loop. What its devices
+// need of the machine they sit in (an interrupt sent, a shutdown, the
+// time, an exit charged) goes through BoardEvents, which the machine
+// implements, so the board is tested without one (emu/pc_board_test.cc).
+//
+// Adding a device: its model in devices/ with its test, a member and an
+// attach function here with its row in the table, a row in
+// base/platform_devices.h if it is optional, and a case in the board's test.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/guest_ram.h"
+#include "base/platform_devices.h"
+#include "devices/acpi_pm.h"
+#include "devices/bochs_shutdown.h"
+#include "devices/cmos_rtc.h"
+#include "devices/debug_exit.h"
+#include "devices/fw_cfg.h"
+#include "devices/i8042.h"
+#include "devices/io_apic.h"
+#include "devices/measure_port.h"
+#include "devices/mmio_bus.h"
+#include "devices/pc_testdev.h"
+#include "devices/pci.h"
+#include "devices/pic_stub.h"
+#include "devices/pit8254.h"
+#include "devices/port_bus.h"
+#include "devices/uart16550.h"
+#include "emu/platform_mmio.h"
+#include "emu/vcpu.h"
+#include "model/topology.h"
+
+namespace topolab {
+
+// What the board's devices ask of the machine. Every call comes from inside
+// a guest access to a device, that is, during some vCPU's slice.
+class BoardEvents {
+ public:
+  virtual ~BoardEvents() = default;
+  // Interrupt messages the I/O APIC sent (a pin changed, an entry was
+  // unmasked, an EOI found a pin still asserted).
+  virtual void send_device_interrupts(const IoApicMessages& messages) = 0;
+  // The guest reset the machine or powered it off; `how` is the closing line.
+  virtual void request_shutdown(std::string how) = 0;
+  // The guest wrote to isa-debug-exit: its value is the board's
+  // guest_exit_value(), and the run ends once the slice does.
+  virtual void guest_exit_requested() = 0;
+  // The virtual time a device reads (the PIT, the RTC, the PM timer).
+  virtual uint64_t device_now_ns() = 0;
+  // An access through an MMIO window: an I/O exit of the vCPU making it.
+  virtual void charge_io_exit() = 0;
+  // The guest wrote to the measuring port (devices/measure_port.h).
+  virtual void measure_mark(MeasurePort::Mark mark) = 0;
+};
+
+struct PcBoardConfig {
+  const Topology& topology;  // what fw_cfg tells the firmware; not kept
+  uint64_t ram_mib = 128;
+  PlatformDevices devices;  // the optional devices it has
+};
+
+class PcBoard {
+ public:
+  // Throws ConfigError for a RAM size outside what the board supports (and
+  // std::invalid_argument if two rows of the table overlap: a bug, not input).
+  PcBoard(const PcBoardConfig& config, std::function<void(uint8_t)> serial_out, BoardEvents& events);
+  PcBoard(const PcBoard&) = delete;
+  PcBoard& operator=(const PcBoard&) = delete;
+
+  GuestRam& ram() { return ram_; }
+  PortBus& ports() { return ports_; }
+  const MmioBus& mmio() const { return mmio_; }
+  // Every MMIO bus range as the engines map it, by base address; each
+  // access is charged as an I/O exit before it reaches the device.
+  const std::vector<PlatformMmio>& mmio_windows() const { return mmio_windows_; }
+  // The table's rows this board attached, by name, in attach order.
+  const std::vector<std::string_view>& attached() const { return attached_; }
+  // What the guest wrote to isa-debug-exit, once it did.
+  std::optional<uint32_t> guest_exit_value() const { return debug_exit_.value(); }
+  // The local APICs EOIed a level-triggered vector: the EOI message the
+  // I/O APIC hears (SDM 10.8.5).
+  void broadcast_eoi(uint8_t vector) { events_.send_device_interrupts(ioapic_.eoi(vector)); }
+
+ private:
+  // One row of the device table.
+  struct DeviceRow {
+    std::string_view name;
+    std::optional<PlatformDevice> optional;  // nullopt: on every board
+    void (PcBoard::*attach)();
+  };
+  static std::span<const DeviceRow> device_table();
+
+  // One MMIO bus range as every engine maps it: each access is an I/O
+  // exit, charged to the vCPU that makes it.
+  class DeviceWindow final : public MmioHandler {
+   public:
+    DeviceWindow(BoardEvents& events, MmioDevice& device) : events_(events), device_(device) {}
+    uint64_t read(uint64_t offset, unsigned size) override {
+      events_.charge_io_exit();
+      return device_.read(offset, size);
+    }
+    void write(uint64_t offset, unsigned size, uint64_t value) override {
+      events_.charge_io_exit();
+      device_.write(offset, size, value);
+    }
+
+   private:
+    BoardEvents& events_;
+    MmioDevice& device_;
+  };
+
+  // The table's attach steps (pc_board.cc).
+  void attach_uart();
+  void attach_debug_exit();
+  void attach_fw_cfg();
+  void attach_pics();
+  void attach_measure_port();
+  void attach_ioapic();
+  void attach_i8042();
+  void attach_acpi_pm();
+  void attach_bochs_shutdown();
+  void attach_pit();
+  void attach_cmos_rtc();
+  void attach_pci_host();
+  void attach_pci_testdev();
+  void attach_pc_testdev();
+  void map_device_windows();
+
+  // An interrupt line into the I/O APIC: a pin's messages leave at once.
+  void set_pin(unsigned gsi, bool asserted) { events_.send_device_interrupts(ioapic_.set_pin(gsi, asserted)); }
+  // The I/O APIC's page on the MMIO bus.
+  uint64_t read_ioapic_page(uint64_t offset, unsigned size) {
+    return ioapic_.mmio_read(static_cast<uint32_t>(offset), size);
+  }
+  void write_ioapic_page(uint64_t offset, unsigned size, uint64_t value) {
+    events_.send_device_interrupts(ioapic_.mmio_write(static_cast<uint32_t>(offset), size, static_cast<uint32_t>(value)));
+  }
+
+  BoardEvents& events_;
+  GuestRam ram_;
+  PortBus ports_;
+  MmioBus mmio_;
+  Uart16550 uart_;
+  DebugExit debug_exit_;
+  FwCfg fw_cfg_;
+  PicStub pic_master_, pic_slave_;
+  Elcr elcr_;
+  MeasurePort measure_port_;
+  IoApic ioapic_;
+  MmioWindowOf<PcBoard, &PcBoard::read_ioapic_page, &PcBoard::write_ioapic_page> ioapic_page_{*this, "ioapic"};
+  I8042 i8042_;
+  AcpiPm acpi_pm_;
+  BochsShutdown bochs_shutdown_;
+  std::optional<Pit8254> pit_;
+  CmosRtc cmos_rtc_;
+  PciHost pci_host_;
+  PciFunction host_bridge_;
+  std::optional<PciTestdev> pci_testdev_;
+  std::optional<PcTestdev> pc_testdev_;
+  std::vector<std::unique_ptr<DeviceWindow>> device_windows_;  // one per mmio_ range
+  std::vector<PlatformMmio> mmio_windows_;
+  std::vector<std::string_view> attached_;
+};
+
+}  // namespace topolab
