@@ -164,7 +164,7 @@ void write_run_page(HtmlFile& html, const RunOptions& o, const Machine& machine,
                                     r.virtual_ns / 1e9, o.machine.quantum);
   if (!r.diagnosis.empty()) outcome += "; " + r.diagnosis;
   RunReportInput in{o.machine, machine.stats(), r, machine.window()};
-  html.write(run_html_page({o.command, machine.cpuid(), machine.stats(), machine.activity(), outcome,
+  html.write(run_html_page({o.command, machine.topology(), machine.cpuid(), machine.stats(), machine.activity(), outcome,
                             format_run_table(in)}));
 }
 

@@ -31,9 +31,9 @@ std::string run_html_page(const HtmlRunInput& in) {
   sections.push_back({"run", "The run", fmt::to_string(summary)});
   sections.push_back(html_timeline_section(in.activity));
   sections.push_back(html_wakes_section(in.stats));
-  sections.push_back(html_heatmap_section(in.stats, in.cpuid.topology()));
+  sections.push_back(html_heatmap_section(in.stats, in.topology));
   for (HtmlSection& s : machine_sections(in.cpuid, "")) sections.push_back(std::move(s));
-  return html_document(fmt::format("Run on {} ({})", in.cpuid.topology().describe(), in.cpuid.cpu().model.name),
+  return html_document(fmt::format("Run on {} ({})", in.topology.describe(), in.cpuid.cpu().model.name),
                        in.command, sections);
 }
 

@@ -3,7 +3,7 @@
 // (--html FILE): inline CSS, SVG and script, nothing requested from the
 // network or the disk, and the same bytes for the same inputs (no clock, no
 // host paths beyond what the caller passes in `command`). docs/html.md
-// describes the page; its element ids are what tools/tests/html_page.sh
+// describes the page; its element ids are what tests/html_page.sh
 // checks in a browser.
 //
 // Every page explains the machine's CPUID: the topology tree with APIC IDs
@@ -30,6 +30,9 @@ std::string cpuid_html_page(const CpuidModel& model, const std::string& command)
 
 struct HtmlRunInput {
   std::string command;
+  // The machine's topology (Machine::topology(), owned by its configuration)
+  // for the heatmap and the title; the CPUID model for what the guest reads.
+  const Topology& topology;
   const CpuidModel& cpuid;
   const Stats& stats;
   const ActivityLog& activity;

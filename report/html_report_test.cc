@@ -104,7 +104,7 @@ struct RunFixture {
     log.record(1, 1500, 3000, VcpuActivity::Mwait);
   }
   std::string page() const {
-    return run_html_page({"topolab run ipi.elf -smp 2", model, stats, log, "guest exit 0", "the table"});
+    return run_html_page({"topolab run ipi.elf -smp 2", model.topology(), model, stats, log, "guest exit 0", "the table"});
   }
 };
 
@@ -134,7 +134,7 @@ TEST(RunPage, TimelineIsBoundedByPixelsNotSpans) {
     busy.record(0, i * 10, i * 10 + 10, i % 2 ? VcpuActivity::Halted : VcpuActivity::Running);
   Stats stats(1);
   CpuidModel one(Topology::parse("1"), parse_cpu("qemu64"));
-  const std::string page = run_html_page({"x", one, stats, busy, "", ""});
+  const std::string page = run_html_page({"x", one.topology(), one, stats, busy, "", ""});
   EXPECT_LE(count(page, "<rect class=\"span"), 960u);
   EXPECT_GT(count(page, "<rect class=\"span"), 0u);
 }
