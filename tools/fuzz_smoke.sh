@@ -32,7 +32,7 @@ if [ -d "$seeds/topology" ]; then
   # golden.sh's configurations (name|smp|cpu) and the CMake topology list
   # (name|smp|guest arguments|counts), each -smp with every CPU model.
   i=0
-  grep -ho '"[A-Za-z0-9-]*|[0-9][^|"]*|[^"]*"' tools/tests/golden.sh tools/CMakeLists.txt | tr -d '"' |
+  grep -ho '"[A-Za-z0-9-]*|[0-9][^|"]*|[^"]*"' tests/golden.sh tests/CMakeLists.txt | tr -d '"' |
     while IFS='|' read -r _ smp third _; do
       models=(Skylake-Server EPYC qemu64 Skylake-Server,+x2apic)
       case $third in Skylake*|EPYC*|qemu64*) models+=("$third") ;; esac

@@ -22,7 +22,7 @@ packages=(
   binutils              # readelf: tools/linux_guest.sh follows perf's NEEDED libraries
   file                  # cpack -G DEB finds the ELF files for dpkg-shlibdeps (dpkg-dev) with it
   clang libclang-rt-14-dev  # libFuzzer and the sanitizer runtimes (fuzz/, tools/fuzz_smoke.sh)
-  chromium              # renders the --html pages headless (tools/tests/html_page.sh)
+  chromium              # renders the --html pages headless (tests/html_page.sh)
 )
 
 missing=()

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The hand-made `cpuid -r` dumps of tools/tests/check.sh: topolab's own
+"""The hand-made `cpuid -r` dumps of tests/check.sh: topolab's own
 leaves for a machine, perturbed the way another VMM got them wrong, one
 known-bad pattern per file. Rewrites the fixtures beside this script.
 
@@ -31,7 +31,7 @@ def dump(topolab, smp, cpu):
 
 def write(name, comment, cpus):
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "bad", name), "w") as f:
-        f.write(f"# {comment}\n# made by tools/tests/check/make_fixtures.py\n")
+        f.write(f"# {comment}\n# made by tests/check/make_fixtures.py\n")
         for i, leaves in enumerate(cpus):
             f.write(f"CPU {i}:\n")
             for (leaf, sub), r in sorted(leaves.items()):

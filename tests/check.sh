@@ -89,7 +89,7 @@ if [ "$update" = "--update" ]; then
   printf '%s\n' "$diff_out" >"$golden"
   echo "updated $golden"
 elif ! diff -u "$golden" <(printf '%s\n' "$diff_out"); then
-  fail "cpuid --diff differs from $golden; if intended, run: tools/tests/check.sh build/topolab --update"
+  fail "cpuid --diff differs from $golden; if intended, run: tests/check.sh build/topolab --update"
 fi
 # -machine reaches check and --diff as it reaches run and cpuid (both once
 # dropped it): an L3 per core is four L3s of two CPUs.

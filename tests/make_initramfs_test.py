@@ -13,7 +13,7 @@ import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 import make_initramfs  # noqa: E402
 
 FIELDS = ("ino", "mode", "uid", "gid", "nlink", "mtime", "filesize",

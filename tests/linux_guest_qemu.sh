@@ -11,7 +11,7 @@
 # its real consumer, under the reference peer.
 # Usage: linux_guest_qemu.sh TOPOLAB [DIR]   (default <repo>/.deps/linux)
 set -euo pipefail
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=$(cd "$(dirname "$0")/.." && pwd)
 topolab=$1
 dir=${2:-$top/.deps/linux}
 if [ ! -f "$dir/.complete" ]; then

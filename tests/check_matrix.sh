@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # `topolab check` on one configuration of the test matrix: it must report
-# nothing but the findings tools/tests/check/known_topolab_findings.txt
+# nothing but the findings tests/check/known_topolab_findings.txt
 # lists for it, and each listed finding must still be there.
 # Usage: check_matrix.sh TOPOLAB SMP CPU
 set -uo pipefail

@@ -16,7 +16,7 @@
 # network; tools/test.sh runs it first) the test is skipped (exit 77).
 set -euo pipefail
 topolab=$1 out=$2 mode=$3
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=$(cd "$(dirname "$0")/.." && pwd)
 dir=$top/.deps/linux
 if [ ! -f "$dir/.complete" ]; then
   echo "SKIP: no $dir/.complete (tools/linux_guest.sh fetches the guest)"

@@ -24,7 +24,7 @@ for entry in "${configs[@]}"; do
       printf '%s\n' "$actual" >"$file"
       echo "updated $file"
     elif ! diff -u "$file" <(printf '%s\n' "$actual"); then
-      echo "FAIL: $name ($format) differs from $file; if intended, run: tools/tests/golden.sh build/topolab --update"
+      echo "FAIL: $name ($format) differs from $file; if intended, run: tests/golden.sh build/topolab --update"
       status=1
     fi
   done

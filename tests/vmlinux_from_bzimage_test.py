@@ -13,7 +13,7 @@ import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 import vmlinux_from_bzimage  # noqa: E402
 
 ELF = b"\x7fELF\x02\x01\x01" + bytes(57) + b"kernel text" * 100
