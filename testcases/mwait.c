@@ -55,9 +55,12 @@
 #define EFLAGS_IF		(1u << 9)
 
 #define TEST_VECTOR	0x40
-/* How long CPU 0 lets CPU 1 sit in MWAIT before it wakes it: 0.5 ms at
- * topolab's 2 GHz TSC, far longer than CPU 1 needs to park. */
-#define DELAY_TSC	1000000u
+/* How long CPU 0 lets CPU 1 sit in MWAIT before it wakes it (and the other
+ * way round): 10 ms at topolab's 2 GHz TSC, far longer than a CPU needs to
+ * park. Under QEMU each vCPU is a host thread: at 0.5 ms, a loaded host
+ * that held the waiter's thread back let the store come before its first
+ * MWAIT ("nothing tested"). */
+#define DELAY_TSC	20000000u
 #define ARMED_TICKS	1000000000ull	/* bounded wait for CPU 1 to start */
 
 /* The monitored line: 64 bytes, alone in its line, so the other variables
