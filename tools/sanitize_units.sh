@@ -13,11 +13,18 @@ tools/setup.sh
 tools/sanitized_build.sh unit_tests
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-status=0
 # build-sanitize/unit_tests.txt: every GoogleTest binary, a name and a path a
-# line (cmake/unit_tests.cmake).
+# line (cmake/unit_tests.cmake). They run nproc at a time, each into its
+# log; the verdicts are printed in the list's order.
+run_one() {
+  if "$2" --gtest_brief=1 </dev/null >"build-sanitize/$1.log" 2>&1; then echo 0; else echo 1; fi >"build-sanitize/$1.status"
+}
+export -f run_one
+rm -f build-sanitize/*.status
+xargs -P "$(nproc)" -n 2 bash -c 'run_one "$@"' _ <build-sanitize/unit_tests.txt
+status=0
 while read -r t bin; do
-  if "$bin" --gtest_brief=1 </dev/null >"build-sanitize/$t.log" 2>&1; then
+  if [ "$(cat "build-sanitize/$t.status" 2>/dev/null)" = 0 ]; then
     echo "sanitize_units: $t: $(grep -o '[0-9]* tests\? from [0-9]* test suites\? ran' "build-sanitize/$t.log" | head -1), passed, no sanitizer report"
   else
     echo "sanitize_units: $t FAILED (build-sanitize/$t.log):"

@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=build-sanitize
 if [ ! -f "$dir/CMakeCache.txt" ]; then
-  CC=clang CXX=clang++ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_C_FLAGS="-O0 -g1" \
+  CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_C_FLAGS="-O0 -g1" \
     -DCMAKE_CXX_FLAGS="-O0 -g1" -DTOPOLAB_FUZZ=ON >/dev/null
 fi
 cmake --build "$dir" -j"$(nproc)" --target "$@" >/dev/null

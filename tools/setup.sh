@@ -12,6 +12,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 
 packages=(
   build-essential cmake pkg-config
+  ninja-build           # the build's generator: a quarter faster than make from scratch (docs/reliability.md)
   libcapstone-dev libfmt-dev libgtest-dev
   libcli11-dev nlohmann-json3-dev
   gcc-multilib          # libgcc for -m32 guest images (64-bit division)

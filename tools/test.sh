@@ -2,15 +2,20 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Set up, build, and run every test (unit, integration and differential),
 # then the hardening smoke runs (docs/reliability.md): the unit tests under
-# ASan+UBSan, each fuzz harness for 6 s, and 30 mutated-image runs.
+# ASan+UBSan, each fuzz harness for 4 s, and 30 mutated-image runs.
+# docs/reliability.md, "The CI budget", has what each step costs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+tools/setup.sh
+# The Linux guest for the linux.* tests (Debian packages, into .deps/linux)
+# is fetched while build/ compiles: it needs the packages, not the build.
+tools/linux_guest.sh >/dev/null &
+guest=$!
 # The unit tests are built once, in the sanitized build, and run there
 # (tools/sanitize_units.sh); build/ has the rest, for ctest.
 tools/build.sh -DTOPOLAB_UNIT_TESTS=OFF
-# The Linux guest (Debian packages, into .deps/linux) for the linux.* tests.
-tools/linux_guest.sh >/dev/null
+wait "$guest"
 (cd build && ctest --output-on-failure -j"$(nproc)" --timeout 600)
 tools/sanitize_units.sh
-tools/fuzz_smoke.sh 6
+tools/fuzz_smoke.sh 4
 tools/robustness.sh -n 30 --seed 1 -j "$(nproc)"
