@@ -9,13 +9,21 @@ option(TOPOLAB_UNIT_TESTS "Build the unit tests by default and list them in ctes
 
 # An area's test binary: in ctest (one test per TEST) when unit tests are
 # on; otherwise built only by the `unit_tests` target.
-function(topolab_unit_tests target)
-  # The fuzz build instruments everything for libFuzzer's coverage; the test
-  # binaries never run under it, and the instrumentation is a quarter of
-  # their compile time. They stay under ASan+UBSan.
-  if(TOPOLAB_FUZZ)
-    target_compile_options(${target} PRIVATE -fno-sanitize=fuzzer-no-link)
+# The fuzz build instruments everything for libFuzzer's coverage; the test
+# binaries never run under it, and the instrumentation is a quarter of their
+# compile time. They stay under ASan+UBSan.
+set(TOPOLAB_UNIT_TEST_OPTIONS)
+if(TOPOLAB_FUZZ)
+  set(TOPOLAB_UNIT_TEST_OPTIONS -fno-sanitize=fuzzer-no-link)
+endif()
+function(topolab_unit_test_options target)
+  if(TOPOLAB_UNIT_TEST_OPTIONS)
+    target_compile_options(${target} PRIVATE ${TOPOLAB_UNIT_TEST_OPTIONS})
   endif()
+endfunction()
+
+function(topolab_unit_tests target)
+  topolab_unit_test_options(${target})
   if(TOPOLAB_UNIT_TESTS)
     gtest_discover_tests(${target} DISCOVERY_TIMEOUT 60)
   else()
