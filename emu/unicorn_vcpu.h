@@ -47,6 +47,12 @@ class UnicornVcpu final : public Vcpu {
   void set_trace(std::FILE* out) override;
   void flush_translations() override;
   VcpuState state() const override;
+  void set_debug_points(const DebugPoints& points) override;
+  void set_debug_step(bool on) override;
+  bool read_register(x86::RegisterId id, std::span<uint8_t> out) override;
+  bool write_register(x86::RegisterId id, std::span<const uint8_t> in) override;
+  std::optional<uint64_t> translate_linear(uint64_t linear) override;
+  uint64_t linear_rip() override;
   uint64_t cr4() const override;
   unsigned index() const override;
   // How many times run() has entered the engine (uc_emu_start) since this

@@ -12,17 +12,50 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
+#include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "emu/pause_loop.h"
 #include "model/cpu_model.h"  // EngineCpuModel
 #include "model/cpuid_regs.h"
+#include "arch/register_file.h"
 #include "base/guest_ram.h"
 
 #include "devices/kvm_hypercall.h"
 
 namespace topolab {
+
+// What a debugger sets on a vCPU (emu/machine_debug): breakpoints at linear
+// addresses (CS.base + RIP, as the trace prints them) and watchpoints on
+// linear ranges. None writes guest memory: each is a hook of the engine's.
+struct DebugWatch {
+  uint64_t address = 0;   // linear, as the debugger named it (the stop reports it)
+  uint64_t physical = 0;  // where it is watched: the bytes, through every alias
+  uint64_t length = 1;
+  bool reads = false;   // Z3, Z4
+  bool writes = false;  // Z2, Z4
+  friend bool operator==(const DebugWatch&, const DebugWatch&) = default;
+};
+struct DebugPoints {
+  std::set<uint64_t> breakpoints;
+  std::vector<DebugWatch> watches;
+  bool empty() const { return breakpoints.empty() && watches.empty(); }
+};
+
+// Why a vCPU stopped for the debugger (VcpuHost::debug_stop).
+struct DebugStop {
+  enum class Kind : uint8_t {
+    kBreakpoint,  // in front of the instruction at a breakpoint
+    kStep,        // in front of the next instruction after a step
+    kWatch,       // right after the instruction that made a watched access
+  };
+  Kind kind = Kind::kBreakpoint;
+  uint64_t address = 0;        // kWatch: the linear address of the access (the first byte watched)
+  bool write = false;          // kWatch: a store (else a load)
+};
 
 // What a vCPU asks of the machine while the guest runs. Calls arrive in the
 // middle of a quantum; Vcpu::instructions() is exact during every one of them.
@@ -63,6 +96,12 @@ class VcpuHost {
   // APIC of its own. write_cr8 gets a value the vCPU checked (0..15).
   virtual uint64_t read_cr8() { return 0; }
   virtual void write_cr8(uint64_t value) {}
+  // The vCPU stopped for its debugger, inside run(), between two
+  // instructions: instructions() is exact and RIP is the next instruction.
+  // The host may read and write the vCPU's registers and memory and change
+  // its debug points and step before it returns; then the run goes on with
+  // the rest of its budget, exactly as if it had never stopped.
+  virtual void debug_stop(const DebugStop& stop) {}
 };
 
 struct VcpuExit {
@@ -278,6 +317,28 @@ class Vcpu {
   virtual void flush_translations() = 0;
 
   virtual VcpuState state() const = 0;
+
+  // --- The debugger's view (emu/machine_debug). Between runs, or from
+  // VcpuHost::debug_stop. A vCPU without a debugger pays nothing: no hook
+  // exists until a point is set.
+  // Replaces every breakpoint and watchpoint. Code already translated is
+  // translated again where a breakpoint lands; a watchpoint hooks every load
+  // and store (slow, as only a debugger asks) and every instruction.
+  virtual void set_debug_points(const DebugPoints& points) {}
+  // On: the vCPU stops (debug_stop, kStep) in front of the next instruction
+  // that is not the one it stands at now (it retired that one, or an event
+  // moved it into a handler). Stays on until turned off.
+  virtual void set_debug_step(bool on) {}
+  // A register as gdb sees it (arch/register_file.h): register_bytes(id)
+  // bytes, little-endian. false: this vCPU cannot say (it is not started).
+  virtual bool read_register(x86::RegisterId id, std::span<uint8_t> out) { return false; }
+  // false: a register this vCPU does not let a debugger write.
+  virtual bool write_register(x86::RegisterId id, std::span<const uint8_t> in) { return false; }
+  // The guest-physical address of a linear one through the vCPU's paging
+  // (no fault raised, no accessed or dirty bit set); nullopt: not mapped.
+  virtual std::optional<uint64_t> translate_linear(uint64_t linear) { return std::nullopt; }
+  // The linear address of RIP (CS.base + RIP), where breakpoints are set.
+  virtual uint64_t linear_rip() { return state().rip; }
   // CR4 alone, for the CPUID exit's OSPKE bit: one register, not state().
   virtual uint64_t cr4() const { return state().cr4; }
   virtual unsigned index() const = 0;

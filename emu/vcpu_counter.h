@@ -50,6 +50,7 @@ class InstructionCounter {
     uc_topolab_set_budget(uc_, budget_end_ > retired_ ? budget_end_ - retired_ : 0, first_block_of_run_);
     settled_ = false;
     running_ = true;
+    entry_began_run_ = first_block_of_run_;
     ++entries_;
   }
   void leave_engine() {
@@ -83,6 +84,14 @@ class InstructionCounter {
   uint64_t budget_end() const { return budget_end_; }
   bool running() const { return running_; }
   bool first_block_of_run() const { return first_block_of_run_; }
+  // A stop inside the run's first block (a debugger's, which must leave the
+  // run as it would have been): the rest of that block may overrun the
+  // budget when the run goes on, as the whole block could. Call after
+  // leave_engine, before settle.
+  void keep_first_block_if_inside_it() {
+    const EnteredBlock b = entered();
+    if (entry_began_run_ && b.any && uc_topolab_retired(uc_) == b.count) first_block_of_run_ = true;
+  }
   uint64_t entries() const { return entries_; }
 
   // A host call from the middle of a block names its instruction's index
@@ -107,6 +116,7 @@ class InstructionCounter {
   bool settled_ = true;      // retired_ includes the last uc_emu_start
   bool running_ = false;     // inside uc_emu_start
   uint64_t entries_ = 0;     // uc_emu_start calls
+  bool entry_began_run_ = false;  // this uc_emu_start could run the run's first block
   uint32_t in_flight_ = 0;   // during a mid-block host call: its index in the block
   uint64_t budget_end_ = 0;
   bool first_block_of_run_ = false;  // no block has run since run() began

@@ -60,7 +60,8 @@ void UnicornVcpu::Engine::on_block(uc_engine*, uint64_t address, uint32_t size, 
 // A counted loop's own block hook (hook_counted_loop), after on_block.
 void UnicornVcpu::Engine::on_counted_loop(uc_engine*, uint64_t address, uint32_t size, void* user) {
   auto& e = *static_cast<Engine*>(user);
-  if (e.stop_cause != StopCause::None || e.trace_out || e.watch_interrupt_window) return;
+  // Nor while debugged: a skipped turn would run past a breakpoint or watch.
+  if (e.stop_cause != StopCause::None || e.trace_out || e.watch_interrupt_window || e.debug.active()) return;
   e.guarded([&] {
     if (const DecodedBlock* block = e.blocks.find(address, size); block && block->counted_loop)
       e.skip_counted_turns(*block);

@@ -200,7 +200,7 @@ inline VcpuExit exit_at(VcpuExit::Reason reason, uint64_t rip, std::string detai
 }
 
 // Why the last uc_emu_start returned UC_ERR_OK, when we made it return.
-enum class StopCause : uint8_t { None, QuantumEnd, StopRequested, Retranslate, TrapSite, Msr, Exception, PauseLoop, IdleLoop };
+enum class StopCause : uint8_t { None, QuantumEnd, StopRequested, Retranslate, TrapSite, Msr, Exception, PauseLoop, IdleLoop, Debug };
 
 
 }  // namespace vcpu_internal
@@ -353,6 +353,41 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
   std::optional<TrapFault> execute_trap(TrapKind kind, uint64_t rip);
   std::optional<VcpuExit> emulate_fast_system_call(TrapKind kind, uint64_t rip, uint8_t length);
   std::string describe(uint64_t address);
+
+  // --- the debugger (vcpu_debug.cc) ---
+  static void on_debug_break(uc_engine*, uint64_t address, uint32_t size, void* user);
+  static void on_debug_step(uc_engine*, uint64_t address, uint32_t size, void* user);
+  static void on_debug_access(uc_engine*, uc_mem_type type, uint64_t address, int size, int64_t value, void* user);
+  void set_debug_points(const DebugPoints& points);
+  void set_debug_step(bool on);
+  // From a code hook at `address`: stops the run in front of it for a
+  // breakpoint there, a step, or a watch hit the last instruction made;
+  // true when it stopped. Trap sites call it first, so the trap is
+  // emulated (and a PAUSE counted) only once the debugger lets it run.
+  bool debug_check(uint64_t address);
+  // The stop debug_check made: settles the count, calls the host, goes on.
+  std::optional<VcpuExit> serve_debug_stop();
+  bool read_register(x86::RegisterId id, std::span<uint8_t> out);
+  bool write_register(x86::RegisterId id, std::span<const uint8_t> in);
+  std::optional<uint64_t> translate_linear(uint64_t linear);
+  struct DebugPosition {
+    uint64_t address = kNoAddress;
+    uint64_t instructions = 0;
+    friend bool operator==(const DebugPosition&, const DebugPosition&) = default;
+  };
+  struct {
+    std::unordered_map<uint64_t, uc_hook> breakpoints;  // by linear address
+    std::vector<DebugWatch> watches;                    // physical ranges
+    uc_hook access_hook = 0;  // every load and store, while a watch is set
+    uc_hook step_hook = 0;    // every instruction, while stepping or watching
+    bool stepping = false;
+    DebugPosition step_from;  // where the step began: no stop there
+    DebugPosition resumed_at; // where the last debug stop was: no stop there again
+    std::optional<DebugStop> watch_hit;  // made by the instruction running now
+    std::optional<DebugStop> stop;       // what debug_check stopped for
+    uint64_t stop_address = 0;
+    bool active() const { return !breakpoints.empty() || !watches.empty() || stepping; }
+  } debug;
 
   // --- register and MSR access ---
   uint64_t read_reg(int reg) const;

@@ -135,6 +135,9 @@ void UnicornVcpu::Engine::on_port_out(uc_engine*, uint32_t port, int size, uint3
 
 void UnicornVcpu::Engine::on_trap_site(uc_engine*, uint64_t address, uint32_t, void* user) {
   auto& e = *static_cast<Engine*>(user);
+  // The debugger first: a trap stopped for it is emulated (a PAUSE
+  // counted) once, when the run goes on.
+  if (e.debug.active() && e.guarded<bool>([&] { return e.debug_check(address); })) return;
   const HookedTrap* trap = e.sites->at(address);
   if (trap && trap->kind == TrapKind::Pause) return e.guarded([&] { e.at_pause(address); });
   if (trap && trap->kind == TrapKind::Iret) {
@@ -389,6 +392,7 @@ std::optional<VcpuExit> UnicornVcpu::Engine::run_until_stop() {
       return exit;
     }
     case StopCause::Exception: return deliver_engine_exception();
+    case StopCause::Debug: return serve_debug_stop();
     case StopCause::IdleLoop: {
       shadow = shadow_in_front();
       settle_at(linear_rip());

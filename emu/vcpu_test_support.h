@@ -139,6 +139,19 @@ class FakeHost final : public VcpuHost {
 
   uint64_t now() const { return cpu ? cpu->instructions() : 0; }
 
+  // Each debug stop: why, the count and the linear RIP then.
+  struct DebugStopSeen {
+    DebugStop stop;
+    uint64_t instructions;
+    uint64_t linear_rip;
+  };
+  void debug_stop(const DebugStop& stop) override {
+    debug_stops.push_back({stop, now(), cpu ? cpu->linear_rip() : 0});
+    if (on_debug_stop) on_debug_stop(stop);
+  }
+  std::vector<DebugStopSeen> debug_stops;
+  std::function<void(const DebugStop&)> on_debug_stop;
+
   UnicornVcpu* cpu = nullptr;
   std::optional<int64_t> hypercall_answer;  // nullopt: no KVM-like host
   std::vector<KvmHypercall> hypercalls;
