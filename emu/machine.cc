@@ -387,6 +387,7 @@ std::optional<RunResult> Machine::run_slice(Cpu& cpu, uint64_t now, uint64_t lim
     return finish(RunResult::Outcome::Crashed,
                   fmt::format("guest crashed: {} (cpu {} RIP {:#x})", *failure, cpu.index(), cpu.vcpu()->state().rip));
   const uint64_t budget = slice_budget(cpu, now, limit_ns);
+  if (debug_) debug_->before_slice(cpu);
   // An interrupt or NMI it cannot take yet goes in as soon as it can.
   cpu.vcpu()->stop_when_interruptible(cpu.pending_interrupts().waits_for_window());
   const uint64_t pauses_before = cpu.pauses();
@@ -419,6 +420,12 @@ std::optional<RunResult> Machine::run_slice(Cpu& cpu, uint64_t now, uint64_t lim
 }
 
 RunResult Machine::run() {
+  RunResult result = run_loop();
+  if (debug_) debug_->finished(result);
+  return result;
+}
+
+RunResult Machine::run_loop() {
   const uint64_t limit_ns = this->limit_ns();
   constexpr uint64_t kMaxIdleSlices = 1'000'000;
   uint64_t idle_slices = 0;
@@ -426,6 +433,10 @@ RunResult Machine::run() {
     route_sent_ipis();
     if (board_.guest_exit_value()) return finish(RunResult::Outcome::GuestExit, "");
     if (shutdown_) return finish(RunResult::Outcome::Shutdown, *shutdown_);
+    if (debug_) {
+      debug_->between_slices();
+      if (debug_->kill_requested()) return finish(RunResult::Outcome::Shutdown, "killed by the debugger (gdb's kill)");
+    }
 
     Cpu* cpu = pick_next(limit_ns);
     if (!cpu && stall_) return finish(RunResult::Outcome::Hung, *stall_);

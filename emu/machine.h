@@ -49,6 +49,27 @@
 
 namespace topolab {
 
+// What a debugger (emu/machine_debug.h) is told as the machine runs. Every
+// call is on the thread that runs the machine; each may block there, with
+// the whole machine standing still, for as long as the debugger looks.
+class MachineDebugHooks {
+ public:
+  virtual ~MachineDebugHooks() = default;
+  // Between two slices, before the next is picked: where a stop the
+  // debugger asked for from outside (^C, a client that just attached, -S)
+  // happens.
+  virtual void between_slices() = 0;
+  // `cpu`'s slice is about to begin: its engine gets the debugger's
+  // breakpoints and watchpoints if it has not had them yet.
+  virtual void before_slice(MachineCpu& cpu) = 0;
+  // A vCPU stopped for its debugger in the middle of its slice.
+  virtual void stopped(unsigned vcpu, const DebugStop& stop) = 0;
+  // The debugger asked for the run to end (gdb's `k`).
+  virtual bool kill_requested() const = 0;
+  // run() is about to return `result`.
+  virtual void finished(const RunResult& result) = 0;
+};
+
 class Machine final : private CpuEvents, private BoardEvents {
  public:
   // `serial_out` receives every byte the guest sends to COM1; `make_vcpu`
@@ -66,6 +87,14 @@ class Machine final : private CpuEvents, private BoardEvents {
 
   void set_trace(std::FILE* out);
   RunResult run();
+  // A debugger for the next run(); nullptr: none (the default, at no cost).
+  void attach_debugger(MachineDebugHooks* hooks) { debug_ = hooks; }
+
+  // One vCPU's machine-side state, for the debugger and the monitor.
+  MachineCpu& cpu(unsigned index) { return *cpus_.at(index); }
+  const MachineCpu& cpu(unsigned index) const { return *cpus_.at(index); }
+  GuestRam& ram() { return board_.ram(); }
+  const PcBoard& board() const { return board_; }
 
   // The machine's topology, owned by its configuration: the CPUID model,
   // the APICs, firmware and the reports all describe this one.
@@ -96,6 +125,9 @@ class Machine final : private CpuEvents, private BoardEvents {
   void guest_error(std::string diagnosis) override {
     if (!guest_error_) guest_error_ = std::move(diagnosis);
   }
+  void debug_stop(unsigned vcpu, const DebugStop& stop) override {
+    if (debug_) debug_->stopped(vcpu, stop);
+  }
 
   // BoardEvents: what the board's devices ask of the machine (machine.cc).
   // Interrupt messages a device sent during the running vCPU's slice: they
@@ -113,6 +145,7 @@ class Machine final : private CpuEvents, private BoardEvents {
   Cpu* accessing_cpu() const { return running_; }
 
   // The loop (machine.cc).
+  RunResult run_loop();
   // The runnable vCPU with the earliest clock, taken off the timeline's
   // clocks for its slice (rekey puts it back).
   Cpu* pick_next(uint64_t limit_ns);
@@ -226,6 +259,7 @@ class Machine final : private CpuEvents, private BoardEvents {
   Cpu* running_ = nullptr;
   std::optional<Stats> window_begin_;
   std::optional<MeasureWindow> window_;
+  MachineDebugHooks* debug_ = nullptr;
 };
 
 }  // namespace topolab

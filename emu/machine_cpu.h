@@ -55,6 +55,8 @@ class CpuEvents {
   virtual void eoi_broadcast(uint8_t vector) = 0;
   // A guest error found outside an exit; the run stops with the first.
   virtual void guest_error(std::string diagnosis) = 0;
+  // The vCPU stopped for its debugger (VcpuHost::debug_stop), inside its slice.
+  virtual void debug_stop(unsigned vcpu, const DebugStop& stop) {}
 };
 
 // The parts of the machine every vCPU shares.
@@ -212,6 +214,7 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   std::optional<int64_t> hypercall(const KvmHypercall& call) override;
   uint64_t read_cr8() override;
   void write_cr8(uint64_t value) override;
+  void debug_stop(const DebugStop& stop) override { platform_.events.debug_stop(index_, stop); }
 
   // --- MmioHandler: the xAPIC page --------------------------------------------
   uint64_t read(uint64_t offset, unsigned size) override;

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The machine as gdb's stub sees it (debug/debug_target.h): threads are
+// vCPUs, breakpoints and watchpoints are the engines' hooks, and a stop is
+// a defined point of virtual time on every vCPU.
+//
+// Two threads. The machine runs on one of its own (run_machine); the stub
+// serves its client on the caller's. A stop parks the machine thread where
+// it stopped (inside a vCPU's slice for a breakpoint, a step or a watch hit;
+// between slices for ^C, an attach or -S) and every question the client
+// asks is answered there, on the machine thread, through a mailbox: only
+// that thread ever touches an engine. resume() lets it go on.
+//
+// Determinism: a stop inside a slice returns into the same slice with the
+// rest of its budget (emu/vcpu_debug.cc), and a stop between slices takes
+// nothing from the schedule, so a run that a debugger stopped and continued
+// prints the same output and report as one it never touched. A step lets
+// the other vCPUs run on the machine's own schedule only as far as the
+// stepped vCPU's next instruction (within one slice: not at all); topolab
+// never runs a vCPU out of its turn, so `vCont;s:N` without `;c` is served
+// the same way (docs/debugging.md).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <set>
+#include <vector>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "debug/debug_target.h"
+#include "emu/machine.h"
+
+namespace topolab {
+
+class MachineDebugger final : public debug::DebugTarget, public MachineDebugHooks {
+ public:
+  struct Options {
+    // Answers a monitor command line (the stub's qRcmd), on the machine
+    // thread; nullptr: every command is refused.
+    std::function<std::string(std::string_view)> monitor;
+    // The process's exit status for a run's result, which gdb's W reply
+    // carries; nullptr: 0.
+    std::function<int(const RunResult&)> exit_status;
+  };
+  MachineDebugger(Machine& machine, Options options);
+
+  // --- The client's side (the stub's thread) ---
+  // Asks the machine to stop at the next slice boundary (-S before the
+  // first, an attach, ^C) and waits for it; nullopt when the run ended first.
+  std::optional<debug::StopEvent> stop_and_wait();
+  // The run has ended (the machine thread is done with the machine).
+  bool finished() const;
+  // Waits up to `ms` for the run to end; true once it has.
+  bool wait_finished(unsigned ms);
+  const std::optional<RunResult>& result() const { return result_; }
+
+  // debug::DebugTarget
+  unsigned vcpu_count() const override { return machine_.vcpu_count(); }
+  std::string describe_vcpu(unsigned vcpu) const override;
+  bool read_register(unsigned vcpu, x86::RegisterId id, std::span<uint8_t> out) override;
+  bool write_register(unsigned vcpu, x86::RegisterId id, std::span<const uint8_t> in) override;
+  size_t read_memory(unsigned vcpu, debug::AddressSpace space, uint64_t address, std::span<uint8_t> out) override;
+  bool write_memory(unsigned vcpu, debug::AddressSpace space, uint64_t address, std::span<const uint8_t> in) override;
+  bool insert_breakpoint(debug::BreakpointKind kind, uint64_t address, unsigned length) override;
+  bool remove_breakpoint(debug::BreakpointKind kind, uint64_t address, unsigned length) override;
+  bool can_reverse() const override { return false; }
+  debug::StopEvent resume(const debug::ResumeRequest& request, const debug::RunControl& control) override;
+  std::string monitor(std::string_view line) override;
+  void detach() override;
+  void kill() override;
+
+  // --- The machine's side (MachineDebugHooks, the machine thread) ---
+  void between_slices() override;
+  void before_slice(MachineCpu& cpu) override;
+  void stopped(unsigned vcpu, const DebugStop& stop) override;
+  bool kill_requested() const override { return kill_.load(); }
+  void finished(const RunResult& result) override;
+
+ private:
+  // Runs `work` on the machine thread while it is parked (or here, once
+  // the run has ended), and waits for it.
+  void on_machine_thread(const std::function<void()>& work) const;
+  // The machine thread: tells the client why it stopped, answers its
+  // questions, and returns when it is told to go on.
+  void park(debug::StopEvent event);
+  // The engines' points from breakpoints_ and watches_ (machine thread).
+  void apply_points();
+  // Brings `cpu`'s engine to the debugger's points and step (machine thread).
+  void sync_engine(MachineCpu& cpu);
+  debug::StopEvent stop_event_for(unsigned vcpu, const DebugStop& stop) const;
+  // A watch's physical start through `vcpu`'s paging; nullopt: not mapped,
+  // or the range crosses into a page that is not the next physical one.
+  std::optional<uint64_t> watch_physical(unsigned vcpu, uint64_t address, unsigned length);
+  // One page's worth of `len` bytes at `address`: its physical address.
+  std::optional<uint64_t> physical_of(unsigned vcpu, debug::AddressSpace space, uint64_t address);
+
+  Machine& machine_;
+  Options options_;
+
+  // Breakpoints by linear address, with the kinds that set them (a
+  // software and a hardware one may share an address).
+  std::map<uint64_t, std::set<debug::BreakpointKind>> breakpoints_;
+  struct Watch {
+    debug::BreakpointKind kind;
+    uint64_t address;
+    unsigned length;
+    uint64_t physical;
+  };
+  std::vector<Watch> watches_;
+  uint64_t points_generation_ = 0;           // bumped at every change
+  std::vector<uint64_t> applied_generation_;  // per vCPU: what its engine has
+  std::vector<bool> step_wanted_;             // per vCPU: the last resume stepped it
+  std::vector<bool> stepping_;                // per vCPU: its engine's step is on
+  unsigned last_vcpu_ = 0;                    // the thread the last stop named
+
+  // The mailbox between the two threads.
+  mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;
+  mutable std::deque<std::function<void()>*> work_;  // for the parked machine thread
+  mutable uint64_t work_done_ = 0, work_posted_ = 0;
+  std::optional<debug::ResumeRequest> go_;  // set by the client: the parked thread goes on
+  std::optional<debug::StopEvent> stop_;    // set by the machine thread: it parked
+  bool parked_ = false;
+  std::optional<RunResult> result_;
+  // Stop at the next slice boundary, and say why: T05 for -S and an attach, T02 for ^C.
+  std::atomic<int> stop_asked_{0};  // 0: no; else a debug::StopEvent::Kind + 1
+  std::atomic<bool> detached_{false};    // no client: never stop
+  std::atomic<bool> kill_{false};
+};
+
+}  // namespace topolab
