@@ -139,8 +139,9 @@ void GdbServer::refuse_waiting_clients() {
     socklen_t length = sizeof(address);
     const int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&address), &length, SOCK_CLOEXEC);
     if (fd < 0) return;
-    close(fd);
+    // The line first: whoever sees the connection close can count on it.
     log_(fmt::format("topolab: gdb: a client is already attached; refused {}", describe_peer(address)));
+    close(fd);
   }
 }
 
