@@ -91,7 +91,7 @@ std::string GdbSession::stopped(const StopEvent& event) {
 SessionAction GdbSession::handle(std::string_view payload) {
   try {
     return dispatch(payload);
-  } catch (const std::exception&) {
+  } catch (...) {
     // The target's own failure (an allocation, a bug): the client gets an
     // error for this packet and the session goes on.
     return reply(kBadPacket);
