@@ -4,15 +4,16 @@
 // DebugTarget. A second client while one is attached is accepted and closed
 // at once, with one line on the log.
 //
-// How the machine uses it:
-//   GdbServer server("127.0.0.1", 1234);            // throws ConfigError if it cannot listen
+// How the machine uses it (one thread: serve() calls target.resume(), and
+// the RunControl it passes is polled from inside that call):
+//   GdbServer server(host, port);        // throws ConfigError if it cannot listen
 //   // -S: wait for gdb before the first instruction
 //   server.wait_for_client();
-//   server.serve(target, StopEvent{StopEvent::Kind::kStarted});
+//   ServeEnd end = server.serve(target, started);     // started.kind = kStarted
 //   // -s alone: run, and between slices
-//   if (server.poll_for_client()) {                 // a client just attached
+//   if (server.poll_for_client()) {                   // a client just attached
 //     // stop every vCPU at a defined point, then
-//     server.serve(target, StopEvent{StopEvent::Kind::kInterrupted, vcpu});
+//     end = server.serve(target, stopped);            // stopped.kind = kInterrupted
 //   }
 // serve() returns when the session ends (ServeEnd says how); the machine
 // then goes on (detached: no breakpoints, never stopping again for this
@@ -75,7 +76,9 @@ class GdbServer {
   bool poll_for_client();
 
   // Serves the attached client until the session ends. `initial` is the
-  // stop the machine is in (the `?` reply). Requires has_client().
+  // stop the machine is in (the `?` reply); the machine stands still
+  // except inside target.resume(). Without a client: kClientGone at once.
+  // Waits for packets without a timeout (a signal does not end the wait).
   ServeEnd serve(DebugTarget& target, const StopEvent& initial);
 
  private:

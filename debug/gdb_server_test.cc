@@ -116,6 +116,8 @@ TEST_F(GdbServerTest, APortInUseIsAConfigError) {
 TEST_F(GdbServerTest, PollForClientNeverBlocks) {
   EXPECT_FALSE(server.poll_for_client());
   EXPECT_FALSE(server.wait_for_client(10ms));
+  EXPECT_EQ(server.serve(target, stop_event(StopEvent::Kind::kStarted)), ServeEnd::kClientGone);
+  EXPECT_TRUE(target.calls.empty());
   Client gdb(server.port());
   ASSERT_TRUE(gdb.connected());
   bool attached = false;
