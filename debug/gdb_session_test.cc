@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "debug/gdb_session.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "debug/fake_debug_target.h"

@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace topolab::debug {

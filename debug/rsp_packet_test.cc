@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "debug/rsp_packet.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace topolab::debug {
