@@ -16,7 +16,7 @@ shift || true
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] ||
   harnesses=(topology local_apic multiboot cost qemu_command linux_boot pvh_boot io_apic pci_config cmos_rtc
-             pit8254 pic fw_cfg msr_file acpi sweep_merge)
+             pit8254 pic fw_cfg msr_file acpi sweep_merge gdb_packet)
 
 tools/setup.sh
 tools/sanitized_build.sh fuzzers
