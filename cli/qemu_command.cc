@@ -71,6 +71,7 @@ class Parser {
  private:
   void option(const std::string& name, const std::optional<std::string>& value);
   void machine(const std::string& value, const std::string& spelled);
+  void gdb(const std::string& value);
   void accel(const std::string& value, const std::string& spelled);
   void device(const std::string& value);
   void global(const std::string& value);
@@ -98,9 +99,6 @@ const std::map<std::string, std::string, std::less<>>& refused_options() {
       {"nic", "topolab has no network"},
       {"numa", "topolab builds no NUMA tables (SRAT) yet"},
       {"object", "topolab has no QOM objects to create"},
-      {"S", "topolab has no monitor to start the CPU from"},
-      {"s", "topolab has no gdb stub"},
-      {"gdb", "topolab has no gdb stub"},
       {"qmp", "topolab has no QMP monitor"},
       {"d", "QEMU's log; topolab's instruction trace is --trace in TOPOLAB_OPTS"},
       {"D", "QEMU's log; topolab's instruction trace is --trace in TOPOLAB_OPTS"},
@@ -205,6 +203,9 @@ void Parser::option(const std::string& name, const std::optional<std::string>& v
   else if (name == "nodefaults") nodefaults_ = true;
   else if (name == "nographic") nographic_ = true;
   else if (name == "no-reboot") cmd_.no_reboot = true;
+  else if (name == "s") cmd_.gdb = "tcp::1234";  // QEMU's shorthand for -gdb tcp::1234
+  else if (name == "S") cmd_.gdb_wait = true;
+  else if (name == "gdb") gdb(v);
   else if (name == "no-hpet") {
     // topolab has no HPET to remove.
   } else if (name == "vnc") {
@@ -225,6 +226,14 @@ void Parser::option(const std::string& name, const std::optional<std::string>& v
   } else {
     throw ConfigError(fmt::format("-{}: invalid option", name));
   }
+}
+
+// -gdb: tcp::PORT or tcp:HOST:PORT (QEMU's -gdb takes a chardev; topolab's
+// stub listens on TCP only). The endpoint is checked where it is opened.
+void Parser::gdb(const std::string& value) {
+  if (!value.starts_with("tcp:"))
+    throw ConfigError(fmt::format("-gdb {}: topolab's gdb stub listens on TCP only: tcp::PORT or tcp:HOST:PORT", value));
+  cmd_.gdb = value;
 }
 
 // -machine [TYPE,]prop=value,...: the type, accel=, pit=, smp-cache.*, and

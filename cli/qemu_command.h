@@ -41,6 +41,8 @@ struct QemuCommand {
   uint64_t ram_mib = 128;           // -m, QEMU's default
   std::string serial = "stdio";     // stdio, file:PATH or none; -nodefaults with no -serial: none
   bool no_reboot = false;           // -no-reboot: a reset or triple fault ends the run
+  std::string gdb;                  // -gdb tcp:[HOST]:PORT, or -s (tcp::1234); empty: no stub
+  bool gdb_wait = false;            // -S: no instruction before gdb has attached
   // -device isa-debug-exit,iobase=0xf4,iosize=4, pc-testdev, pci-testdev;
   // -machine pit=off removes the 8254.
   PlatformDevices devices{PlatformDevice::Pit};

@@ -125,6 +125,19 @@ TEST(QemuCommand, UnknownAndRefusedOptionsNameThemselves) {
   EXPECT_NE(refusal({"-kernel", "k", "--nographic=1"}).find("takes no argument"), std::string::npos);
 }
 
+// QEMU's debugger options (docs/debugging.md): -s is -gdb tcp::1234, -S
+// waits for the client, and the stub listens on TCP only.
+TEST(QemuCommand, GdbOptionsAsQemus) {
+  EXPECT_EQ(parse({"-kernel", "k"}).gdb, "");
+  const QemuCommand s = parse({"-kernel", "k", "-s", "-S"});
+  EXPECT_EQ(s.gdb, "tcp::1234");
+  EXPECT_TRUE(s.gdb_wait);
+  EXPECT_FALSE(parse({"-kernel", "k", "-s"}).gdb_wait);
+  EXPECT_EQ(parse({"-kernel", "k", "-gdb", "tcp:127.0.0.1:4321"}).gdb, "tcp:127.0.0.1:4321");
+  EXPECT_EQ(refusal({"-kernel", "k", "-gdb", "stdio"}),
+            "-gdb stdio: topolab's gdb stub listens on TCP only: tcp::PORT or tcp:HOST:PORT");
+}
+
 // A refusal quotes the argument; a line break or another control character
 // in it is escaped, so the message stays one line (fuzz/qemu_command_fuzzer.cc).
 TEST(QemuCommand, RefusalsStayOneLineWhateverTheArgumentsHold) {

@@ -87,6 +87,8 @@ int run_qemu(const std::vector<std::string>& args) {
   run.machine.ram_mib = q.ram_mib;
   run.machine.devices = q.devices;
   run.serial = q.serial;
+  run.gdb = q.gdb;
+  run.gdb_wait = q.gdb_wait;
   apply_topolab_opts(q, run);
   // QEMU checks the whole configuration before it loads the kernel, and
   // says so in these words when it cannot: kvm-unit-tests tries each

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "cli/run_command.h"
+#include "cli/gdb_run.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -93,67 +94,71 @@ class SerialSink {
   std::string line_, panic_;
 };
 
-// QEMU's exit status for a run's outcome: (value << 1) | 1 from
-// isa-debug-exit, quietly, as QEMU; 0 for a triple fault, which QEMU takes
-// as a reset and, with -no-reboot, as the end (topolab still says which
-// fault it was); topolab's own statuses for what QEMU would not end on (a
-// guest hung for good, the time limit, what topolab does not model).
-int report_qemu_outcome(const RunOptions& o, const RunResult& r, const std::string& after) {
+// The exit status for a run's outcome. With the QEMU command line, QEMU's:
+// (value << 1) | 1 from isa-debug-exit; 0 for a triple fault, which QEMU
+// takes as a reset and, with -no-reboot, as the end; topolab's own statuses
+// for what QEMU would not end on (a guest hung for good, the time limit,
+// what topolab does not model). Otherwise the guest's debug-exit value, or
+// (value << 1) | 1 with --exit-status qemu; a value the status cannot carry
+// (or one of topolab's own) must not turn into a pass by wrapping (256
+// would exit 0). gdb's W reply carries it too.
+int exit_status_of(const RunOptions& o, const RunResult& r) {
   switch (r.outcome) {
-    case RunResult::Outcome::GuestExit: return static_cast<int>(((*r.guest_value << 1) | 1) & 0xff);
-    case RunResult::Outcome::BudgetExhausted:
-      fmt::print(stderr, "topolab: {}\n", r.diagnosis);
-      return kExitTimeLimit;
+    case RunResult::Outcome::GuestExit: {
+      const uint32_t v = *r.guest_value;
+      if (o.qemu || o.exit_status == "qemu") return static_cast<int>(((v << 1) | 1) & 0xff);
+      return v >= kExitTimeLimit ? kExitGuestFailed : static_cast<int>(v);
+    }
+    case RunResult::Outcome::BudgetExhausted: return kExitTimeLimit;
+    case RunResult::Outcome::Hung:
+    case RunResult::Outcome::Crashed: return o.qemu && r.triple_fault ? 0 : kExitGuestFailed;
+    case RunResult::Outcome::Shutdown: return 0;  // a guest that powers the machine off (ACPI S5, reset, port 0x8900)
+  }
+  return kExitGuestFailed;
+}
+
+// With the QEMU command line: quiet for what QEMU is quiet about.
+void print_qemu_outcome(const RunOptions& o, const RunResult& r, const std::string& after) {
+  switch (r.outcome) {
+    case RunResult::Outcome::GuestExit:
+    case RunResult::Outcome::Shutdown: return;
+    case RunResult::Outcome::BudgetExhausted: fmt::print(stderr, "topolab: {}\n", r.diagnosis); return;
     case RunResult::Outcome::Hung:
     case RunResult::Outcome::Crashed:
       if (r.triple_fault) {
         fmt::print(stderr, "topolab: {}, {}; {}\n", r.diagnosis, after,
                    o.no_reboot ? "the machine shuts down (-no-reboot)"
                                : "QEMU would reset the machine; topolab ends the run");
-        return 0;
+        return;
       }
       fmt::print(stderr, "topolab: {}, {}\n", r.diagnosis, after);
-      return kExitGuestFailed;
-    case RunResult::Outcome::Shutdown:
-      return 0;  // as QEMU, quietly
+      return;
   }
-  return kExitGuestFailed;
 }
 
-// The exit status for a run's outcome, and the one line that says it.
+// The one line that says how the run ended; its exit status.
 int report_outcome(const RunOptions& o, const RunResult& r) {
   std::string after = fmt::format("after {} instructions, {:.6f} s of virtual time (quantum {})", r.instructions,
                                   r.virtual_ns / 1e9, o.machine.quantum);
-  if (o.qemu) return report_qemu_outcome(o, r, after);
+  if (o.qemu) {
+    print_qemu_outcome(o, r, after);
+    return exit_status_of(o, r);
+  }
   switch (r.outcome) {
     case RunResult::Outcome::GuestExit: {
-      uint32_t v = *r.guest_value;
-      if (o.exit_status == "qemu") {
-        fmt::print(stderr, "topolab: guest exit {} {}\n", v, after);
-        return static_cast<int>(((v << 1) | 1) & 0xff);
-      }
-      // A value the status cannot carry (or one of topolab's own) must not
-      // turn into a pass by wrapping: 256 would exit 0.
-      if (v >= kExitTimeLimit) {
+      const uint32_t v = *r.guest_value;
+      if (o.exit_status != "qemu" && v >= kExitTimeLimit)
         fmt::print(stderr, "topolab: guest exit {} does not fit the exit status (0-123), {}\n", v, after);
-        return kExitGuestFailed;
-      }
-      fmt::print(stderr, "topolab: guest exit {} {}\n", v, after);
-      return static_cast<int>(v);
+      else
+        fmt::print(stderr, "topolab: guest exit {} {}\n", v, after);
+      break;
     }
-    case RunResult::Outcome::BudgetExhausted:
-      fmt::print(stderr, "topolab: {}\n", r.diagnosis);
-      return kExitTimeLimit;
+    case RunResult::Outcome::BudgetExhausted: fmt::print(stderr, "topolab: {}\n", r.diagnosis); break;
     case RunResult::Outcome::Hung:
     case RunResult::Outcome::Crashed:
-      fmt::print(stderr, "topolab: {}, {}\n", r.diagnosis, after);
-      return kExitGuestFailed;
-    case RunResult::Outcome::Shutdown:
-      // A guest that powers the machine off (ACPI S5, reset, port 0x8900).
-      fmt::print(stderr, "topolab: {}, {}\n", r.diagnosis, after);
-      return 0;
+    case RunResult::Outcome::Shutdown: fmt::print(stderr, "topolab: {}, {}\n", r.diagnosis, after); break;
   }
-  return kExitGuestFailed;
+  return exit_status_of(o, r);
 }
 
 // The run's page: written whatever the outcome (a hung run's timeline
@@ -183,7 +188,13 @@ int run_machine(const RunOptions& o) {
   SerialSink serial(o.serial);
   Machine machine(o.machine, [&serial](uint8_t b) { serial.put(b); }, unicorn_vcpu_factory());
   if (o.trace) machine.set_trace(stderr);
-  RunResult r = machine.run();
+  RunResult r = o.gdb.empty() && !o.gdb_wait
+                    ? machine.run()
+                    : run_with_gdb(machine, {.endpoint = parse_gdb_endpoint(o.gdb.empty() ? "1234" : o.gdb, "--gdb"),
+                                             .wait_for_client = o.gdb_wait,
+                                             .exit_status = [&o](const RunResult& result) {
+                                               return exit_status_of(o, result);
+                                             }});
   std::fflush(stdout);
   int status = report_outcome(o, r);
   if (!serial.kernel_panic().empty()) {
@@ -240,6 +251,10 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& run) {
       ->check(CLI::IsMember({"plain", "qemu"}))
       ->capture_default_str();
   add_run_tuning_options(run_cmd, run);
+  run_cmd->add_option("--gdb", run.gdb,
+                      "listen for gdb on PORT or HOST:PORT (127.0.0.1 unless a host is named); docs/debugging.md");
+  run_cmd->add_flag_callback("-s", [&run] { run.gdb = "1234"; }, "as QEMU: --gdb 1234");
+  run_cmd->add_flag("-S", run.gdb_wait, "as QEMU: run no instruction before gdb has attached (default port 1234)");
   return run_cmd;
 }
 

@@ -29,6 +29,11 @@ struct RunOptions {
   // nothing on stderr for a run that ended as the guest asked.
   bool qemu = false;
   bool no_reboot = false;  // -no-reboot
+  // gdb's stub (cli/gdb_run.h): where it listens (PORT, HOST:PORT, tcp::PORT,
+  // tcp:HOST:PORT; empty: no stub), and -S (no instruction before a client
+  // has control).
+  std::string gdb;
+  bool gdb_wait = false;
 
   // The machine's topology, CPU, -machine options and cost model from what
   // was typed. Throws ConfigError.

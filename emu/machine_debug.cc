@@ -176,9 +176,19 @@ void MachineDebugger::finished(const RunResult& result) {
 // ---------------------------------------------------------------------------
 // The client's side.
 
-std::optional<StopEvent> MachineDebugger::stop_and_wait() {
+void MachineDebugger::ask_stop() {
   detached_ = false;
   stop_asked_ = static_cast<int>(StopEvent::Kind::kStarted) + 1;
+}
+
+void MachineDebugger::abandon(std::exception_ptr) {
+  RunResult gone;
+  gone.outcome = RunResult::Outcome::Crashed;
+  gone.diagnosis = "the machine failed";
+  finished(gone);
+}
+
+std::optional<StopEvent> MachineDebugger::wait_stopped() {
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return parked_ || result_; });
   if (parked_) return stop_;

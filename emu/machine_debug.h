@@ -23,6 +23,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <map>
 #include <set>
@@ -49,9 +50,13 @@ class MachineDebugger final : public debug::DebugTarget, public MachineDebugHook
   MachineDebugger(Machine& machine, Options options);
 
   // --- The client's side (the stub's thread) ---
-  // Asks the machine to stop at the next slice boundary (-S before the
-  // first, an attach, ^C) and waits for it; nullopt when the run ended first.
-  std::optional<debug::StopEvent> stop_and_wait();
+  // Asks the machine to stop at its next slice boundary (-S: before the
+  // first; an attach), as T05 says; wait_stopped() waits for it.
+  void ask_stop();
+  // The stop the machine is parked in; nullopt when the run ended first.
+  std::optional<debug::StopEvent> wait_stopped();
+  // The machine thread failed with an exception: the run is over.
+  void abandon(std::exception_ptr failure);
   // The run has ended (the machine thread is done with the machine).
   bool finished() const;
   // Waits up to `ms` for the run to end; true once it has.

@@ -84,6 +84,7 @@ class PcBoard {
   PcBoard& operator=(const PcBoard&) = delete;
 
   GuestRam& ram() { return ram_; }
+  const IoApic& ioapic() const { return ioapic_; }
   PortBus& ports() { return ports_; }
   const MmioBus& mmio() const { return mmio_; }
   // Every MMIO bus range as the engines map it, by base address; each

@@ -24,6 +24,7 @@ packages=(
   file                  # cpack -G DEB finds the ELF files for dpkg-shlibdeps (dpkg-dev) with it
   clang libclang-rt-14-dev  # libFuzzer and the sanitizer runtimes (fuzz/, tools/fuzz_smoke.sh)
   chromium              # renders the --html pages headless (tests/html_page.sh)
+  gdb                   # the debugger's real client: tests/gdb.sh drives it in batch mode
 )
 
 missing=()

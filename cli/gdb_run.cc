@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "cli/gdb_run.h"
+
+#include <charconv>
+#include <exception>
+#include <optional>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "base/errors.h"
+#include "cli/machine_monitor.h"
+#include "debug/gdb_server.h"
+#include "debug/monitor.h"
+#include "emu/machine_debug.h"
+
+namespace topolab::cli {
+
+namespace {
+
+// How long the stub's thread sleeps between looks for a client while the
+// run goes on without one.
+constexpr unsigned kClientPollMs = 50;
+
+std::optional<uint16_t> parse_port(std::string_view text) {
+  unsigned value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || value > 65535) return std::nullopt;
+  return static_cast<uint16_t>(value);
+}
+
+}  // namespace
+
+GdbEndpoint parse_gdb_endpoint(std::string_view text, std::string_view spelled) {
+  std::string_view rest = text;
+  if (rest.starts_with("tcp:")) rest.remove_prefix(4);
+  else if (text.find(':') != std::string_view::npos && text.find(':') != text.rfind(':'))
+    rest = {};  // two colons without tcp: is no spelling of QEMU's or ours
+  const size_t colon = rest.rfind(':');
+  const std::string_view host = colon == std::string_view::npos ? std::string_view() : rest.substr(0, colon);
+  const std::optional<uint16_t> port = parse_port(colon == std::string_view::npos ? rest : rest.substr(colon + 1));
+  if (!port || (text.starts_with("tcp:") && colon == std::string_view::npos))
+    throw ConfigError(fmt::format("{} {}: expected PORT, HOST:PORT, tcp::PORT or tcp:HOST:PORT", spelled, text));
+  GdbEndpoint endpoint;
+  if (!host.empty()) endpoint.host = std::string(host);
+  endpoint.port = *port;
+  return endpoint;
+}
+
+RunResult run_with_gdb(Machine& machine, const GdbRunOptions& options) {
+  debug::GdbServer server(options.endpoint.host, options.endpoint.port,
+                          [](std::string_view line) { fmt::print(stderr, "topolab: gdb: {}\n", line); });
+  // Tests ask for port 0 and read the one the system picked from here.
+  fmt::print(stderr, "topolab: gdb: listening on {}:{}\n", options.endpoint.host, server.port());
+  MachineMonitor monitor(machine);
+  MachineDebugger debugger(machine, {.monitor = [&](std::string_view line) { return debug::run_monitor_command(monitor, line); },
+                                     .exit_status = options.exit_status});
+  machine.attach_debugger(&debugger);
+
+  if (options.wait_for_client) {
+    fmt::print(stderr, "topolab: gdb: waiting for a client before the first instruction (-S)\n");
+    server.wait_for_client();
+    debugger.ask_stop();  // taken at the very first slice boundary
+  }
+  std::exception_ptr failure;
+  std::thread runner([&] {
+    try {
+      machine.run();
+    } catch (...) {
+      failure = std::current_exception();
+      debugger.abandon(failure);
+    }
+  });
+  for (;;) {
+    if (!server.has_client()) {
+      while (!server.poll_for_client())
+        if (debugger.wait_finished(kClientPollMs)) break;
+      if (!server.has_client()) break;  // the run ended with no client
+      debugger.ask_stop();
+    }
+    const std::optional<debug::StopEvent> stop = debugger.wait_stopped();
+    if (!stop) break;  // the run ended before it could stop
+    const debug::ServeEnd end = server.serve(debugger, *stop);
+    if (end == debug::ServeEnd::kExited || end == debug::ServeEnd::kKilled) break;
+  }
+  runner.join();
+  machine.attach_debugger(nullptr);
+  if (failure) std::rethrow_exception(failure);
+  return *debugger.result();
+}
+
+}  // namespace topolab::cli

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The debugger with its real client: Debian's gdb in batch mode against
+# `topolab run --gdb 0 -S` on testcases/debug_race.c (4 vCPUs unless a
+# case says otherwise). Each case runs one gdb script from tests/gdb/ and
+# checks what gdb printed.
+# Usage: gdb.sh TOPOLAB IMAGES CASE
+#   threads       4 threads with their topology; a breakpoint every vCPU hits
+#   registers     registers and memory at a breakpoint, the same as under
+#                 qemu-system-x86_64 -s -S (the differential test)
+#   watch         a watchpoint on the variable every vCPU races to write
+#   same_output   attached, stopped and continued: the output and report of a
+#                 run without a debugger, byte for byte
+#   refusals      a second client is refused; a bad --gdb is one line
+set -euo pipefail
+topolab=$1 images=$2 case=$3
+here=$(cd "$(dirname "$0")" && pwd)
+image=$images/debug_race64.elf
+symbols=$images/debug_race64.elf64
+tmp=$(mktemp -d)
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+
+fail() { echo "FAIL: $*"; echo "--- gdb:"; cat "$tmp/gdb.out" 2>/dev/null || true; echo "--- topolab stderr:"; cat "$tmp/err" 2>/dev/null || true; exit 1; }
+
+# Starts topolab with the stub on a free port and -S; sets $pid and $port.
+start_topolab() {
+  timeout 120 "$topolab" run "$image" --gdb 127.0.0.1:0 -S "$@" >"$tmp/out" 2>"$tmp/err" &
+  pid=$!
+  for _ in $(seq 100); do
+    port=$(sed -n 's/^topolab: gdb: listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$tmp/err")
+    [ -n "$port" ] && return 0
+    sleep 0.1
+  done
+  fail "topolab never said where its stub listens"
+}
+
+# Runs tests/gdb/$1.gdb against the stub on $port.
+run_gdb() {
+  timeout 120 gdb -batch -nx -ex 'set pagination off' -ex 'set confirm off' -ex "file $symbols" \
+    -ex "target remote 127.0.0.1:$port" -x "$here/gdb/$1.gdb" >"$tmp/gdb.out" 2>&1 || true
+}
+
+wait_topolab() {
+  local status=0
+  wait "$pid" || status=$?
+  pid=
+  return "$status"
+}
+
+case $case in
+threads)
+  start_topolab -smp 4,sockets=2,cores=2
+  run_gdb threads
+  wait_topolab || fail "topolab exited $?"
+  grep -q 'CPU 3 APIC 0x3 pkg 1 die 0 core 1 thread 0' "$tmp/gdb.out" || fail "info threads lacks CPU 3's topology"
+  [ "$(grep -c 'Thread [0-9]* (CPU ' "$tmp/gdb.out")" -ge 4 ] || fail "info threads does not list 4 vCPUs"
+  # Every vCPU stops at race_store once (its first turn).
+  hits=$(grep -o '^hit on thread [0-9]*' "$tmp/gdb.out" | sort -u | wc -l)
+  [ "$hits" -eq 4 ] || fail "race_store stopped $hits distinct vCPUs, not 4"
+  grep -Eq 'exited (normally|with code)' "$tmp/gdb.out" || fail "gdb did not see the run end"
+  grep -q '^race winner: cpu [0-3]$' "$tmp/out" || fail "the guest's output is missing"
+  ;;
+registers)
+  start_topolab -smp 1
+  run_gdb registers
+  wait_topolab || fail "topolab exited $?"
+  grep '^reg ' "$tmp/gdb.out" >"$tmp/topolab.regs" || fail "no registers printed"
+  # The same script under QEMU 7.2's own stub.
+  qport=$(( 20000 + RANDOM % 20000 ))
+  timeout 120 qemu-system-x86_64 -accel tcg -kernel "$image" -display none -no-reboot -nic none -m 128 \
+    -serial "file:$tmp/qemu.out" -device isa-debug-exit,iobase=0xf4,iosize=4 -smp 1 \
+    -gdb "tcp:127.0.0.1:$qport" -S 2>"$tmp/qemu.err" &
+  qpid=$!
+  sleep 1
+  port=$qport run_gdb registers
+  wait "$qpid" || true
+  grep '^reg ' "$tmp/gdb.out" >"$tmp/qemu.regs" || fail "no registers printed under QEMU"
+  diff "$tmp/qemu.regs" "$tmp/topolab.regs" || fail "registers or memory at main differ from QEMU's"
+  echo "ok: $(wc -l <"$tmp/topolab.regs") values at main as QEMU 7.2's stub gives them"
+  ;;
+watch)
+  start_topolab -smp 4
+  run_gdb watch
+  wait_topolab || fail "topolab exited $?"
+  grep -q 'Hardware watchpoint 2: race_winner' "$tmp/gdb.out" || fail "the watchpoint never stopped"
+  # The value at the stop is the index of the vCPU that wrote it.
+  [ "$(grep -c '^writer thread [1-4] wrote [0-3] ok$' "$tmp/gdb.out")" -eq 3 ] || fail "a stop is not right after its writer's store"
+  [ "$(grep -o '^writer thread [1-4]' "$tmp/gdb.out" | sort -u | wc -l)" -ge 2 ] || fail "the race never changed hands"
+  ;;
+same_output)
+  timeout 120 "$topolab" run "$image" -smp 4 --report json --report-file "$tmp/plain.json" >"$tmp/plain.out" 2>/dev/null
+  start_topolab -smp 4 --report json --report-file "$tmp/debugged.json"
+  run_gdb same_output
+  wait_topolab || fail "topolab exited $?"
+  cmp "$tmp/plain.out" "$tmp/out" || fail "the guest's output differs with a debugger attached"
+  cmp "$tmp/plain.json" "$tmp/debugged.json" || fail "the report differs with a debugger attached"
+  echo "ok: output and report byte-identical with gdb attached, stopped $(grep -c '^stopped' "$tmp/gdb.out") times"
+  ;;
+refusals)
+  start_topolab -smp 1
+  # A first client holds the stub; a second is refused with one line.
+  (sleep 1; exec 3<>"/dev/tcp/127.0.0.1/$port"; sleep 1) &
+  run_gdb detach_late
+  wait_topolab || fail "topolab exited $?"
+  grep -q 'topolab: gdb: a client is already attached' "$tmp/err" || fail "the second client was not refused"
+  status=0
+  "$topolab" run "$image" --gdb nonsense >"$tmp/out" 2>"$tmp/err" || status=$?
+  [ "$status" -ne 0 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "a bad --gdb is not one line and a failure"
+  ;;
+*) echo "gdb.sh: unknown case $case"; exit 2 ;;
+esac
+echo "ok: gdb $case"
