@@ -47,15 +47,20 @@ GdbEndpoint parse_gdb_endpoint(std::string_view text, std::string_view spelled) 
   return endpoint;
 }
 
-RunResult run_with_gdb(Machine& machine, const GdbRunOptions& options) {
+DebuggedRun run_with_gdb(const MachineMaker& make_machine, ReplayedOutput& output, const GdbRunOptions& options) {
   debug::GdbServer server(options.endpoint.host, options.endpoint.port,
                           [](std::string_view line) { fmt::print(stderr, "topolab: gdb: {}\n", line); });
   // Tests ask for port 0 and read the one the system picked from here.
   fmt::print(stderr, "topolab: gdb: listening on {}:{}\n", options.endpoint.host, server.port());
-  MachineMonitor monitor(machine);
-  MachineDebugger debugger(machine, {.monitor = [&](std::string_view line) { return debug::run_monitor_command(monitor, line); },
-                                     .exit_status = options.exit_status});
-  machine.attach_debugger(&debugger);
+  std::unique_ptr<Machine> machine = make_machine();
+  MachineDebugger debugger(*machine, {.monitor =
+                                          [](Machine& m, std::string_view line) {
+                                            MachineMonitor monitor(m);
+                                            return debug::run_monitor_command(monitor, line);
+                                          },
+                                      .can_rewind = true,
+                                      .exit_status = options.exit_status});
+  machine->attach_debugger(&debugger);
 
   if (options.wait_for_client) {
     fmt::print(stderr, "topolab: gdb: waiting for a client before the first instruction (-S)\n");
@@ -63,9 +68,21 @@ RunResult run_with_gdb(Machine& machine, const GdbRunOptions& options) {
     debugger.ask_stop();  // taken at the very first slice boundary
   }
   std::exception_ptr failure;
+  // The machine's thread: a reverse request starts the machine over, and
+  // the debugger stops the replay where it was asked to.
   std::thread runner([&] {
     try {
-      machine.run();
+      for (;;) {
+        try {
+          machine->run();
+          return;
+        } catch (const RewindRequest& rewind) {
+          machine.reset();
+          output.restart();
+          machine = make_machine();
+          debugger.rebind(*machine, rewind.target);
+        }
+      }
     } catch (...) {
       failure = std::current_exception();
       debugger.abandon(failure);
@@ -84,9 +101,9 @@ RunResult run_with_gdb(Machine& machine, const GdbRunOptions& options) {
     if (end == debug::ServeEnd::kExited || end == debug::ServeEnd::kKilled) break;
   }
   runner.join();
-  machine.attach_debugger(nullptr);
   if (failure) std::rethrow_exception(failure);
-  return *debugger.result();
+  machine->attach_debugger(nullptr);
+  return {std::move(machine), *debugger.result()};
 }
 
 }  // namespace topolab::cli

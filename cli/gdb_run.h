@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // A run with gdb's stub listening (`topolab run --gdb`, -s, -S; QEMU's -s,
 // -S and -gdb): the machine runs on a thread of its own and the stub serves
-// clients on this one (emu/machine_debug.h says how the two meet).
+// clients on this one (emu/machine_debug.h says how the two meet). Reverse
+// execution builds the machine again and replays it to the point asked for.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -31,8 +33,34 @@ struct GdbRunOptions {
   std::function<int(const RunResult&)> exit_status;
 };
 
-// Runs `machine` to its end with the stub listening; clients may attach,
+// Builds the machine, the same one every time: its serial output must go
+// through a ReplayedOutput, so that a replay prints nothing twice.
+using MachineMaker = std::function<std::unique_ptr<Machine>()>;
+
+// The guest's output across replays: a byte is printed once, the first
+// time the run gets that far.
+class ReplayedOutput {
+ public:
+  explicit ReplayedOutput(std::function<void(uint8_t)> out) : out_(std::move(out)) {}
+  void restart() { position_ = 0; }  // a new machine starts from its first byte
+  void put(uint8_t byte) {
+    if (position_++ < printed_) return;
+    out_(byte);
+    ++printed_;
+  }
+
+ private:
+  std::function<void(uint8_t)> out_;
+  uint64_t printed_ = 0, position_ = 0;
+};
+
+struct DebuggedRun {
+  std::unique_ptr<Machine> machine;  // the one that ran to the end
+  RunResult result;
+};
+
+// Runs a machine to its end with the stub listening; clients may attach,
 // detach and attach again. Throws ConfigError when the stub cannot listen.
-RunResult run_with_gdb(Machine& machine, const GdbRunOptions& options);
+DebuggedRun run_with_gdb(const MachineMaker& make_machine, ReplayedOutput& output, const GdbRunOptions& options);
 
 }  // namespace topolab::cli

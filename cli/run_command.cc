@@ -186,15 +186,28 @@ void RunOptions::configure() {
 int run_machine(const RunOptions& o) {
   HtmlFile html(o.html);
   SerialSink serial(o.serial);
-  Machine machine(o.machine, [&serial](uint8_t b) { serial.put(b); }, unicorn_vcpu_factory());
-  if (o.trace) machine.set_trace(stderr);
-  RunResult r = o.gdb.empty() && !o.gdb_wait
-                    ? machine.run()
-                    : run_with_gdb(machine, {.endpoint = parse_gdb_endpoint(o.gdb.empty() ? "1234" : o.gdb, "--gdb"),
-                                             .wait_for_client = o.gdb_wait,
-                                             .exit_status = [&o](const RunResult& result) {
-                                               return exit_status_of(o, result);
-                                             }});
+  std::unique_ptr<Machine> owned;
+  RunResult r;
+  if (o.gdb.empty() && !o.gdb_wait) {
+    owned = std::make_unique<Machine>(o.machine, [&serial](uint8_t b) { serial.put(b); }, unicorn_vcpu_factory());
+    if (o.trace) owned->set_trace(stderr);
+    r = owned->run();
+  } else {
+    ReplayedOutput output([&serial](uint8_t b) { serial.put(b); });
+    const GdbRunOptions gdb{.endpoint = parse_gdb_endpoint(o.gdb.empty() ? "1234" : o.gdb, "--gdb"),
+                            .wait_for_client = o.gdb_wait,
+                            .exit_status = [&o](const RunResult& result) { return exit_status_of(o, result); }};
+    DebuggedRun debugged = run_with_gdb(
+        [&] {
+          auto m = std::make_unique<Machine>(o.machine, [&output](uint8_t b) { output.put(b); }, unicorn_vcpu_factory());
+          if (o.trace) m->set_trace(stderr);
+          return m;
+        },
+        output, gdb);
+    owned = std::move(debugged.machine);
+    r = debugged.result;
+  }
+  Machine& machine = *owned;
   std::fflush(stdout);
   int status = report_outcome(o, r);
   if (!serial.kernel_panic().empty()) {

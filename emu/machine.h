@@ -94,6 +94,7 @@ class Machine final : private CpuEvents, private BoardEvents {
   MachineCpu& cpu(unsigned index) { return *cpus_.at(index); }
   const MachineCpu& cpu(unsigned index) const { return *cpus_.at(index); }
   GuestRam& ram() { return board_.ram(); }
+  const MachineConfig& config() const { return config_; }
   const PcBoard& board() const { return board_; }
 
   // The machine's topology, owned by its configuration: the CPUID model,

@@ -33,7 +33,7 @@ std::string cpu_state_words(const MachineCpu& cpu) {
 }  // namespace
 
 MachineDebugger::MachineDebugger(Machine& machine, Options options)
-    : machine_(machine),
+    : machine_(&machine),
       options_(std::move(options)),
       applied_generation_(machine.vcpu_count(), 0),
       step_wanted_(machine.vcpu_count(), false),
@@ -60,7 +60,10 @@ void MachineDebugger::on_machine_thread(const std::function<void()>& work) const
 void MachineDebugger::park(StopEvent event) {
   if (detached_) return;
   std::unique_lock lock(mutex_);
+  const StopEvent parked_event = event;
   last_vcpu_ = event.vcpu;
+  const MachineCpu& stopped_cpu = machine_->cpu(event.vcpu);
+  now_ = {event.vcpu, stopped_cpu.instructions()};
   stop_ = std::move(event);
   parked_ = true;
   go_.reset();
@@ -78,18 +81,37 @@ void MachineDebugger::park(StopEvent event) {
     }
     if (go_ || detached_ || kill_) break;
   }
-  parked_ = false;
   const std::optional<debug::ResumeRequest> go = std::exchange(go_, std::nullopt);
+  if (go && go->direction == debug::ResumeRequest::Direction::kReverse && !detached_ && !kill_) {
+    if (!history_altered_) {
+      parked_ = false;
+      replay_hits_.clear();
+      throw RewindRequest{reverse_target(*go)};
+    }
+    // A replay would run the history without the write: stay here.
+    fmt::print(stderr, "topolab: gdb: no reverse execution after a write to registers or memory: the history "
+                       "replayed would not be the one that led here\n");
+    changed_.notify_all();
+    lock.unlock();
+    return park(parked_event);
+  }
+  parked_ = false;
   lock.unlock();
   for (unsigned i = 0; i < step_wanted_.size(); ++i)
     step_wanted_[i] = go && !detached_ && go->step_vcpu == i;
-  for (unsigned i = 0; i < machine_.vcpu_count(); ++i) sync_engine(machine_.cpu(i));
+  for (unsigned i = 0; i < machine_->vcpu_count(); ++i) sync_engine(machine_->cpu(i));
 }
 
 // ---------------------------------------------------------------------------
 // The machine's side.
 
 void MachineDebugger::between_slices() {
+  if (replay_ && replay_->mode == ReplayTarget::Mode::kBegin) {
+    StopEvent begin = replay_->event;
+    replay_.reset();
+    park(std::move(begin));
+    return;
+  }
   const int asked = stop_asked_.exchange(0);
   if (asked == 0 || detached_) return;
   StopEvent event;
@@ -98,7 +120,10 @@ void MachineDebugger::between_slices() {
   park(std::move(event));
 }
 
-void MachineDebugger::before_slice(MachineCpu& cpu) { sync_engine(cpu); }
+void MachineDebugger::before_slice(MachineCpu& cpu) {
+  sync_engine(cpu);
+  if (replay_) arm_replay(cpu);
+}
 
 void MachineDebugger::sync_engine(MachineCpu& cpu) {
   Vcpu* vcpu = cpu.vcpu();
@@ -128,7 +153,7 @@ void MachineDebugger::sync_engine(MachineCpu& cpu) {
 
 void MachineDebugger::apply_points() {
   ++points_generation_;
-  for (unsigned i = 0; i < machine_.vcpu_count(); ++i) sync_engine(machine_.cpu(i));
+  for (unsigned i = 0; i < machine_->vcpu_count(); ++i) sync_engine(machine_->cpu(i));
 }
 
 StopEvent MachineDebugger::stop_event_for(unsigned vcpu, const DebugStop& stop) const {
@@ -137,7 +162,7 @@ StopEvent MachineDebugger::stop_event_for(unsigned vcpu, const DebugStop& stop) 
   switch (stop.kind) {
     case DebugStop::Kind::kStep: event.kind = StopEvent::Kind::kStepped; break;
     case DebugStop::Kind::kBreakpoint: {
-      const Vcpu* engine = machine_.cpu(vcpu).vcpu();
+      const Vcpu* engine = machine_->cpu(vcpu).vcpu();
       const auto it = engine ? breakpoints_.find(const_cast<Vcpu*>(engine)->linear_rip()) : breakpoints_.end();
       const bool software = it == breakpoints_.end() || it->second.contains(BreakpointKind::kSoftware);
       event.kind = software ? StopEvent::Kind::kSoftwareBreak : StopEvent::Kind::kHardwareBreak;
@@ -161,16 +186,86 @@ StopEvent MachineDebugger::stop_event_for(unsigned vcpu, const DebugStop& stop) 
 
 void MachineDebugger::stopped(unsigned vcpu, const DebugStop& stop) {
   if (detached_) return;
+  if (replay_) return replay_stop(vcpu, stop);
   park(stop_event_for(vcpu, stop));
   // gdb's `k` while a vCPU stood in its slice: the slice ends at its next
   // block boundary, and the loop ends the run between slices.
-  if (kill_) machine_.cpu(vcpu).vcpu()->request_stop();
+  if (kill_) machine_->cpu(vcpu).vcpu()->request_stop();
 }
 
 void MachineDebugger::finished(const RunResult& result) {
   std::lock_guard lock(mutex_);
   result_ = result;
   changed_.notify_all();
+}
+
+// ---------------------------------------------------------------------------
+// Reverse execution: replays.
+
+ReplayTarget MachineDebugger::reverse_target(const debug::ResumeRequest& request) const {
+  ReplayTarget target;
+  target.event.kind = StopEvent::Kind::kHistoryBegin;
+  if (!request.step_vcpu) {  // bc
+    target.mode = ReplayTarget::Mode::kFindLastHit;
+    target.position = now_;
+    return target;
+  }
+  const unsigned vcpu = *request.step_vcpu;  // bs
+  const uint64_t count = machine_->cpu(vcpu).instructions();
+  target.event.vcpu = vcpu;
+  if (count == 0) return target;  // nothing of it before: the start
+  target.mode = ReplayTarget::Mode::kStopAt;
+  target.position = {vcpu, count - 1};
+  target.event.kind = StopEvent::Kind::kStepped;
+  target.event.vcpu = vcpu;
+  return target;
+}
+
+void MachineDebugger::rebind(Machine& machine, const ReplayTarget& target) {
+  machine_ = &machine;
+  std::fill(applied_generation_.begin(), applied_generation_.end(), 0);
+  std::fill(stepping_.begin(), stepping_.end(), false);
+  std::fill(step_wanted_.begin(), step_wanted_.end(), false);
+  ++points_generation_;  // the new engines get every point
+  replay_ = target;
+  if (target.mode == ReplayTarget::Mode::kFindLastHit) replay_hits_.clear();
+  machine.attach_debugger(this);
+}
+
+// The target's vCPU stops at its count once a slice could reach it: its
+// hook costs a call per instruction, so not before (a slice runs at most a
+// quantum, and its first block may overrun it).
+void MachineDebugger::arm_replay(MachineCpu& cpu) {
+  if (replay_->mode == ReplayTarget::Mode::kBegin || cpu.index() != replay_->position.vcpu || !cpu.vcpu()) return;
+  const uint64_t window = 2 * machine_->config().quantum + 4096;
+  const uint64_t count = cpu.instructions(), target = replay_->position.instructions;
+  cpu.vcpu()->set_debug_stop_at(target >= count && target - count <= window ? std::optional(target) : std::nullopt);
+}
+
+void MachineDebugger::replay_stop(unsigned vcpu, const DebugStop& stop) {
+  MachineCpu& cpu = machine_->cpu(vcpu);
+  const DebugPosition here{vcpu, cpu.instructions()};
+  if (here != replay_->position) {
+    if (replay_->mode == ReplayTarget::Mode::kFindLastHit && stop.kind != DebugStop::Kind::kStep)
+      replay_hits_.emplace_back(here, stop_event_for(vcpu, stop));
+    return;
+  }
+  cpu.vcpu()->set_debug_stop_at(std::nullopt);
+  if (replay_->mode == ReplayTarget::Mode::kFindLastHit) {
+    // Now: the last hit before it is where reverse-continue goes.
+    ReplayTarget next;
+    next.event.kind = StopEvent::Kind::kHistoryBegin;
+    if (!replay_hits_.empty()) {
+      next.mode = ReplayTarget::Mode::kStopAt;
+      next.position = replay_hits_.back().first;
+      next.event = replay_hits_.back().second;
+    }
+    replay_.reset();
+    throw RewindRequest{next};
+  }
+  StopEvent event = replay_->event;
+  replay_.reset();
+  park(std::move(event));
 }
 
 // ---------------------------------------------------------------------------
@@ -207,10 +302,8 @@ bool MachineDebugger::wait_finished(unsigned ms) {
 
 StopEvent MachineDebugger::resume(const debug::ResumeRequest& request, const debug::RunControl& control) {
   std::unique_lock lock(mutex_);
-  if (request.direction == debug::ResumeRequest::Direction::kReverse) {
-    // can_reverse() is false: the stub never asks; answer where we are.
-    return stop_.value_or(StopEvent{});
-  }
+  if (request.direction == debug::ResumeRequest::Direction::kReverse && !options_.can_rewind)
+    return stop_.value_or(StopEvent{});  // the stub does not ask without ReverseStep+
   if (parked_) {
     stop_.reset();
     go_ = request;
@@ -263,9 +356,9 @@ void MachineDebugger::kill() {
 std::string MachineDebugger::describe_vcpu(unsigned vcpu) const {
   std::string text;
   on_machine_thread([&] {
-    const Topology& topology = machine_.topology();
+    const Topology& topology = machine_->topology();
     const CpuCoords c = topology.coords_of(vcpu);
-    const MachineCpu& cpu = machine_.cpu(vcpu);
+    const MachineCpu& cpu = machine_->cpu(vcpu);
     text = fmt::format("CPU {} APIC {:#x} pkg {} die {} core {} thread {}, {}, {:.1f} ms", vcpu,
                        topology.apic_id(vcpu), c.package, c.die, c.core, c.thread, cpu_state_words(cpu),
                        static_cast<double>(cpu.now()) / 1e6);
@@ -276,7 +369,7 @@ std::string MachineDebugger::describe_vcpu(unsigned vcpu) const {
 bool MachineDebugger::read_register(unsigned vcpu, x86::RegisterId id, std::span<uint8_t> out) {
   bool ok = false;
   on_machine_thread([&] {
-    if (Vcpu* engine = machine_.cpu(vcpu).vcpu()) ok = engine->read_register(id, out);
+    if (Vcpu* engine = machine_->cpu(vcpu).vcpu()) ok = engine->read_register(id, out);
   });
   return ok;
 }
@@ -284,7 +377,8 @@ bool MachineDebugger::read_register(unsigned vcpu, x86::RegisterId id, std::span
 bool MachineDebugger::write_register(unsigned vcpu, x86::RegisterId id, std::span<const uint8_t> in) {
   bool ok = false;
   on_machine_thread([&] {
-    if (Vcpu* engine = machine_.cpu(vcpu).vcpu()) ok = engine->write_register(id, in);
+    if (Vcpu* engine = machine_->cpu(vcpu).vcpu()) ok = engine->write_register(id, in);
+    history_altered_ |= ok;
   });
   return ok;
 }
@@ -293,7 +387,7 @@ bool MachineDebugger::write_register(unsigned vcpu, x86::RegisterId id, std::spa
 // addresses are physical.
 std::optional<uint64_t> MachineDebugger::physical_of(unsigned vcpu, AddressSpace space, uint64_t address) {
   if (space == AddressSpace::kPhysical) return address;
-  Vcpu* engine = machine_.cpu(vcpu).vcpu();
+  Vcpu* engine = machine_->cpu(vcpu).vcpu();
   if (!engine) return address;
   return engine->translate_linear(address);
 }
@@ -301,7 +395,7 @@ std::optional<uint64_t> MachineDebugger::physical_of(unsigned vcpu, AddressSpace
 size_t MachineDebugger::read_memory(unsigned vcpu, AddressSpace space, uint64_t address, std::span<uint8_t> out) {
   size_t done = 0;
   on_machine_thread([&] {
-    GuestRam& ram = machine_.ram();
+    GuestRam& ram = machine_->ram();
     while (done < out.size()) {
       const uint64_t at = address + done;
       const size_t chunk = std::min<uint64_t>(out.size() - done, kPageSize - at % kPageSize);
@@ -319,7 +413,7 @@ size_t MachineDebugger::read_memory(unsigned vcpu, AddressSpace space, uint64_t 
 bool MachineDebugger::write_memory(unsigned vcpu, AddressSpace space, uint64_t address, std::span<const uint8_t> in) {
   bool ok = true;
   on_machine_thread([&] {
-    GuestRam& ram = machine_.ram();
+    GuestRam& ram = machine_->ram();
     std::vector<std::pair<uint64_t, size_t>> pieces;
     for (size_t done = 0; done < in.size();) {
       const uint64_t at = address + done;
@@ -337,8 +431,9 @@ bool MachineDebugger::write_memory(unsigned vcpu, AddressSpace space, uint64_t a
       std::memcpy(ram.bytes(physical, chunk).data(), in.data() + from, chunk);
       from += chunk;
     }
-    for (unsigned i = 0; i < machine_.vcpu_count(); ++i)
-      if (Vcpu* engine = machine_.cpu(i).vcpu()) engine->flush_translations();
+    for (unsigned i = 0; i < machine_->vcpu_count(); ++i)
+      if (Vcpu* engine = machine_->cpu(i).vcpu()) engine->flush_translations();
+    history_altered_ = true;
   });
   return ok;
 }
@@ -394,7 +489,7 @@ bool MachineDebugger::remove_breakpoint(BreakpointKind kind, uint64_t address, u
 std::string MachineDebugger::monitor(std::string_view line) {
   std::string text;
   on_machine_thread([&] {
-    text = options_.monitor ? options_.monitor(line) : fmt::format("topolab has no monitor here: {}\n", line);
+    text = options_.monitor ? options_.monitor(*machine_, line) : fmt::format("topolab has no monitor here: {}\n", line);
   });
   return text;
 }

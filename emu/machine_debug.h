@@ -10,6 +10,20 @@
 // asks is answered there, on the machine thread, through a mailbox: only
 // that thread ever touches an engine. resume() lets it go on.
 //
+// Reverse execution: the run is deterministic, so any earlier point is
+// reached exactly by running the same machine again from its start and
+// stopping there. A reverse request makes the parked machine thread throw
+// RewindRequest; its owner (cli/gdb_run) builds the machine anew from the
+// same configuration, rebind()s the debugger to it with the target, and runs
+// it: the debugger stops it at the target, where no output is repeated (the
+// owner's serial sink drops what was printed already). A point is "vCPU N
+// about to run its instruction number C" (DebugPosition): unique in a run
+// but for REP turns, which share their instruction's number.
+//   reverse-stepi on N at C: stop where N is at C - 1 (none before 0: the
+//     start of history, replaylog:begin);
+//   reverse-continue: replay up to now, noting every breakpoint and watch
+//     hit, then replay again to the last of them (or to the start).
+//
 // Determinism: a stop inside a slice returns into the same slice with the
 // rest of its budget (emu/vcpu_debug.cc), and a stop between slices takes
 // nothing from the schedule, so a run that a debugger stopped and continued
@@ -37,12 +51,41 @@
 
 namespace topolab {
 
+// A point of a run's history: `vcpu` about to run its instruction number
+// `instructions`.
+struct DebugPosition {
+  unsigned vcpu = 0;
+  uint64_t instructions = 0;
+  friend bool operator==(const DebugPosition&, const DebugPosition&) = default;
+};
+
+// Where a replay of the run must stop, and what it says there.
+struct ReplayTarget {
+  enum class Mode : uint8_t {
+    kStopAt,       // park at `position` with `event`
+    kFindLastHit,  // note every hit before `position` (now), then replay to the last one
+    kBegin,        // park before the first instruction: the start of history
+  };
+  Mode mode = Mode::kBegin;
+  DebugPosition position;
+  debug::StopEvent event;
+};
+
+// Thrown on the machine thread by a reverse request: the machine must be
+// built again and rebind() given `target`.
+struct RewindRequest {
+  ReplayTarget target;
+};
+
 class MachineDebugger final : public debug::DebugTarget, public MachineDebugHooks {
  public:
   struct Options {
-    // Answers a monitor command line (the stub's qRcmd), on the machine
-    // thread; nullptr: every command is refused.
-    std::function<std::string(std::string_view)> monitor;
+    // Answers a monitor command line (the stub's qRcmd) about the machine,
+    // on the machine thread; nullptr: every command is refused.
+    std::function<std::string(Machine&, std::string_view)> monitor;
+    // The owner builds the machine again on RewindRequest: reverse
+    // execution is on.
+    bool can_rewind = false;
     // The process's exit status for a run's result, which gdb's W reply
     // carries; nullptr: 0.
     std::function<int(const RunResult&)> exit_status;
@@ -62,9 +105,12 @@ class MachineDebugger final : public debug::DebugTarget, public MachineDebugHook
   // Waits up to `ms` for the run to end; true once it has.
   bool wait_finished(unsigned ms);
   const std::optional<RunResult>& result() const { return result_; }
+  // The machine thread, with `machine` built anew for a RewindRequest and
+  // not run yet: the debugger follows it, and stops it at `target`.
+  void rebind(Machine& machine, const ReplayTarget& target);
 
   // debug::DebugTarget
-  unsigned vcpu_count() const override { return machine_.vcpu_count(); }
+  unsigned vcpu_count() const override { return machine_->vcpu_count(); }
   std::string describe_vcpu(unsigned vcpu) const override;
   bool read_register(unsigned vcpu, x86::RegisterId id, std::span<uint8_t> out) override;
   bool write_register(unsigned vcpu, x86::RegisterId id, std::span<const uint8_t> in) override;
@@ -72,7 +118,7 @@ class MachineDebugger final : public debug::DebugTarget, public MachineDebugHook
   bool write_memory(unsigned vcpu, debug::AddressSpace space, uint64_t address, std::span<const uint8_t> in) override;
   bool insert_breakpoint(debug::BreakpointKind kind, uint64_t address, unsigned length) override;
   bool remove_breakpoint(debug::BreakpointKind kind, uint64_t address, unsigned length) override;
-  bool can_reverse() const override { return false; }
+  bool can_reverse() const override { return options_.can_rewind; }
   debug::StopEvent resume(const debug::ResumeRequest& request, const debug::RunControl& control) override;
   std::string monitor(std::string_view line) override;
   void detach() override;
@@ -100,11 +146,22 @@ class MachineDebugger final : public debug::DebugTarget, public MachineDebugHook
   // A watch's physical start through `vcpu`'s paging; nullopt: not mapped,
   // or the range crosses into a page that is not the next physical one.
   std::optional<uint64_t> watch_physical(unsigned vcpu, uint64_t address, unsigned length);
+  // The reverse request's target, from the stop the machine is parked in.
+  ReplayTarget reverse_target(const debug::ResumeRequest& request) const;
+  // During a replay: whether `vcpu`'s stop is the target (then it parks or
+  // rewinds again); other stops are noted (kFindLastHit) and passed.
+  void replay_stop(unsigned vcpu, const DebugStop& stop);
+  // Arms the target vCPU's stop at its count once the target is near.
+  void arm_replay(MachineCpu& cpu);
   // One page's worth of `len` bytes at `address`: its physical address.
   std::optional<uint64_t> physical_of(unsigned vcpu, debug::AddressSpace space, uint64_t address);
 
-  Machine& machine_;
+  Machine* machine_;
   Options options_;
+  std::optional<ReplayTarget> replay_;  // a replay under way
+  std::vector<std::pair<DebugPosition, debug::StopEvent>> replay_hits_;  // kFindLastHit
+  DebugPosition now_;        // the point of the stop the machine is parked in
+  bool history_altered_ = false;  // a register or memory write: a replay would not come back here
 
   // Breakpoints by linear address, with the kinds that set them (a
   // software and a hardware one may share an address).

@@ -49,6 +49,7 @@ class UnicornVcpu final : public Vcpu {
   VcpuState state() const override;
   void set_debug_points(const DebugPoints& points) override;
   void set_debug_step(bool on) override;
+  void set_debug_stop_at(std::optional<uint64_t> count) override;
   bool read_register(x86::RegisterId id, std::span<uint8_t> out) override;
   bool write_register(x86::RegisterId id, std::span<const uint8_t> in) override;
   std::optional<uint64_t> translate_linear(uint64_t linear) override;

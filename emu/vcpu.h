@@ -329,6 +329,10 @@ class Vcpu {
   // that is not the one it stands at now (it retired that one, or an event
   // moved it into a handler). Stays on until turned off.
   virtual void set_debug_step(bool on) {}
+  // The vCPU stops (debug_stop, kStep) in front of the instruction it
+  // reaches with instructions() == `count`: where a replay of the run must
+  // stop for reverse execution (emu/machine_debug.h). nullopt: off.
+  virtual void set_debug_stop_at(std::optional<uint64_t> count) {}
   // A register as gdb sees it (arch/register_file.h): register_bytes(id)
   // bytes, little-endian. false: this vCPU cannot say (it is not started).
   virtual bool read_register(x86::RegisterId id, std::span<uint8_t> out) { return false; }

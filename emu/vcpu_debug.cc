@@ -86,7 +86,7 @@ void UnicornVcpu::Engine::set_debug_points(const DebugPoints& points) {
     check(uc_hook_del(uc, debug.access_hook), "uc_hook_del (watchpoint)");
     debug.access_hook = 0;
   }
-  if (watched != watched_before) set_debug_step(debug.stepping);  // the step hook serves watches too
+  if (watched != watched_before) update_step_hook();  // the step hook serves watches too
   // Loads and stores take the engine's slow path, where memory hooks are
   // called, only in code translated while a memory hook existed.
   if (watched != watched_before) invalidate_translated_code();
@@ -95,7 +95,16 @@ void UnicornVcpu::Engine::set_debug_points(const DebugPoints& points) {
 void UnicornVcpu::Engine::set_debug_step(bool on) {
   debug.stepping = on;
   if (on) debug.step_from = {linear_rip(), counter->instructions()};
-  const bool needed = on || !debug.watches.empty();
+  update_step_hook();
+}
+
+void UnicornVcpu::Engine::set_debug_stop_at(std::optional<uint64_t> count) {
+  debug.stop_at = count;
+  update_step_hook();
+}
+
+void UnicornVcpu::Engine::update_step_hook() {
+  const bool needed = debug.stepping || debug.stop_at || !debug.watches.empty();
   if (needed == (debug.step_hook != 0)) return;
   if (needed) {
     check(uc_hook_add(uc, &debug.step_hook, UC_HOOK_CODE, reinterpret_cast<void*>(on_debug_step), this, 1, 0),
@@ -145,6 +154,8 @@ bool UnicornVcpu::Engine::debug_check(uint64_t address) {
   } else if (debug.breakpoints.contains(address)) {
     why = DebugStop{.kind = DebugStop::Kind::kBreakpoint};
   } else if (debug.stepping && here != debug.step_from) {
+    why = DebugStop{.kind = DebugStop::Kind::kStep};
+  } else if (debug.stop_at == here.instructions) {
     why = DebugStop{.kind = DebugStop::Kind::kStep};
   }
   if (!why) return false;
@@ -251,6 +262,7 @@ std::optional<uint64_t> UnicornVcpu::Engine::translate_linear(uint64_t linear) {
 
 void UnicornVcpu::set_debug_points(const DebugPoints& points) { engine_->set_debug_points(points); }
 void UnicornVcpu::set_debug_step(bool on) { engine_->set_debug_step(on); }
+void UnicornVcpu::set_debug_stop_at(std::optional<uint64_t> count) { engine_->set_debug_stop_at(count); }
 bool UnicornVcpu::read_register(x86::RegisterId id, std::span<uint8_t> out) { return engine_->read_register(id, out); }
 bool UnicornVcpu::write_register(x86::RegisterId id, std::span<const uint8_t> in) {
   return engine_->write_register(id, in);

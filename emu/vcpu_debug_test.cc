@@ -119,6 +119,18 @@ TEST_F(VcpuTest, StepTurnedOffAtAStopLetsTheRunGoOn) {
   EXPECT_EQ(cpu.instructions(), 4u);
 }
 
+// Where a replay stops for reverse execution (emu/machine_debug.h).
+TEST_F(VcpuTest, StopAtACountStopsInFrontOfThatInstructionOnly) {
+  boot32(kThreeMoves);
+  cpu.set_debug_stop_at(2);
+  run_expecting(VcpuExit::Reason::Halt);
+  ASSERT_EQ(host.debug_stops.size(), 1u);
+  EXPECT_EQ(host.debug_stops[0].stop.kind, DebugStop::Kind::kStep);
+  EXPECT_EQ(host.debug_stops[0].instructions, 2u);
+  EXPECT_EQ(host.debug_stops[0].linear_rip, 0x100au);
+  EXPECT_EQ(cpu.instructions(), 4u);
+}
+
 TEST_F(VcpuTest, WriteWatchStopsRightAfterTheStore) {
   // 1000: mov dword [0x5000], 7; 100a: mov eax, [0x5000]; 100f: hlt
   boot32({0xc7, 0x05, 0x00, 0x50, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00, 0xa1, 0x00, 0x50, 0x00, 0x00, 0xf4});

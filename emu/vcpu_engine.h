@@ -360,6 +360,9 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
   static void on_debug_access(uc_engine*, uc_mem_type type, uint64_t address, int size, int64_t value, void* user);
   void set_debug_points(const DebugPoints& points);
   void set_debug_step(bool on);
+  void set_debug_stop_at(std::optional<uint64_t> count);
+  // The step hook exists while a step, a stop at a count or a watch needs it.
+  void update_step_hook();
   // From a code hook at `address`: stops the run in front of it for a
   // breakpoint there, a step, or a watch hit the last instruction made;
   // true when it stopped. Trap sites call it first, so the trap is
@@ -381,12 +384,13 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
     uc_hook access_hook = 0;  // every load and store, while a watch is set
     uc_hook step_hook = 0;    // every instruction, while stepping or watching
     bool stepping = false;
+    std::optional<uint64_t> stop_at;  // stop in front of the instruction at this count
     DebugPosition step_from;  // where the step began: no stop there
     DebugPosition resumed_at; // where the last debug stop was: no stop there again
     std::optional<DebugStop> watch_hit;  // made by the instruction running now
     std::optional<DebugStop> stop;       // what debug_check stopped for
     uint64_t stop_address = 0;
-    bool active() const { return !breakpoints.empty() || !watches.empty() || stepping; }
+    bool active() const { return !breakpoints.empty() || !watches.empty() || stepping || stop_at; }
   } debug;
 
   // --- register and MSR access ---

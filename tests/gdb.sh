@@ -11,6 +11,9 @@
 #   watch         a watchpoint on the variable every vCPU races to write
 #   same_output   attached, stopped and continued: the output and report of a
 #                 run without a debugger, byte for byte
+#   reverse       reverse-stepi and forwards again, reverse-continue to the
+#                 last store before now, back through an IPI handler, the
+#                 start of history; the output printed once
 #   refusals      a second client is refused; a bad --gdb is one line
 set -euo pipefail
 topolab=$1 images=$2 case=$3
@@ -20,6 +23,7 @@ symbols=$images/debug_race64.elf64
 tmp=$(mktemp -d)
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+[ -n "${GDB_TEST_KEEP:-}" ] && trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; echo "kept $tmp"' EXIT
 
 fail() { echo "FAIL: $*"; echo "--- gdb:"; cat "$tmp/gdb.out" 2>/dev/null || true; echo "--- topolab stderr:"; cat "$tmp/err" 2>/dev/null || true; exit 1; }
 
@@ -96,6 +100,25 @@ same_output)
   cmp "$tmp/plain.out" "$tmp/out" || fail "the guest's output differs with a debugger attached"
   cmp "$tmp/plain.json" "$tmp/debugged.json" || fail "the report differs with a debugger attached"
   echo "ok: output and report byte-identical with gdb attached, stopped $(grep -c '^stopped' "$tmp/gdb.out") times"
+  ;;
+reverse)
+  timeout 120 "$topolab" run "$image" -smp 4 --report none >"$tmp/plain.out" 2>/dev/null
+  start_topolab -smp 4 --report none
+  run_gdb reverse
+  wait_topolab || fail "topolab exited $?"
+  value() { sed -n "s/^$1 \(.*\)$/\1/p" "$tmp/gdb.out"; }
+  [ -n "$(value 'forward rip')" ] && [ "$(value 'forward rip')" = "$(value 'forward again rip')" ] ||
+    fail "stepping forward after reverse-stepi did not come back to the same instruction"
+  [ "$(value 'back rip')" != "$(value 'forward rip')" ] || fail "reverse-stepi did not move"
+  grep -Eq '^last writer thread ([1-4]) wrote ([0-3]) at rip 0x' "$tmp/gdb.out" || fail "reverse-continue found no writer"
+  writer=$(sed -n 's/^last writer thread \([1-4]\) wrote \([0-3]\).*/\1 \2/p' "$tmp/gdb.out")
+  [ "$(( ${writer% *} - 1 ))" = "${writer#* }" ] || fail "the last writer's value is not its own index: $writer"
+  [ "$(value 'in handler rip')" = "$(value 'in handler again rip')" ] ||
+    fail "back through the IPI handler and forwards again is not the same state"
+  entry=$(value 'handler entry thread [0-9]* rip')
+  [ "$(value 'handler entry again rip')" = "$entry" ] || fail "reverse-stepi did not come back to the handler's entry"
+  grep -q 'No more reverse-execution history' "$tmp/gdb.out" || fail "the start of history was not reported"
+  cmp "$tmp/plain.out" "$tmp/out" || fail "output printed twice or differs after replays"
   ;;
 refusals)
   start_topolab -smp 1
