@@ -143,6 +143,13 @@ void UnicornVcpu::Engine::on_debug_access(uc_engine*, uc_mem_type type, uint64_t
   }
 }
 
+bool UnicornVcpu::Engine::debug_watches_block(const DecodedBlock& block) const {
+  if (debug.stepping || debug.stop_at || !debug.watches.empty()) return true;
+  for (const auto& [address, hook] : debug.breakpoints)
+    if (address >= block.start && address < block.end()) return true;
+  return false;
+}
+
 bool UnicornVcpu::Engine::debug_check(uint64_t address) {
   if (stop_cause != StopCause::None) return false;
   const DebugPosition here{address, counter->mid_block(counter->insn_index())};

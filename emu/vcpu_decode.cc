@@ -60,11 +60,11 @@ void UnicornVcpu::Engine::on_block(uc_engine*, uint64_t address, uint32_t size, 
 // A counted loop's own block hook (hook_counted_loop), after on_block.
 void UnicornVcpu::Engine::on_counted_loop(uc_engine*, uint64_t address, uint32_t size, void* user) {
   auto& e = *static_cast<Engine*>(user);
-  // Nor while debugged: a skipped turn would run past a breakpoint or watch.
-  if (e.stop_cause != StopCause::None || e.trace_out || e.watch_interrupt_window || e.debug.active()) return;
+  if (e.stop_cause != StopCause::None || e.trace_out || e.watch_interrupt_window) return;
   e.guarded([&] {
-    if (const DecodedBlock* block = e.blocks.find(address, size); block && block->counted_loop)
-      e.skip_counted_turns(*block);
+    const DecodedBlock* block = e.blocks.find(address, size);
+    // Nor where a debugger looks: a skipped turn would run past its stop.
+    if (block && block->counted_loop && !e.debug_watches_block(*block)) e.skip_counted_turns(*block);
   });
 }
 

@@ -368,6 +368,8 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
   // true when it stopped. Trap sites call it first, so the trap is
   // emulated (and a PAUSE counted) only once the debugger lets it run.
   bool debug_check(uint64_t address);
+  // A step, a stop at a count, a watch, or a breakpoint inside `block`.
+  bool debug_watches_block(const DecodedBlock& block) const;
   // The stop debug_check made: settles the count, calls the host, goes on.
   std::optional<VcpuExit> serve_debug_stop();
   bool read_register(x86::RegisterId id, std::span<uint8_t> out);
