@@ -4,17 +4,12 @@
 // DebugTarget. A second client while one is attached is accepted and closed
 // at once, with one line on the log.
 //
-// How the machine uses it (one thread: serve() calls target.resume(), and
-// the RunControl it passes is polled from inside that call):
+// How topolab uses it (cli/gdb_run.cc): the machine runs on a thread of
+// its own (emu/machine_debug.h) and this one serves:
 //   GdbServer server(host, port);        // throws ConfigError if it cannot listen
-//   // -S: wait for gdb before the first instruction
-//   server.wait_for_client();
-//   ServeEnd end = server.serve(target, started);     // started.kind = kStarted
-//   // -s alone: run, and between slices
-//   if (server.poll_for_client()) {                   // a client just attached
-//     // stop every vCPU at a defined point, then
-//     end = server.serve(target, stopped);            // stopped.kind = kInterrupted
-//   }
+//   server.wait_for_client();            // -S: before the first instruction
+//   ServeEnd end = server.serve(target, stop);  // the stop the machine parked in
+//   // without -S, between serves: poll_for_client(), then stop the machine
 // serve() returns when the session ends (ServeEnd says how); the machine
 // then goes on (detached: no breakpoints, never stopping again for this
 // client) or ends (killed, exited). A later client can attach through
