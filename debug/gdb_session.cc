@@ -8,47 +8,18 @@
 #include <fmt/format.h>
 
 #include "arch/register_file.h"
+#include "debug/packet_args.h"
 #include "debug/rsp_packet.h"
 #include "debug/target_xml.h"
 
 namespace topolab::debug {
 namespace {
 
-constexpr std::string_view kBadPacket = "E01";
-constexpr std::string_view kRefused = "E22";      // EINVAL
 // qfThreadInfo/qsThreadInfo: threads a reply, so that 4,096 vCPUs fit
 // packets well below PacketSize.
 constexpr unsigned kThreadsPerReply = 256;
 
 SessionAction reply(std::string_view text) { return {SessionAction::Kind::kReply, std::string(text), {}}; }
-
-// "ADDR,LENGTH" as m, M, X and Z carry them (hex, no prefix).
-struct AddressLength {
-  uint64_t address;
-  uint64_t length;
-};
-std::optional<AddressLength> parse_address_length(std::string_view text) {
-  const size_t comma = text.find(',');
-  if (comma == std::string_view::npos) return std::nullopt;
-  const auto address = parse_hex_number(text.substr(0, comma));
-  const auto length = parse_hex_number(text.substr(comma + 1));
-  if (!address || !length) return std::nullopt;
-  return AddressLength{*address, *length};
-}
-
-// A thread id as H, T, vCont and qThreadExtraInfo give one: -1 all, 0 any,
-// otherwise the hex thread number (vCPU + 1).
-struct ThreadRef {
-  enum class Kind : uint8_t { kAll, kAny, kOne } kind;
-  uint64_t vcpu = 0;
-};
-std::optional<ThreadRef> parse_thread(std::string_view text) {
-  if (text == "-1") return ThreadRef{ThreadRef::Kind::kAll};
-  const auto id = parse_hex_number(text);
-  if (!id) return std::nullopt;
-  if (*id == 0) return ThreadRef{ThreadRef::Kind::kAny};
-  return ThreadRef{ThreadRef::Kind::kOne, *id - 1};
-}
 
 std::string_view watch_prefix(BreakpointKind kind) {
   switch (kind) {

@@ -9,29 +9,18 @@
 
 #include "arch/register_file.h"
 #include "debug/gdb_session.h"
+#include "debug/packet_args.h"
 #include "debug/rsp_packet.h"
 
 namespace topolab::debug {
 namespace {
 
-constexpr std::string_view kBadPacket = "E01";
-constexpr std::string_view kMemoryFault = "E14";  // EFAULT, as gdbserver and QEMU answer
-constexpr std::string_view kRefused = "E22";      // EINVAL
 constexpr uint64_t kMaxMemoryRead = kMaxPacketPayload / 2;
 constexpr unsigned kMaxRegisterBytes = 16;
 
 SessionAction reply(std::string_view text) { return {SessionAction::Kind::kReply, std::string(text), {}}; }
 
 SessionAction resume(ResumeRequest request) { return {SessionAction::Kind::kResume, "", request}; }
-
-std::optional<std::pair<uint64_t, uint64_t>> parse_address_length(std::string_view text) {
-  const size_t comma = text.find(',');
-  if (comma == std::string_view::npos) return std::nullopt;
-  const auto address = parse_hex_number(text.substr(0, comma));
-  const auto length = parse_hex_number(text.substr(comma + 1));
-  if (!address || !length) return std::nullopt;
-  return std::pair{*address, *length};
-}
 
 // One register's value in hex, or "xx" a byte when the vCPU cannot say
 // ("Packets", g: "the characters ‘xx’ ... indicate that the register's
@@ -92,9 +81,9 @@ std::string GdbSession::write_register(std::string_view args) {
 std::string GdbSession::read_memory(std::string_view args) {
   const auto range = parse_address_length(args);
   if (!range || !valid_vcpu(general_vcpu())) return std::string(kBadPacket);
-  std::vector<uint8_t> bytes(std::min(range->second, kMaxMemoryRead));
+  std::vector<uint8_t> bytes(std::min(range->length, kMaxMemoryRead));
   if (bytes.empty()) return "";
-  const size_t got = std::min(bytes.size(), target_.read_memory(general_vcpu(), memory_space(), range->first, bytes));
+  const size_t got = std::min(bytes.size(), target_.read_memory(general_vcpu(), memory_space(), range->address, bytes));
   if (got == 0) return std::string(kMemoryFault);
   return hex_encode(std::span<const uint8_t>(bytes.data(), got));
 }
@@ -115,9 +104,9 @@ std::string GdbSession::write_memory(std::string_view args, bool binary) {
     if (!decoded) return std::string(kBadPacket);
     bytes = std::move(*decoded);
   }
-  if (bytes.size() != range->second) return std::string(kBadPacket);
+  if (bytes.size() != range->length) return std::string(kBadPacket);
   if (bytes.empty()) return "OK";
-  return target_.write_memory(general_vcpu(), memory_space(), range->first, bytes) ? "OK" : std::string(kMemoryFault);
+  return target_.write_memory(general_vcpu(), memory_space(), range->address, bytes) ? "OK" : std::string(kMemoryFault);
 }
 
 // Z TYPE,ADDR,KIND[;cond...] / z TYPE,ADDR,KIND ("Packets", z and Z). The
@@ -131,13 +120,13 @@ std::string GdbSession::breakpoint(std::string_view args, bool insert) {
   const auto kind = static_cast<BreakpointKind>(args[0] - '0');
   const auto range = parse_address_length(args.substr(2));
   if (!range) return std::string(kBadPacket);
-  const uint64_t length = range->second;
+  const uint64_t length = range->length;
   const bool watch = kind >= BreakpointKind::kWriteWatch;
   // x86 debug registers watch 1, 2, 4 or 8 bytes (SDM 17.2.5).
   if (watch && length != 1 && length != 2 && length != 4 && length != 8) return std::string(kRefused);
   if (!watch && length > 16) return std::string(kRefused);  // an instruction is at most 15 bytes
-  if (insert) return target_.insert_breakpoint(kind, range->first, static_cast<unsigned>(length)) ? "OK" : "";
-  return target_.remove_breakpoint(kind, range->first, static_cast<unsigned>(length)) ? "OK" : std::string(kRefused);
+  if (insert) return target_.insert_breakpoint(kind, range->address, static_cast<unsigned>(length)) ? "OK" : "";
+  return target_.remove_breakpoint(kind, range->address, static_cast<unsigned>(length)) ? "OK" : std::string(kRefused);
 }
 
 // c [ADDR], s [ADDR], C SIG[;ADDR], S SIG[;ADDR]: the signal is ignored (a
@@ -187,11 +176,11 @@ SessionAction GdbSession::vcont(std::string_view actions) {
       return reply(kBadPacket);
     std::optional<uint64_t> thread_vcpu;  // nullopt: every thread
     if (colon != std::string_view::npos) {
-      const std::string_view thread_text = action.substr(colon + 1);
-      if (thread_text != "-1") {
-        const auto thread = parse_hex_number(thread_text);
-        if (!thread || *thread == 0 || !valid_vcpu(*thread - 1)) return reply(kBadPacket);
-        thread_vcpu = *thread - 1;
+      const auto thread = parse_thread(action.substr(colon + 1));
+      if (!thread || thread->kind == ThreadRef::Kind::kAny) return reply(kBadPacket);
+      if (thread->kind == ThreadRef::Kind::kOne) {
+        if (!valid_vcpu(thread->vcpu)) return reply(kBadPacket);
+        thread_vcpu = thread->vcpu;
       }
     }
     const bool step = verb == 's' || verb == 'S';
