@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "cli/gdb_run.h"
 
+#include <unistd.h>
+
 #include <charconv>
+#include <iostream>
 #include <exception>
 #include <optional>
 #include <thread>
@@ -99,6 +102,47 @@ DebuggedRun run_with_gdb(const MachineMaker& make_machine, ReplayedOutput& outpu
     if (!stop) break;  // the run ended before it could stop
     const debug::ServeEnd end = server.serve(debugger, *stop);
     if (end == debug::ServeEnd::kExited || end == debug::ServeEnd::kKilled) break;
+  }
+  runner.join();
+  if (failure) std::rethrow_exception(failure);
+  machine->attach_debugger(nullptr);
+  return {std::move(machine), *debugger.result()};
+}
+
+DebuggedRun run_with_stdio_monitor(const MachineMaker& make_machine,
+                                   const std::function<int(const RunResult&)>& exit_status) {
+  std::unique_ptr<Machine> machine = make_machine();
+  MachineDebugger debugger(*machine, {.monitor =
+                                          [](Machine& m, std::string_view line) {
+                                            MachineMonitor monitor(m);
+                                            return debug::run_monitor_command(monitor, line);
+                                          },
+                                      .can_rewind = false,
+                                      .exit_status = exit_status});
+  machine->attach_debugger(&debugger);
+  std::exception_ptr failure;
+  std::thread runner([&] {
+    try {
+      machine->run();
+    } catch (...) {
+      failure = std::current_exception();
+      debugger.abandon(failure);
+    }
+  });
+  const bool prompt = isatty(STDIN_FILENO);
+  std::string line;
+  for (;;) {
+    if (prompt) fmt::print("(topolab) "), std::fflush(stdout);
+    if (!std::getline(std::cin, line)) break;
+    if (line == "quit" || line == "q") {
+      debugger.kill();
+      break;
+    }
+    debugger.ask_stop();
+    if (!debugger.wait_stopped()) break;  // the run ended first
+    fmt::print("{}", debugger.monitor(line));
+    std::fflush(stdout);
+    debugger.go_on();
   }
   runner.join();
   if (failure) std::rethrow_exception(failure);

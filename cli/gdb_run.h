@@ -59,6 +59,13 @@ struct DebuggedRun {
   RunResult result;
 };
 
+// Runs a machine to its end with QEMU's monitor on stdin (--monitor stdio):
+// each line stops the machine at its next slice boundary, is answered on
+// stdout (debug/monitor.h's commands; `quit` ends the run), and the machine
+// goes on. At the end of stdin the run goes on to its end.
+DebuggedRun run_with_stdio_monitor(const MachineMaker& make_machine,
+                                   const std::function<int(const RunResult&)>& exit_status);
+
 // Runs a machine to its end with the stub listening; clients may attach,
 // detach and attach again. Throws ConfigError when the stub cannot listen.
 DebuggedRun run_with_gdb(const MachineMaker& make_machine, ReplayedOutput& output, const GdbRunOptions& options);

@@ -215,7 +215,9 @@ void Parser::option(const std::string& name, const std::optional<std::string>& v
   } else if (name == "vga") {
     if (v != "none") throw ConfigError(fmt::format("-vga {}: topolab has no display (only -vga none)", v));
   } else if (name == "monitor") {
-    if (v != "none") throw ConfigError(fmt::format("-monitor {}: topolab has no monitor (only -monitor none)", v));
+    if (v != "none" && v != "stdio")
+      throw ConfigError(fmt::format("-monitor {}: topolab's monitor is on stdio only (-monitor stdio or none)", v));
+    if (v == "stdio") cmd_.monitor = "stdio";
   } else if (name == "name" || name == "L" || name == "k") {
     // A name for the guest, the data directory, the keyboard layout: nothing
     // of topolab's machine changes.

@@ -43,6 +43,7 @@ struct QemuCommand {
   bool no_reboot = false;           // -no-reboot: a reset or triple fault ends the run
   std::string gdb;                  // -gdb tcp:[HOST]:PORT, or -s (tcp::1234); empty: no stub
   bool gdb_wait = false;            // -S: no instruction before gdb has attached
+  std::string monitor;              // -monitor stdio: the monitor on stdin; empty: none
   // -device isa-debug-exit,iobase=0xf4,iosize=4, pc-testdev, pci-testdev;
   // -machine pit=off removes the 8254.
   PlatformDevices devices{PlatformDevice::Pit};

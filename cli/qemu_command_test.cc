@@ -136,6 +136,10 @@ TEST(QemuCommand, GdbOptionsAsQemus) {
   EXPECT_EQ(parse({"-kernel", "k", "-gdb", "tcp:127.0.0.1:4321"}).gdb, "tcp:127.0.0.1:4321");
   EXPECT_EQ(refusal({"-kernel", "k", "-gdb", "stdio"}),
             "-gdb stdio: topolab's gdb stub listens on TCP only: tcp::PORT or tcp:HOST:PORT");
+  EXPECT_EQ(parse({"-kernel", "k", "-monitor", "stdio"}).monitor, "stdio");
+  EXPECT_EQ(parse({"-kernel", "k", "-monitor", "none"}).monitor, "");
+  EXPECT_EQ(refusal({"-kernel", "k", "-monitor", "telnet::4444"}),
+            "-monitor telnet::4444: topolab's monitor is on stdio only (-monitor stdio or none)");
 }
 
 // A refusal quotes the argument; a line break or another control character

@@ -89,6 +89,7 @@ int run_qemu(const std::vector<std::string>& args) {
   run.serial = q.serial;
   run.gdb = q.gdb;
   run.gdb_wait = q.gdb_wait;
+  run.monitor = q.monitor;
   apply_topolab_opts(q, run);
   // QEMU checks the whole configuration before it loads the kernel, and
   // says so in these words when it cannot: kvm-unit-tests tries each

@@ -188,22 +188,27 @@ int run_machine(const RunOptions& o) {
   SerialSink serial(o.serial);
   std::unique_ptr<Machine> owned;
   RunResult r;
-  if (o.gdb.empty() && !o.gdb_wait) {
-    owned = std::make_unique<Machine>(o.machine, [&serial](uint8_t b) { serial.put(b); }, unicorn_vcpu_factory());
-    if (o.trace) owned->set_trace(stderr);
+  const auto status_of = [&o](const RunResult& result) { return exit_status_of(o, result); };
+  const auto make_machine = [&](std::function<void(uint8_t)> out) {
+    auto m = std::make_unique<Machine>(o.machine, std::move(out), unicorn_vcpu_factory());
+    if (o.trace) m->set_trace(stderr);
+    return m;
+  };
+  if (o.monitor == "stdio" && o.gdb.empty() && !o.gdb_wait) {
+    DebuggedRun monitored = run_with_stdio_monitor([&] { return make_machine([&serial](uint8_t b) { serial.put(b); }); },
+                                                   status_of);
+    owned = std::move(monitored.machine);
+    r = monitored.result;
+  } else if (o.gdb.empty() && !o.gdb_wait) {
+    owned = make_machine([&serial](uint8_t b) { serial.put(b); });
     r = owned->run();
   } else {
     ReplayedOutput output([&serial](uint8_t b) { serial.put(b); });
     const GdbRunOptions gdb{.endpoint = parse_gdb_endpoint(o.gdb.empty() ? "1234" : o.gdb, "--gdb"),
                             .wait_for_client = o.gdb_wait,
-                            .exit_status = [&o](const RunResult& result) { return exit_status_of(o, result); }};
-    DebuggedRun debugged = run_with_gdb(
-        [&] {
-          auto m = std::make_unique<Machine>(o.machine, [&output](uint8_t b) { output.put(b); }, unicorn_vcpu_factory());
-          if (o.trace) m->set_trace(stderr);
-          return m;
-        },
-        output, gdb);
+                            .exit_status = status_of};
+    DebuggedRun debugged =
+        run_with_gdb([&] { return make_machine([&output](uint8_t b) { output.put(b); }); }, output, gdb);
     owned = std::move(debugged.machine);
     r = debugged.result;
   }
@@ -268,6 +273,9 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& run) {
                       "listen for gdb on PORT or HOST:PORT (127.0.0.1 unless a host is named); docs/debugging.md");
   run_cmd->add_flag_callback("-s", [&run] { run.gdb = "1234"; }, "as QEMU: --gdb 1234");
   run_cmd->add_flag("-S", run.gdb_wait, "as QEMU: run no instruction before gdb has attached (default port 1234)");
+  run_cmd->add_option("--monitor", run.monitor,
+                      "stdio: QEMU's monitor on stdin (info cpus|lapic|ioapic|topology|ipis|time, xp; quit)")
+      ->check(CLI::IsMember({"stdio", "none"}));
   return run_cmd;
 }
 

@@ -34,6 +34,7 @@ struct RunOptions {
   // has control).
   std::string gdb;
   bool gdb_wait = false;
+  std::string monitor;  // --monitor stdio: QEMU's monitor on stdin (cli/gdb_run.h)
 
   // The machine's topology, CPU, -machine options and cost model from what
   // was typed. Throws ConfigError.

@@ -276,6 +276,14 @@ void MachineDebugger::ask_stop() {
   stop_asked_ = static_cast<int>(StopEvent::Kind::kStarted) + 1;
 }
 
+void MachineDebugger::go_on() {
+  std::lock_guard lock(mutex_);
+  if (!parked_) return;
+  stop_.reset();
+  go_ = debug::ResumeRequest{};
+  changed_.notify_all();
+}
+
 void MachineDebugger::abandon(std::exception_ptr) {
   RunResult gone;
   gone.outcome = RunResult::Outcome::Crashed;
@@ -285,8 +293,10 @@ void MachineDebugger::abandon(std::exception_ptr) {
 
 std::optional<StopEvent> MachineDebugger::wait_stopped() {
   std::unique_lock lock(mutex_);
-  changed_.wait(lock, [&] { return parked_ || result_; });
-  if (parked_) return stop_;
+  // A machine just let go (go_on) is still parked until its thread wakes:
+  // the stop waited for is a new one.
+  changed_.wait(lock, [&] { return (parked_ && stop_) || result_; });
+  if (parked_ && stop_) return stop_;
   return std::nullopt;
 }
 

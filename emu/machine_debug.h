@@ -98,6 +98,9 @@ class MachineDebugger final : public debug::DebugTarget, public MachineDebugHook
   void ask_stop();
   // The stop the machine is parked in; nullopt when the run ended first.
   std::optional<debug::StopEvent> wait_stopped();
+  // Lets a parked machine go on without waiting for its next stop (the
+  // stdio monitor, which does not wait for one).
+  void go_on();
   // The machine thread failed with an exception: the run is over.
   void abandon(std::exception_ptr failure);
   // The run has ended (the machine thread is done with the machine).

@@ -14,6 +14,7 @@
 #   reverse       reverse-stepi and forwards again, reverse-continue to the
 #                 last store before now, back through an IPI handler, the
 #                 start of history; the output printed once
+#   monitor       --monitor stdio: QEMU's monitor on stdin while the run goes on
 #   refusals      a second client is refused; a bad --gdb is one line
 set -euo pipefail
 topolab=$1 images=$2 case=$3
@@ -58,6 +59,8 @@ threads)
   run_gdb threads
   wait_topolab || fail "topolab exited $?"
   grep -q 'CPU 3 APIC 0x3 pkg 1 die 0 core 1 thread 0' "$tmp/gdb.out" || fail "info threads lacks CPU 3's topology"
+  grep -Eq '^3 +0x3 +1 +0 +0 +1 +0 +L1d 3, L1i 3, L2 3, L3 2-3$' "$tmp/gdb.out" ||
+    fail "monitor info topology does not show CPU 3's place and the caches it shares"
   [ "$(grep -c 'Thread [0-9]* (CPU ' "$tmp/gdb.out")" -ge 4 ] || fail "info threads does not list 4 vCPUs"
   # Every vCPU stops at race_store once (its first turn).
   hits=$(grep -o '^hit on thread [0-9]*' "$tmp/gdb.out" | sort -u | wc -l)
@@ -119,6 +122,19 @@ reverse)
   [ "$(value 'handler entry again rip')" = "$entry" ] || fail "reverse-stepi did not come back to the handler's entry"
   grep -q 'No more reverse-execution history' "$tmp/gdb.out" || fail "the start of history was not reported"
   cmp "$tmp/plain.out" "$tmp/out" || fail "output printed twice or differs after replays"
+  ;;
+monitor)
+  printf 'info cpus\ninfo topology\nxp /4xw 0x1000\ninfo lapic 1\ninfo ipis\ninfo time\nfrobnicate\n' |
+    timeout 120 "$topolab" run "$image" -smp 4,sockets=2,cores=2 --monitor stdio --report none >"$tmp/gdb.out" 2>"$tmp/err" ||
+    fail "topolab exited $?"
+  grep -q '^\* CPU #0: thread_id=1' "$tmp/gdb.out" || fail "no info cpus"
+  grep -Eq '^3 +0x3 +1 +0 +0 +1 +0 ' "$tmp/gdb.out" || fail "no info topology"
+  grep -Eq '^0000000000001000: 0x[0-9a-f]{8} 0x[0-9a-f]{8} 0x[0-9a-f]{8} 0x[0-9a-f]{8}$' "$tmp/gdb.out" || fail "no xp"
+  grep -q '^cpu 1: apic id 0x1' "$tmp/gdb.out" || fail "no info lapic 1"
+  grep -q '^CPU  IPIs sent' "$tmp/gdb.out" || fail "no info ipis"
+  grep -q '^CPU  virtual ns' "$tmp/gdb.out" || fail "no info time"
+  grep -qi 'frobnicate' "$tmp/gdb.out" || fail "an unknown command was not named"
+  grep -q '^race winner: cpu [0-3]$' "$tmp/gdb.out" || fail "the run did not go on to its end"
   ;;
 refusals)
   start_topolab -smp 1
