@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "cli/command_line.h"
 
+#include <charconv>
+#include <optional>
+
 #include <cstdio>
 #include <map>
 
 #include <CLI/CLI.hpp>
+
+#include "base/errors.h"
 #include <fmt/format.h>
 
 namespace topolab::cli {
@@ -43,6 +48,33 @@ int print_models() {
   for (const auto& f : feature_flags()) fmt::print(" {}", f.name);
   fmt::print("\n");
   return 0;
+}
+
+namespace {
+
+std::optional<uint16_t> parse_port(std::string_view text) {
+  unsigned value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || value > 65535) return std::nullopt;
+  return static_cast<uint16_t>(value);
+}
+
+}  // namespace
+
+GdbEndpoint parse_gdb_endpoint(std::string_view text, std::string_view spelled) {
+  std::string_view rest = text;
+  if (rest.starts_with("tcp:")) rest.remove_prefix(4);
+  else if (text.find(':') != std::string_view::npos && text.find(':') != text.rfind(':'))
+    rest = {};  // two colons without tcp: is no spelling of QEMU's or ours
+  const size_t colon = rest.rfind(':');
+  const std::string_view host = colon == std::string_view::npos ? std::string_view() : rest.substr(0, colon);
+  const std::optional<uint16_t> port = parse_port(colon == std::string_view::npos ? rest : rest.substr(colon + 1));
+  if (!port || (text.starts_with("tcp:") && colon == std::string_view::npos))
+    throw ConfigError(fmt::format("{} {}: expected PORT, HOST:PORT, tcp::PORT or tcp:HOST:PORT", spelled, text));
+  GdbEndpoint endpoint;
+  if (!host.empty()) endpoint.host = std::string(host);
+  endpoint.port = *port;
+  return endpoint;
 }
 
 }  // namespace topolab::cli

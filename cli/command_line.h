@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "model/machine_spec.h"
 
@@ -42,5 +43,17 @@ void add_spin_skip_option(CLI::App* app, bool& spin_skip);
 
 // `topolab models` and QEMU's -cpu help: the CPU models and -cpu properties.
 int print_models();
+
+// Where the stub listens.
+struct GdbEndpoint {
+  std::string host = "127.0.0.1";
+  uint16_t port = 1234;
+  friend bool operator==(const GdbEndpoint&, const GdbEndpoint&) = default;
+};
+
+// PORT, HOST:PORT, or QEMU's tcp::PORT and tcp:HOST:PORT. Throws
+// ConfigError naming `spelled` (the option as typed) for anything else.
+GdbEndpoint parse_gdb_endpoint(std::string_view text, std::string_view spelled);
+
 
 }  // namespace topolab::cli

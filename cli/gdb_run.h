@@ -11,20 +11,10 @@
 #include <string>
 #include <string_view>
 
+#include "cli/command_line.h"
 #include "emu/machine.h"
 
 namespace topolab::cli {
-
-// Where the stub listens.
-struct GdbEndpoint {
-  std::string host = "127.0.0.1";
-  uint16_t port = 1234;
-  friend bool operator==(const GdbEndpoint&, const GdbEndpoint&) = default;
-};
-
-// PORT, HOST:PORT, or QEMU's tcp::PORT and tcp:HOST:PORT. Throws
-// ConfigError naming `spelled` (the option as typed) for anything else.
-GdbEndpoint parse_gdb_endpoint(std::string_view text, std::string_view spelled);
 
 struct GdbRunOptions {
   GdbEndpoint endpoint;
