@@ -24,32 +24,24 @@ namespace {
 // run goes on without one.
 constexpr unsigned kClientPollMs = 50;
 
-}  // namespace
+MachineDebugger::Options debugger_options(bool can_rewind, std::function<int(const RunResult&)> exit_status) {
+  return {.monitor =
+              [](Machine& m, std::string_view line) {
+                MachineMonitor monitor(m);
+                return debug::run_monitor_command(monitor, line);
+              },
+          .can_rewind = can_rewind,
+          .exit_status = std::move(exit_status)};
+}
 
-DebuggedRun run_with_gdb(const MachineMaker& make_machine, ReplayedOutput& output, const GdbRunOptions& options) {
-  debug::GdbServer server(options.endpoint.host, options.endpoint.port,
-                          [](std::string_view line) { fmt::print(stderr, "topolab: gdb: {}\n", line); });
-  // Tests ask for port 0 and read the one the system picked from here.
-  fmt::print(stderr, "topolab: gdb: listening on {}:{}\n", options.endpoint.host, server.port());
-  std::unique_ptr<Machine> machine = make_machine();
-  MachineDebugger debugger(*machine, {.monitor =
-                                          [](Machine& m, std::string_view line) {
-                                            MachineMonitor monitor(m);
-                                            return debug::run_monitor_command(monitor, line);
-                                          },
-                                      .can_rewind = true,
-                                      .exit_status = options.exit_status});
-  machine->attach_debugger(&debugger);
-
-  if (options.wait_for_client) {
-    fmt::print(stderr, "topolab: gdb: waiting for a client before the first instruction (-S)\n");
-    server.wait_for_client();
-    debugger.ask_stop();  // taken at the very first slice boundary
-  }
-  std::exception_ptr failure;
-  // The machine's thread: a reverse request starts the machine over, and
-  // the debugger stops the replay where it was asked to.
-  std::thread runner([&] {
+// The machine's thread: runs `machine` to its end. A reverse request
+// (RewindRequest) starts it over: `make_machine` builds it again and the
+// debugger stops the replay where it was asked to. A failure is kept for
+// the caller, and the debugger told the run is over.
+std::thread start_machine_thread(std::unique_ptr<Machine>& machine, MachineDebugger& debugger,
+                                 const MachineMaker& make_machine, ReplayedOutput* output,
+                                 std::exception_ptr& failure) {
+  return std::thread([&machine, &debugger, &make_machine, output, &failure] {
     try {
       for (;;) {
         try {
@@ -57,7 +49,7 @@ DebuggedRun run_with_gdb(const MachineMaker& make_machine, ReplayedOutput& outpu
           return;
         } catch (const RewindRequest& rewind) {
           machine.reset();
-          output.restart();
+          if (output) output->restart();
           machine = make_machine();
           debugger.rebind(*machine, rewind.target);
         }
@@ -67,6 +59,35 @@ DebuggedRun run_with_gdb(const MachineMaker& make_machine, ReplayedOutput& outpu
       debugger.abandon(failure);
     }
   });
+}
+
+// After the machine's thread has ended.
+DebuggedRun finish_run(std::thread& runner, std::unique_ptr<Machine>& machine, const MachineDebugger& debugger,
+                       const std::exception_ptr& failure) {
+  runner.join();
+  if (failure) std::rethrow_exception(failure);
+  machine->attach_debugger(nullptr);
+  return {std::move(machine), *debugger.result()};
+}
+
+}  // namespace
+
+DebuggedRun run_with_gdb(const MachineMaker& make_machine, ReplayedOutput& output, const GdbRunOptions& options) {
+  debug::GdbServer server(options.endpoint.host, options.endpoint.port,
+                          [](std::string_view line) { fmt::print(stderr, "topolab: gdb: {}\n", line); });
+  // Tests ask for port 0 and read the one the system picked from here.
+  fmt::print(stderr, "topolab: gdb: listening on {}:{}\n", options.endpoint.host, server.port());
+  std::unique_ptr<Machine> machine = make_machine();
+  MachineDebugger debugger(*machine, debugger_options(true, options.exit_status));
+  machine->attach_debugger(&debugger);
+
+  if (options.wait_for_client) {
+    fmt::print(stderr, "topolab: gdb: waiting for a client before the first instruction (-S)\n");
+    server.wait_for_client();
+    debugger.ask_stop();  // taken at the very first slice boundary
+  }
+  std::exception_ptr failure;
+  std::thread runner = start_machine_thread(machine, debugger, make_machine, &output, failure);
   for (;;) {
     if (!server.has_client()) {
       while (!server.poll_for_client())
@@ -79,32 +100,16 @@ DebuggedRun run_with_gdb(const MachineMaker& make_machine, ReplayedOutput& outpu
     const debug::ServeEnd end = server.serve(debugger, *stop);
     if (end == debug::ServeEnd::kExited || end == debug::ServeEnd::kKilled) break;
   }
-  runner.join();
-  if (failure) std::rethrow_exception(failure);
-  machine->attach_debugger(nullptr);
-  return {std::move(machine), *debugger.result()};
+  return finish_run(runner, machine, debugger, failure);
 }
 
 DebuggedRun run_with_stdio_monitor(const MachineMaker& make_machine,
                                    const std::function<int(const RunResult&)>& exit_status) {
   std::unique_ptr<Machine> machine = make_machine();
-  MachineDebugger debugger(*machine, {.monitor =
-                                          [](Machine& m, std::string_view line) {
-                                            MachineMonitor monitor(m);
-                                            return debug::run_monitor_command(monitor, line);
-                                          },
-                                      .can_rewind = false,
-                                      .exit_status = exit_status});
+  MachineDebugger debugger(*machine, debugger_options(false, exit_status));
   machine->attach_debugger(&debugger);
   std::exception_ptr failure;
-  std::thread runner([&] {
-    try {
-      machine->run();
-    } catch (...) {
-      failure = std::current_exception();
-      debugger.abandon(failure);
-    }
-  });
+  std::thread runner = start_machine_thread(machine, debugger, make_machine, nullptr, failure);
   const bool prompt = isatty(STDIN_FILENO);
   std::string line;
   for (;;) {
@@ -120,10 +125,7 @@ DebuggedRun run_with_stdio_monitor(const MachineMaker& make_machine,
     std::fflush(stdout);
     debugger.go_on();
   }
-  runner.join();
-  if (failure) std::rethrow_exception(failure);
-  machine->attach_debugger(nullptr);
-  return {std::move(machine), *debugger.result()};
+  return finish_run(runner, machine, debugger, failure);
 }
 
 }  // namespace topolab::cli

@@ -9,32 +9,11 @@
 
 #include "lab/consumer_views.h"
 #include "lab/cpuid_dump.h"
+#include "report/cpu_list.h"
 
 namespace topolab::cli {
 
 namespace {
-
-std::string state_words(const MachineCpu& cpu) {
-  switch (cpu.state()) {
-    case MachineCpu::State::WaitForSipi: return "waiting for SIPI";
-    case MachineCpu::State::Halted: return cpu.parked_in_mwait() ? "halted (MWAIT)" : "halted (HLT)";
-    case MachineCpu::State::Running: return "running";
-  }
-  return "?";
-}
-
-// "0-3", "0,2", "5": a sorted group, as Linux's cpulists print it.
-std::string cpu_list(const std::vector<unsigned>& cpus) {
-  std::string out;
-  for (size_t i = 0; i < cpus.size();) {
-    size_t j = i;
-    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += j == i ? fmt::format("{}", cpus[i]) : fmt::format("{}-{}", cpus[i], cpus[j]);
-    i = j + 1;
-  }
-  return out;
-}
 
 uint64_t sum(const auto& counters) { return std::accumulate(counters.begin(), counters.end(), uint64_t{0}); }
 
@@ -45,7 +24,7 @@ uint64_t sum(const auto& counters) { return std::accumulate(counters.begin(), co
 std::string MachineMonitor::info_cpus() {
   std::string out;
   for (unsigned i = 0; i < machine_.vcpu_count(); ++i)
-    out += fmt::format("{} CPU #{}: thread_id={} ({})\n", i == 0 ? '*' : ' ', i, i + 1, state_words(machine_.cpu(i)));
+    out += fmt::format("{} CPU #{}: thread_id={} ({})\n", i == 0 ? '*' : ' ', i, i + 1, machine_.cpu(i).describe_state());
   return out;
 }
 
@@ -91,7 +70,7 @@ std::string MachineMonitor::info_topology() {
     for (const CacheView& cache : linux.caches) {
       for (const std::vector<unsigned>& group : cache.groups)
         if (std::find(group.begin(), group.end(), i) != group.end())
-          shares += fmt::format("{}{} {}", shares.empty() ? "" : ", ", cache.name(), cpu_list(group));
+          shares += fmt::format("{}{} {}", shares.empty() ? "" : ", ", cache.name(), format_cpu_list(group));
     }
     out += fmt::format("{:<4} {:<8} {:<7} {:<3} {:<6} {:<4} {:<6}  {}\n", i, fmt::format("{:#x}", topology.apic_id(i)),
                        c.package, c.die, c.module, c.core, c.thread, shares.empty() ? "-" : shares);
@@ -115,7 +94,7 @@ std::string MachineMonitor::info_time() {
   for (unsigned i = 0; i < machine_.vcpu_count(); ++i) {
     const MachineCpu& cpu = machine_.cpu(i);
     const std::optional<uint64_t> timer = cpu.apic().next_timer_event();
-    out += fmt::format("{:<4} {:<13} {:<17} {}\n", i, cpu.now(), state_words(cpu),
+    out += fmt::format("{:<4} {:<13} {:<17} {}\n", i, cpu.now(), cpu.describe_state(),
                        timer ? fmt::format("APIC timer at {} ns", *timer) : "none");
   }
   return out;

@@ -177,6 +177,15 @@ bool MachineCpu::monitored_line_changed() const {
   return !std::equal(bytes.begin(), bytes.end(), monitor_snapshot_.begin());
 }
 
+std::string MachineCpu::describe_state() const {
+  switch (state_) {
+    case State::WaitForSipi: return "waiting for SIPI";
+    case State::Halted: return parked_in_mwait() ? "halted (MWAIT)" : "halted (HLT)";
+    case State::Running: return "running";
+  }
+  return "?";
+}
+
 std::string MachineCpu::idle_state() const {
   if (!parked_in_mwait()) return "halted";
   return fmt::format("in MWAIT on line {:#x}{}", monitor_line_,

@@ -194,6 +194,9 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   bool parked_in_mwait() const { return state_ == State::Halted && in_mwait_; }
   // "halted" or "in MWAIT on line 0x...", for diagnoses.
   std::string idle_state() const;
+  // "running", "halted (HLT)", "halted (MWAIT)" or "waiting for SIPI": what
+  // the debugger's thread list and the monitor say of it.
+  std::string describe_state() const;
 
   // The APIC page follows IA32_APIC_BASE: it moves with the base and is
   // gone in x2APIC mode or when the APIC is disabled.

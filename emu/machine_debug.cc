@@ -21,15 +21,6 @@ constexpr auto kPollInterval = std::chrono::milliseconds(20);
 
 bool is_watch(BreakpointKind kind) { return kind != BreakpointKind::kSoftware && kind != BreakpointKind::kHardware; }
 
-std::string cpu_state_words(const MachineCpu& cpu) {
-  switch (cpu.state()) {
-    case MachineCpu::State::WaitForSipi: return "waiting for SIPI";
-    case MachineCpu::State::Halted: return cpu.parked_in_mwait() ? "halted (MWAIT)" : "halted (HLT)";
-    case MachineCpu::State::Running: return "running";
-  }
-  return "?";
-}
-
 }  // namespace
 
 MachineDebugger::MachineDebugger(Machine& machine, Options options)
@@ -370,7 +361,7 @@ std::string MachineDebugger::describe_vcpu(unsigned vcpu) const {
     const CpuCoords c = topology.coords_of(vcpu);
     const MachineCpu& cpu = machine_->cpu(vcpu);
     text = fmt::format("CPU {} APIC {:#x} pkg {} die {} core {} thread {}, {}, {:.1f} ms", vcpu,
-                       topology.apic_id(vcpu), c.package, c.die, c.core, c.thread, cpu_state_words(cpu),
+                       topology.apic_id(vcpu), c.package, c.die, c.core, c.thread, cpu.describe_state(),
                        static_cast<double>(cpu.now()) / 1e6);
   });
   return text;
