@@ -357,6 +357,38 @@ TEST_F(GdbSessionTest, MonitorRepliesHexOrOk) {
   EXPECT_EQ(ask("qRcmd,123"), "E01");
 }
 
+// Found by reading the fuzz harness's cost: `xp /4000xb 0` printed 29 KB,
+// a 58 KB reply, past what PacketSize promises gdb.
+TEST_F(GdbSessionTest, MonitorOutputPastThePacketSizeIsCutAtAWholeLine) {
+  for (int i = 0; i < 2000; ++i) target.monitor_output += fmt::format("line {:04}\n", i);  // 20,000 bytes
+  const std::string reply = ask("qRcmd," + hex_encode(std::string_view("info cpus")));
+  EXPECT_LE(reply.size(), kMaxPacketPayload);
+  const auto decoded = hex_decode(reply);
+  ASSERT_TRUE(decoded);
+  const std::string text(decoded->begin(), decoded->end());
+  EXPECT_TRUE(text.starts_with("line 0000\nline 0001\n")) << text.substr(0, 40);
+  EXPECT_TRUE(text.ends_with("\n(output cut: 20000 bytes; ask for less)\n")) << text.substr(text.size() - 80);
+  // Every line before the note is one of the output's, whole.
+  const std::string kept = text.substr(0, text.rfind('(', text.size()));
+  EXPECT_EQ(target.monitor_output.substr(0, kept.size()), kept);
+  EXPECT_EQ(kept.size() % 10, 0u);
+  EXPECT_GT(kept.size(), kMaxPacketPayload / 2 - 100);
+
+  // One line longer than a packet: its start, then the note.
+  target.monitor_output = std::string(20000, 'a');
+  const auto one = hex_decode(ask("qRcmd," + hex_encode(std::string_view("info cpus"))));
+  ASSERT_TRUE(one);
+  const std::string one_text(one->begin(), one->end());
+  EXPECT_LE(one_text.size(), kMaxPacketPayload / 2);
+  EXPECT_TRUE(one_text.starts_with("aaaa"));
+  EXPECT_TRUE(one_text.ends_with("a\n(output cut: 20000 bytes; ask for less)\n"));
+
+  // Output that fits is sent as it is.
+  target.monitor_output.assign(kMaxPacketPayload / 2, 'b');
+  target.monitor_output.back() = '\n';
+  EXPECT_EQ(ask("qRcmd," + hex_encode(std::string_view("info cpus"))), hex_encode(target.monitor_output));
+}
+
 TEST_F(GdbSessionTest, DetachAndKill) {
   SessionAction a = session.handle("D");
   EXPECT_EQ(a.kind, Kind::kDetach);
