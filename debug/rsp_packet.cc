@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "debug/rsp_packet.h"
 
+#include <algorithm>
+#include <array>
+#include <cstdint>
+
 namespace topolab::debug {
 namespace {
 
@@ -17,14 +21,45 @@ int hex_value(uint8_t c) {
   return -1;
 }
 
+// Bytes that end a run of plain payload bytes in the reader ('#', '$',
+// '}'), and bytes frame() escapes (those and '*'): one look-up a byte,
+// not a comparison for each.
+constexpr std::array<bool, 256> byte_table(std::string_view bytes) {
+  std::array<bool, 256> table{};
+  for (const char c : bytes) table[static_cast<uint8_t>(c)] = true;
+  return table;
+}
+constexpr std::array<bool, 256> kEndsPlainRun = byte_table("#$}");
+constexpr std::array<bool, 256> kEscaped = byte_table("#$}*");
+
 }  // namespace
 
+// Plain payload bytes (most of a packet) are taken a run at a time: what
+// feed_byte would do to each, without the state machine around each byte.
 void PacketReader::feed(std::span<const uint8_t> bytes, std::vector<PacketEvent>& out) {
-  for (const uint8_t byte : bytes) feed_byte(byte, out);
+  const uint8_t* p = bytes.data();
+  const uint8_t* const end = p + bytes.size();
+  while (p != end) {
+    if (state_ == State::kPayload) {
+      // No further than the limit: the byte past it goes through feed_byte.
+      // Past it (oversized), bytes are only counted.
+      const size_t room = oversized_ ? SIZE_MAX : max_payload_ - raw_length_;
+      const uint8_t* const stop = p + std::min<size_t>(room, static_cast<size_t>(end - p));
+      const uint8_t* q = p;
+      uint8_t sum = sum_;
+      while (q != stop && !kEndsPlainRun[*q]) sum = static_cast<uint8_t>(sum + *q++);
+      if (!oversized_) payload_.append(reinterpret_cast<const char*>(p), static_cast<size_t>(q - p));
+      raw_length_ += static_cast<size_t>(q - p);
+      sum_ = sum;
+      p = q;
+      if (p == end) break;
+    }
+    feed_byte(*p++, out);
+  }
 }
 
 void PacketReader::feed(std::string_view bytes, std::vector<PacketEvent>& out) {
-  for (const char c : bytes) feed_byte(static_cast<uint8_t>(c), out);
+  feed(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), out);
 }
 
 void PacketReader::payload_byte(uint8_t byte) {
@@ -111,31 +146,34 @@ uint8_t checksum(std::string_view bytes) {
 }
 
 std::string frame(std::string_view payload) {
-  std::string body;
-  body.reserve(payload.size() + 8);
+  // '$', the payload with escapes (at most two bytes each), '#', two digits.
+  std::string out(payload.size() * 2 + 4, '\0');
+  char* p = out.data();
+  *p++ = '$';
+  uint8_t sum = 0;
   for (const char c : payload) {
-    if (c == '#' || c == '$' || c == '}' || c == '*') {
-      body.push_back(static_cast<char>(kEscapeByte));
-      body.push_back(static_cast<char>(c ^ kEscapeXor));
+    if (kEscaped[static_cast<uint8_t>(c)]) {
+      *p++ = static_cast<char>(kEscapeByte);
+      *p++ = static_cast<char>(c ^ kEscapeXor);
+      sum = static_cast<uint8_t>(sum + kEscapeByte + (static_cast<uint8_t>(c) ^ kEscapeXor));
     } else {
-      body.push_back(c);
+      *p++ = c;
+      sum = static_cast<uint8_t>(sum + static_cast<uint8_t>(c));
     }
   }
-  const uint8_t sum = checksum(body);
-  std::string out = "$";
-  out += body;
-  out += '#';
-  out += kHexDigits[sum >> 4];
-  out += kHexDigits[sum & 0xf];
+  *p++ = '#';
+  *p++ = kHexDigits[sum >> 4];
+  *p++ = kHexDigits[sum & 0xf];
+  out.resize(static_cast<size_t>(p - out.data()));
   return out;
 }
 
 std::string hex_encode(std::span<const uint8_t> bytes) {
-  std::string out;
-  out.reserve(bytes.size() * 2);
+  std::string out(bytes.size() * 2, '\0');
+  char* p = out.data();
   for (const uint8_t b : bytes) {
-    out += kHexDigits[b >> 4];
-    out += kHexDigits[b & 0xf];
+    *p++ = kHexDigits[b >> 4];
+    *p++ = kHexDigits[b & 0xf];
   }
   return out;
 }
@@ -146,13 +184,12 @@ std::string hex_encode(std::string_view text) {
 
 std::optional<std::vector<uint8_t>> hex_decode(std::string_view hex) {
   if (hex.size() % 2 != 0) return std::nullopt;
-  std::vector<uint8_t> out;
-  out.reserve(hex.size() / 2);
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    const int high = hex_value(static_cast<uint8_t>(hex[i]));
-    const int low = hex_value(static_cast<uint8_t>(hex[i + 1]));
+  std::vector<uint8_t> out(hex.size() / 2);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int high = hex_value(static_cast<uint8_t>(hex[2 * i]));
+    const int low = hex_value(static_cast<uint8_t>(hex[2 * i + 1]));
     if (high < 0 || low < 0) return std::nullopt;
-    out.push_back(static_cast<uint8_t>(high << 4 | low));
+    out[i] = static_cast<uint8_t>(high << 4 | low);
   }
   return out;
 }

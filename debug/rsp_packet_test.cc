@@ -107,6 +107,36 @@ TEST(RspReader, EndlessPacketHoldsNoMoreThanTheLimit) {
   EXPECT_EQ(events, (std::vector<PacketEvent>{{Kind::kOversized, {}}}));
 }
 
+// feed() takes plain payload bytes a run at a time: around the limit, an
+// escape or a '$' at every place, fed whole, byte by byte and in two parts,
+// gives the same events.
+TEST(RspReader, RunsAroundTheLimitReadAsByteByByte) {
+  constexpr size_t kLimit = 8;
+  for (size_t length = kLimit - 2; length <= kLimit + 2; ++length) {
+    for (size_t at = 0; at <= length; ++at) {
+      for (const char special : {'}', '$', '#', 'x'}) {
+        std::string body(length, 'a');
+        if (at < length) body[at] = special;
+        const std::string stream = "$" + body + "#" + fmt::format("{:02x}", checksum(body)) + frame("g");
+        const auto whole = read_all(stream, kLimit);
+        PacketReader reader(kLimit);
+        std::vector<PacketEvent> bytewise;
+        for (const char c : stream) reader.feed(std::string_view(&c, 1), bytewise);
+        EXPECT_EQ(bytewise, whole) << stream;
+        for (size_t split = 0; split <= stream.size(); ++split) {
+          PacketReader two(kLimit);
+          std::vector<PacketEvent> events;
+          two.feed(std::string_view(stream).substr(0, split), events);
+          two.feed(std::string_view(stream).substr(split), events);
+          EXPECT_EQ(events, whole) << stream << " split at " << split;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(read_all("$aaaaaaaa#08", kLimit), std::vector{packet("aaaaaaaa")});  // 8 * 0x61 = 0x308
+  EXPECT_EQ(read_all("$aaaaaaaaa#69", kLimit), (std::vector<PacketEvent>{{Kind::kOversized, {}}}));
+}
+
 TEST(RspHex, EncodeDecodeRoundTrip) {
   const std::vector<uint8_t> bytes = {0x00, 0x7f, 0x80, 0xff, 0x12};
   EXPECT_EQ(hex_encode(bytes), "007f80ff12");
