@@ -26,6 +26,18 @@ TEST(RspFrame, ChecksumIsTheByteSumModulo256InLowercaseHex) {
   EXPECT_EQ(checksum("OK"), 0x9a);
 }
 
+TEST(RspFrame, ChecksumOfEveryLengthAndByte) {
+  std::string bytes;
+  for (int i = 0; i < 600; ++i) bytes.push_back(static_cast<char>(255 - i * 7));
+  for (size_t start = 0; start < 9; ++start) {
+    for (size_t length = 0; start + length <= bytes.size(); length += 1 + length / 8) {
+      unsigned sum = 0;
+      for (size_t i = start; i < start + length; ++i) sum += static_cast<uint8_t>(bytes[i]);
+      EXPECT_EQ(checksum(std::string_view(bytes).substr(start, length)), sum % 256) << start << " " << length;
+    }
+  }
+}
+
 TEST(RspFrame, EscapesHashDollarBraceAndStar) {
   // Each escaped as '}' then the byte XOR 0x20; the checksum covers the
   // bytes as sent.
@@ -38,6 +50,8 @@ TEST(RspReader, FramedPacketsReadBackWhateverTheirBytes) {
   std::string all_bytes;
   for (int b = 0; b < 256; ++b) all_bytes.push_back(static_cast<char>(b));
   EXPECT_EQ(read_all(frame(all_bytes)), std::vector{packet(all_bytes)});
+  // Escapes first, last, next to each other.
+  for (const std::string p : {"#", "$$", "}a*", "a}}", "**#a$", "ab}"}) EXPECT_EQ(read_all(frame(p)), std::vector{packet(p)}) << p;
 }
 
 TEST(RspReader, AcksNaksAndInterruptOutsidePackets) {
@@ -80,6 +94,8 @@ TEST(RspReader, ChecksumDigitsInEitherCase) {
 
 TEST(RspReader, NoiseBetweenPacketsIsIgnored) {
   EXPECT_EQ(read_all("junk\r\n$g#67"), std::vector{packet("g")});
+  EXPECT_EQ(read_all(std::string("\0x#}", 4) + "+" + std::string(300, 'z') + "\x03-$g#67zz"),
+            (std::vector<PacketEvent>{{Kind::kAck, {}}, {Kind::kInterrupt, {}}, {Kind::kNak, {}}, packet("g")}));
 }
 
 TEST(RspReader, DollarInsidePacketRestarts) {
