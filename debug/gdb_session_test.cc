@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "debug/gdb_session.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -397,6 +399,46 @@ TEST_F(GdbSessionTest, DetachAndKill) {
   a = session.handle("k");
   EXPECT_EQ(a.kind, Kind::kKill);
   EXPECT_EQ(target.calls.back(), "kill");
+}
+
+// The fuzz harness reuses one fake for every input: reset must leave it as
+// the constructor does.
+TEST(FakeDebugTarget, ResetIsAsNew) {
+  FakeDebugTarget used(2, false, 0x100);
+  used.set_register(1, RegisterId::kRax, 0x1234);
+  const std::vector<uint8_t> bytes = {1, 2, 3};
+  ASSERT_TRUE(used.write_memory(0, AddressSpace::kPhysical, 0x10, bytes));
+  ASSERT_TRUE(used.write_memory(0, AddressSpace::kVirtual, 0xfd, bytes));
+  used.stops.push_back(stop_event(StopEvent::Kind::kStepped));
+  used.resume({}, RunControl{[] { return RunControl::Poll::kNothing; }});
+  used.monitor_output = "x\n";
+  used.polls_per_resume = 3;
+  used.max_breakpoint_kind = 1;
+  used.unavailable_ = RegisterId::kRip;
+  used.read_only_ = RegisterId::kRax;
+  used.stops.push_back(stop_event(StopEvent::Kind::kStepped));
+
+  used.reset(3, true);
+  FakeDebugTarget fresh(3, true, 0x100);
+  EXPECT_EQ(used.vcpu_count(), 3u);
+  EXPECT_TRUE(used.can_reverse());
+  for (const auto space : {AddressSpace::kPhysical, AddressSpace::kVirtual})
+    EXPECT_EQ(used.memory(space), fresh.memory(space));
+  for (unsigned v = 0; v < 3; ++v)
+    for (const auto& reg : x86::debug_registers()) {
+      const auto a = used.register_value(v, reg.id);
+      const auto b = fresh.register_value(v, reg.id);
+      EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end())) << v << " " << reg.name;
+    }
+  EXPECT_TRUE(used.calls.empty());
+  EXPECT_TRUE(used.resumes.empty());
+  EXPECT_TRUE(used.stops.empty());
+  EXPECT_EQ(used.monitor_output, "");
+  EXPECT_EQ(used.polls_per_resume, 0u);
+  EXPECT_EQ(used.max_breakpoint_kind, 4);
+  EXPECT_FALSE(used.unavailable_);
+  EXPECT_FALSE(used.read_only_);
+  EXPECT_FALSE(used.poll_pause);
 }
 
 TEST(GdbSession, NoVcpusMeansErrorsNotCrashes) {
