@@ -51,7 +51,8 @@ TEST(RspReader, FramedPacketsReadBackWhateverTheirBytes) {
   for (int b = 0; b < 256; ++b) all_bytes.push_back(static_cast<char>(b));
   EXPECT_EQ(read_all(frame(all_bytes)), std::vector{packet(all_bytes)});
   // Escapes first, last, next to each other.
-  for (const std::string p : {"#", "$$", "}a*", "a}}", "**#a$", "ab}"}) EXPECT_EQ(read_all(frame(p)), std::vector{packet(p)}) << p;
+  for (const std::string p : {"#", "$$", "}a*", "a}}", "**#a$", "ab}"})
+    EXPECT_EQ(read_all(frame(p)), std::vector{packet(p)}) << p;
 }
 
 TEST(RspReader, AcksNaksAndInterruptOutsidePackets) {
