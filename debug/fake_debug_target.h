@@ -5,6 +5,7 @@
 // so a test can say exactly what a packet asked of the machine.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <deque>
 #include <stdexcept>
@@ -42,12 +43,30 @@ class FakeDebugTarget : public DebugTarget {
  public:
   static constexpr uint64_t kMemorySize = 0x10000;
 
-  explicit FakeDebugTarget(unsigned vcpus = 2, bool reverse = false, uint64_t memory_size = kMemorySize)
-      : vcpus_(vcpus), reverse_(reverse) {
+  explicit FakeDebugTarget(unsigned vcpus = 2, bool reverse = false, uint64_t memory_size = kMemorySize) {
+    for (auto& space : memory_) space.resize(memory_size);
+    reset(vcpus, reverse);
+  }
+
+  // Back to what the constructor leaves, with `vcpus` and `reverse`, the
+  // memory zeroed in place: a fuzz harness reuses one target for every
+  // input instead of allocating one.
+  void reset(unsigned vcpus, bool reverse) {
+    vcpus_ = vcpus;
+    reverse_ = reverse;
     // One flat array of every vCPU's registers, 16 bytes a register.
-    registers_.resize(size_t{vcpus} * kRegisters * kSlot);
+    registers_.assign(size_t{vcpus} * kRegisters * kSlot, 0);
     for (unsigned v = 0; v < vcpus; ++v) set_register(v, x86::RegisterId::kRip, 0x1000 + v);
-    for (auto& space : memory_) space = std::vector<uint8_t>(memory_size);
+    for (auto& space : memory_) std::fill(space.begin(), space.end(), uint8_t{0});
+    calls.clear();
+    resumes.clear();
+    stops.clear();
+    monitor_output.clear();
+    polls_per_resume = 0;
+    poll_pause = nullptr;
+    max_breakpoint_kind = 4;
+    unavailable_.reset();
+    read_only_.reset();
   }
 
   void set_register(unsigned vcpu, x86::RegisterId id, uint64_t value) {
@@ -145,8 +164,8 @@ class FakeDebugTarget : public DebugTarget {
   std::optional<x86::RegisterId> read_only_;
 
  private:
-  unsigned vcpus_;
-  bool reverse_;
+  unsigned vcpus_ = 0;
+  bool reverse_ = false;
   static constexpr unsigned kRegisters = static_cast<unsigned>(x86::RegisterId::kCount);
   static constexpr unsigned kSlot = 16;
   std::vector<uint8_t> registers_;

@@ -19,6 +19,9 @@ namespace {
 // packets well below PacketSize.
 constexpr unsigned kThreadsPerReply = 256;
 
+// qRcmd: the most output one reply carries (hex doubles it).
+constexpr size_t kMaxMonitorOutput = kMaxPacketPayload / 2;
+
 SessionAction reply(std::string_view text) { return {SessionAction::Kind::kReply, std::string(text), {}}; }
 
 std::string_view watch_prefix(BreakpointKind kind) {
@@ -184,12 +187,24 @@ std::string GdbSession::thread_extra_info(std::string_view args) {
 }
 
 // qRcmd: the reply is the output in hex, or OK when there is none. QEMU
-// answers the same way for its monitor; gdb prints the hex decoded.
+// answers the same way for its monitor; gdb prints the hex decoded. The
+// reply is one packet, two hex digits a byte: output longer than half of
+// PacketSize (an `xp` of a few KiB, `info cpus` of thousands of vCPUs) is
+// cut after its last whole line that fits, and a line saying so ends it.
 std::string GdbSession::monitor_command(std::string_view hex) {
   const auto line = hex_decode(hex);
   if (!line) return std::string(kBadPacket);
-  const std::string output = target_.monitor(std::string_view(reinterpret_cast<const char*>(line->data()), line->size()));
+  std::string output = target_.monitor(std::string_view(reinterpret_cast<const char*>(line->data()), line->size()));
   if (output.empty()) return "OK";
+  if (output.size() > kMaxMonitorOutput) {
+    const std::string note = fmt::format("(output cut: {} bytes; ask for less)\n", output.size());
+    const size_t room = kMaxMonitorOutput - note.size();
+    // Whole lines that fit, or the start of one line too long alone.
+    const size_t newline = output.rfind('\n', room - 1);
+    output.resize(newline == std::string::npos ? room - 1 : newline + 1);
+    if (output.back() != '\n') output += '\n';
+    output += note;
+  }
   return hex_encode(output);
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "debug/gdb_session.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -357,6 +359,38 @@ TEST_F(GdbSessionTest, MonitorRepliesHexOrOk) {
   EXPECT_EQ(ask("qRcmd,123"), "E01");
 }
 
+// Found by reading the fuzz harness's cost: `xp /4000xb 0` printed 29 KB,
+// a 58 KB reply, past what PacketSize promises gdb.
+TEST_F(GdbSessionTest, MonitorOutputPastThePacketSizeIsCutAtAWholeLine) {
+  for (int i = 0; i < 2000; ++i) target.monitor_output += fmt::format("line {:04}\n", i);  // 20,000 bytes
+  const std::string reply = ask("qRcmd," + hex_encode(std::string_view("info cpus")));
+  EXPECT_LE(reply.size(), kMaxPacketPayload);
+  const auto decoded = hex_decode(reply);
+  ASSERT_TRUE(decoded);
+  const std::string text(decoded->begin(), decoded->end());
+  EXPECT_TRUE(text.starts_with("line 0000\nline 0001\n")) << text.substr(0, 40);
+  EXPECT_TRUE(text.ends_with("\n(output cut: 20000 bytes; ask for less)\n")) << text.substr(text.size() - 80);
+  // Every line before the note is one of the output's, whole.
+  const std::string kept = text.substr(0, text.rfind('(', text.size()));
+  EXPECT_EQ(target.monitor_output.substr(0, kept.size()), kept);
+  EXPECT_EQ(kept.size() % 10, 0u);
+  EXPECT_GT(kept.size(), kMaxPacketPayload / 2 - 100);
+
+  // One line longer than a packet: its start, then the note.
+  target.monitor_output = std::string(20000, 'a');
+  const auto one = hex_decode(ask("qRcmd," + hex_encode(std::string_view("info cpus"))));
+  ASSERT_TRUE(one);
+  const std::string one_text(one->begin(), one->end());
+  EXPECT_LE(one_text.size(), kMaxPacketPayload / 2);
+  EXPECT_TRUE(one_text.starts_with("aaaa"));
+  EXPECT_TRUE(one_text.ends_with("a\n(output cut: 20000 bytes; ask for less)\n"));
+
+  // Output that fits is sent as it is.
+  target.monitor_output.assign(kMaxPacketPayload / 2, 'b');
+  target.monitor_output.back() = '\n';
+  EXPECT_EQ(ask("qRcmd," + hex_encode(std::string_view("info cpus"))), hex_encode(target.monitor_output));
+}
+
 TEST_F(GdbSessionTest, DetachAndKill) {
   SessionAction a = session.handle("D");
   EXPECT_EQ(a.kind, Kind::kDetach);
@@ -365,6 +399,46 @@ TEST_F(GdbSessionTest, DetachAndKill) {
   a = session.handle("k");
   EXPECT_EQ(a.kind, Kind::kKill);
   EXPECT_EQ(target.calls.back(), "kill");
+}
+
+// The fuzz harness reuses one fake for every input: reset must leave it as
+// the constructor does.
+TEST(FakeDebugTarget, ResetIsAsNew) {
+  FakeDebugTarget used(2, false, 0x100);
+  used.set_register(1, RegisterId::kRax, 0x1234);
+  const std::vector<uint8_t> bytes = {1, 2, 3};
+  ASSERT_TRUE(used.write_memory(0, AddressSpace::kPhysical, 0x10, bytes));
+  ASSERT_TRUE(used.write_memory(0, AddressSpace::kVirtual, 0xfd, bytes));
+  used.stops.push_back(stop_event(StopEvent::Kind::kStepped));
+  used.resume({}, RunControl{[] { return RunControl::Poll::kNothing; }});
+  used.monitor_output = "x\n";
+  used.polls_per_resume = 3;
+  used.max_breakpoint_kind = 1;
+  used.unavailable_ = RegisterId::kRip;
+  used.read_only_ = RegisterId::kRax;
+  used.stops.push_back(stop_event(StopEvent::Kind::kStepped));
+
+  used.reset(3, true);
+  FakeDebugTarget fresh(3, true, 0x100);
+  EXPECT_EQ(used.vcpu_count(), 3u);
+  EXPECT_TRUE(used.can_reverse());
+  for (const auto space : {AddressSpace::kPhysical, AddressSpace::kVirtual})
+    EXPECT_EQ(used.memory(space), fresh.memory(space));
+  for (unsigned v = 0; v < 3; ++v)
+    for (const auto& reg : x86::debug_registers()) {
+      const auto a = used.register_value(v, reg.id);
+      const auto b = fresh.register_value(v, reg.id);
+      EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end())) << v << " " << reg.name;
+    }
+  EXPECT_TRUE(used.calls.empty());
+  EXPECT_TRUE(used.resumes.empty());
+  EXPECT_TRUE(used.stops.empty());
+  EXPECT_EQ(used.monitor_output, "");
+  EXPECT_EQ(used.polls_per_resume, 0u);
+  EXPECT_EQ(used.max_breakpoint_kind, 4);
+  EXPECT_FALSE(used.unavailable_);
+  EXPECT_FALSE(used.read_only_);
+  EXPECT_FALSE(used.poll_pause);
 }
 
 TEST(GdbSession, NoVcpusMeansErrorsNotCrashes) {

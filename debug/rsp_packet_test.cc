@@ -26,6 +26,18 @@ TEST(RspFrame, ChecksumIsTheByteSumModulo256InLowercaseHex) {
   EXPECT_EQ(checksum("OK"), 0x9a);
 }
 
+TEST(RspFrame, ChecksumOfEveryLengthAndByte) {
+  std::string bytes;
+  for (int i = 0; i < 600; ++i) bytes.push_back(static_cast<char>(255 - i * 7));
+  for (size_t start = 0; start < 9; ++start) {
+    for (size_t length = 0; start + length <= bytes.size(); length += 1 + length / 8) {
+      unsigned sum = 0;
+      for (size_t i = start; i < start + length; ++i) sum += static_cast<uint8_t>(bytes[i]);
+      EXPECT_EQ(checksum(std::string_view(bytes).substr(start, length)), sum % 256) << start << " " << length;
+    }
+  }
+}
+
 TEST(RspFrame, EscapesHashDollarBraceAndStar) {
   // Each escaped as '}' then the byte XOR 0x20; the checksum covers the
   // bytes as sent.
@@ -38,6 +50,9 @@ TEST(RspReader, FramedPacketsReadBackWhateverTheirBytes) {
   std::string all_bytes;
   for (int b = 0; b < 256; ++b) all_bytes.push_back(static_cast<char>(b));
   EXPECT_EQ(read_all(frame(all_bytes)), std::vector{packet(all_bytes)});
+  // Escapes first, last, next to each other.
+  for (const std::string p : {"#", "$$", "}a*", "a}}", "**#a$", "ab}"})
+    EXPECT_EQ(read_all(frame(p)), std::vector{packet(p)}) << p;
 }
 
 TEST(RspReader, AcksNaksAndInterruptOutsidePackets) {
@@ -80,6 +95,8 @@ TEST(RspReader, ChecksumDigitsInEitherCase) {
 
 TEST(RspReader, NoiseBetweenPacketsIsIgnored) {
   EXPECT_EQ(read_all("junk\r\n$g#67"), std::vector{packet("g")});
+  EXPECT_EQ(read_all(std::string("\0x#}", 4) + "+" + std::string(300, 'z') + "\x03-$g#67zz"),
+            (std::vector<PacketEvent>{{Kind::kAck, {}}, {Kind::kInterrupt, {}}, {Kind::kNak, {}}, packet("g")}));
 }
 
 TEST(RspReader, DollarInsidePacketRestarts) {
@@ -105,6 +122,36 @@ TEST(RspReader, EndlessPacketHoldsNoMoreThanTheLimit) {
   EXPECT_TRUE(events.empty());
   reader.feed("#00", events);
   EXPECT_EQ(events, (std::vector<PacketEvent>{{Kind::kOversized, {}}}));
+}
+
+// feed() takes plain payload bytes a run at a time: around the limit, an
+// escape or a '$' at every place, fed whole, byte by byte and in two parts,
+// gives the same events.
+TEST(RspReader, RunsAroundTheLimitReadAsByteByByte) {
+  constexpr size_t kLimit = 8;
+  for (size_t length = kLimit - 2; length <= kLimit + 2; ++length) {
+    for (size_t at = 0; at <= length; ++at) {
+      for (const char special : {'}', '$', '#', 'x'}) {
+        std::string body(length, 'a');
+        if (at < length) body[at] = special;
+        const std::string stream = "$" + body + "#" + fmt::format("{:02x}", checksum(body)) + frame("g");
+        const auto whole = read_all(stream, kLimit);
+        PacketReader reader(kLimit);
+        std::vector<PacketEvent> bytewise;
+        for (const char c : stream) reader.feed(std::string_view(&c, 1), bytewise);
+        EXPECT_EQ(bytewise, whole) << stream;
+        for (size_t split = 0; split <= stream.size(); ++split) {
+          PacketReader two(kLimit);
+          std::vector<PacketEvent> events;
+          two.feed(std::string_view(stream).substr(0, split), events);
+          two.feed(std::string_view(stream).substr(split), events);
+          EXPECT_EQ(events, whole) << stream << " split at " << split;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(read_all("$aaaaaaaa#08", kLimit), std::vector{packet("aaaaaaaa")});  // 8 * 0x61 = 0x308
+  EXPECT_EQ(read_all("$aaaaaaaaa#69", kLimit), (std::vector<PacketEvent>{{Kind::kOversized, {}}}));
 }
 
 TEST(RspHex, EncodeDecodeRoundTrip) {

@@ -23,6 +23,8 @@ class Input {
     return v;
   }
   bool flag() { return take<uint8_t>() & 1; }
+  // Steps over `n` bytes (no further than the end).
+  void skip(size_t n) { pos_ = n < remaining() ? pos_ + n : size_; }
 
  private:
   const uint8_t* data_;

@@ -12,6 +12,12 @@
 // - an error reply is E and two hex digits; the monitor's output is empty or
 //   whole lines;
 // - the same input gives the same transcript twice (no hidden state).
+//
+// The cost of an input is bounded (each used to build a target and could
+// ask for any number of 16 KB replies; about 230 inputs a second at -O1):
+// one target for the process, reset before each session; at most
+// kMaxPackets packets an input; the monitor sees 1 KiB of physical memory.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -30,13 +36,24 @@ using namespace topolab::debug;
 
 namespace {
 
+// Packets an input may send: enough for a whole gdb start-up and some, and
+// a bound on the work of one input whatever its length.
+constexpr unsigned kMaxPackets = 32;
+// The monitor's view of physical memory: enough for an `xp` whose output
+// is cut to fit a reply (`xp /1024cb 0` prints about 9.5 KB), and a bound
+// on the formatting one packet asks for (`xp` takes up to 64 KiB).
+constexpr uint64_t kMonitorMemory = 0x400;
+// The reader's small limit, which half the setups use: oversized packets
+// with short inputs.
+constexpr size_t kSmallPacketLimit = 0x100;
+
 // The machine's monitor answers through run_monitor_command over the
 // fake's physical memory.
 class FuzzTarget final : public FakeDebugTarget, private MonitorQueries {
  public:
   // 8 KiB of memory: room for the largest `m` reply (PacketSize / 2
-  // bytes) and a short one past the end, at a small cost per input.
-  FuzzTarget(unsigned vcpus, bool reverse) : FakeDebugTarget(vcpus, reverse, 0x2000) {}
+  // bytes) and a short one past the end. Built once; reset per session.
+  FuzzTarget() : FakeDebugTarget(1, false, 0x2000) {}
   std::string monitor(std::string_view line) override {
     std::string out = run_monitor_command(*this, line);
     FUZZ_CHECK(out.empty() || out.back() == '\n', "monitor output not whole lines for '{}'", one_line(line));
@@ -54,7 +71,9 @@ class FuzzTarget final : public FakeDebugTarget, private MonitorQueries {
   std::string snapshot_load(std::string_view) override { return "loaded\n"; }
   std::string snapshot_list() override { return "none\n"; }
   size_t read_physical(uint64_t address, std::span<uint8_t> out) override {
-    return read_memory(0, AddressSpace::kPhysical, address, out);
+    if (address >= kMonitorMemory) return 0;
+    const auto n = static_cast<size_t>(std::min<uint64_t>(out.size(), kMonitorMemory - address));
+    return read_memory(0, AddressSpace::kPhysical, address, out.first(n));
   }
 };
 
@@ -71,28 +90,33 @@ void check_reply(const std::string& payload, const std::string& reply) {
 }
 
 // One session over the input; returns the transcript of replies.
-std::string run_session(const uint8_t* data, size_t size) {
+std::string run_session(FuzzTarget& target, const uint8_t* data, size_t size) {
   fuzz::Input in(data, size);
   const uint8_t setup = in.take<uint8_t>();
-  FuzzTarget target(1 + (setup & 3), setup & 4);
+  target.reset(1 + (setup & 3), setup & 4);
   GdbSession session(target, stop_event(StopEvent::Kind::kStarted));
-  PacketReader reader;
+  const size_t limit = setup & 8 ? kSmallPacketLimit : kMaxPacketPayload;
+  PacketReader reader(limit);
   std::string transcript;
-  unsigned resumes = 0;
+  unsigned resumes = 0, packets = 0;
+  std::vector<PacketEvent> events;
   while (!in.done()) {
     // A piece of 1 to 64 bytes, as TCP might deliver it.
     // (The size byte is taken before what remains is counted.)
     const size_t wanted = 1 + (in.take<uint8_t>() & 63);
     const size_t piece = std::min(in.remaining(), wanted);
-    std::vector<PacketEvent> events;
+    events.clear();
     reader.feed(std::span(in.rest(), piece), events);
-    for (size_t i = 0; i < piece; ++i) in.take<uint8_t>();
+    in.skip(piece);
     for (const PacketEvent& event : events) {
-      FUZZ_CHECK(event.payload.size() <= kMaxPacketPayload, "payload of {} bytes", event.payload.size());
+      FUZZ_CHECK(event.payload.size() <= limit, "payload of {} bytes", event.payload.size());
       transcript += static_cast<char>('0' + static_cast<int>(event.kind));
       if (event.kind != PacketEvent::Kind::kPacket) continue;
+      if (++packets > kMaxPackets) return transcript;
       std::vector<PacketEvent> again;
-      PacketReader().feed(frame(event.payload), again);
+      // frame() escapes '*', which a client may send bare: the payload can
+      // grow on the way back, at worst to twice its size.
+      PacketReader(2 * limit).feed(frame(event.payload), again);
       FUZZ_CHECK(again.size() == 1 && again[0].payload == event.payload, "payload does not frame back");
       SessionAction action = session.handle(event.payload);
       if (action.kind == SessionAction::Kind::kResume) {
@@ -124,7 +148,13 @@ std::string run_session(const uint8_t* data, size_t size) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string first = run_session(data, size);
-  FUZZ_CHECK(run_session(data, size) == first, "the same input gave another transcript");
+  // One target for the process (its 16 KiB of memory allocated once);
+  // run_session resets it, so that no input sees what an earlier one did.
+  static FuzzTarget target;
+  const std::string first = run_session(target, data, size);
+  FUZZ_CHECK(run_session(target, data, size) == first, "the same input gave another transcript");
+  // Free the logs the input filled, so that its allocations balance (else
+  // libFuzzer reruns the input to look for a leak).
+  target.reset(1, false);
   return 0;
 }
