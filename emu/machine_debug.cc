@@ -387,7 +387,7 @@ bool MachineDebugger::write_register(unsigned vcpu, x86::RegisterId id, std::spa
 // A vCPU not started yet is in real mode with paging off: its linear
 // addresses are physical.
 std::optional<uint64_t> MachineDebugger::physical_of(unsigned vcpu, AddressSpace space, uint64_t address) {
-  if (space == AddressSpace::kPhysical) return address;
+  if (space == AddressSpace::kPhysical || physical_memory_) return address;
   Vcpu* engine = machine_->cpu(vcpu).vcpu();
   if (!engine) return address;
   return engine->translate_linear(address);
@@ -487,7 +487,16 @@ bool MachineDebugger::remove_breakpoint(BreakpointKind kind, uint64_t address, u
   return ok;
 }
 
+// `memory physical|virtual` is the debugger's own command, beside the
+// monitor's: gdb's addresses become guest-physical (as QEMU's
+// Qqemu.PhyMemMode:1, which the stub also takes) or the selected vCPU's
+// again.
 std::string MachineDebugger::monitor(std::string_view line) {
+  if (line == "memory physical" || line == "memory virtual") {
+    physical_memory_ = line == "memory physical";
+    return physical_memory_ ? "gdb's addresses are guest-physical now\n"
+                            : "gdb's addresses are the selected vCPU's virtual addresses now\n";
+  }
   std::string text;
   on_machine_thread([&] {
     text = options_.monitor ? options_.monitor(*machine_, line) : fmt::format("topolab has no monitor here: {}\n", line);

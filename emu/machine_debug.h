@@ -164,7 +164,8 @@ class MachineDebugger final : public debug::DebugTarget, public MachineDebugHook
   std::optional<ReplayTarget> replay_;  // a replay under way
   std::vector<std::pair<DebugPosition, debug::StopEvent>> replay_hits_;  // kFindLastHit
   DebugPosition now_;        // the point of the stop the machine is parked in
-  bool history_altered_ = false;  // a register or memory write: a replay would not come back here
+  bool history_altered_ = false;
+  bool physical_memory_ = false;  // `monitor memory physical`: gdb's addresses are guest-physical  // a register or memory write: a replay would not come back here
 
   // Breakpoints by linear address, with the kinds that set them (a
   // software and a hardware one may share an address).

@@ -61,6 +61,8 @@ threads)
   grep -q 'CPU 3 APIC 0x3 pkg 1 die 0 core 1 thread 0' "$tmp/gdb.out" || fail "info threads lacks CPU 3's topology"
   grep -Eq '^3 +0x3 +1 +0 +0 +1 +0 +L1d 3, L1i 3, L2 3, L3 2-3$' "$tmp/gdb.out" ||
     fail "monitor info topology does not show CPU 3's place and the caches it shares"
+  grep -q "gdb's addresses are guest-physical now" "$tmp/gdb.out" || fail "monitor memory physical did not answer"
+  grep -q '^physical race_winner 0xffffffff$' "$tmp/gdb.out" || fail "a read through physical addresses failed"
   [ "$(grep -c 'Thread [0-9]* (CPU ' "$tmp/gdb.out")" -ge 4 ] || fail "info threads does not list 4 vCPUs"
   # Every vCPU stops at race_store once (its first turn).
   hits=$(grep -o '^hit on thread [0-9]*' "$tmp/gdb.out" | sort -u | wc -l)

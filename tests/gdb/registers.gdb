@@ -12,5 +12,8 @@ printf "reg code %#x %#x\n", *(unsigned int *)main, *((unsigned int *)main + 1)
 printf "reg ipi_handler %#lx\n", (unsigned long)ipi_handler
 stepi
 printf "reg rip after stepi %#lx\n", $rip
+maintenance packet Qqemu.PhyMemMode:1
+printf "reg physical code %#x\n", *(unsigned int *)main
+maintenance packet Qqemu.PhyMemMode:0
 delete
 kill
