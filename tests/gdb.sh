@@ -42,8 +42,9 @@ start_topolab() {
 
 # Runs tests/gdb/$1.gdb against the stub on $port.
 run_gdb() {
-  timeout 120 gdb -batch -nx -ex 'set pagination off' -ex 'set confirm off' -ex "file $symbols" \
-    -ex "target remote 127.0.0.1:$port" -x "$here/gdb/$1.gdb" >"$tmp/gdb.out" 2>&1 || true
+  # gdb retries the connection (tcp auto-retry) while a loaded machine starts the peer.
+  timeout 120 gdb -batch -nx -ex 'set pagination off' -ex 'set confirm off' -ex 'set tcp connect-timeout 60' \
+    -ex "file $symbols" -ex "target remote 127.0.0.1:$port" -x "$here/gdb/$1.gdb" >"$tmp/gdb.out" 2>&1 || true
 }
 
 wait_topolab() {
@@ -76,12 +77,11 @@ registers)
   wait_topolab || fail "topolab exited $?"
   grep '^reg ' "$tmp/gdb.out" >"$tmp/topolab.regs" || fail "no registers printed"
   # The same script under QEMU 7.2's own stub.
-  qport=$(( 20000 + RANDOM % 20000 ))
+  qport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   timeout 120 qemu-system-x86_64 -accel tcg -kernel "$image" -display none -no-reboot -nic none -m 128 \
     -serial "file:$tmp/qemu.out" -device isa-debug-exit,iobase=0xf4,iosize=4 -smp 1 \
     -gdb "tcp:127.0.0.1:$qport" -S 2>"$tmp/qemu.err" &
   qpid=$!
-  sleep 1
   port=$qport run_gdb registers
   wait "$qpid" || true
   grep '^reg ' "$tmp/gdb.out" >"$tmp/qemu.regs" || fail "no registers printed under QEMU"
