@@ -140,9 +140,9 @@ monitor)
   ;;
 refusals)
   start_topolab -smp 1
-  # A first client holds the stub; a second is refused with one line.
-  (sleep 1; exec 3<>"/dev/tcp/127.0.0.1/$port"; sleep 1) &
-  run_gdb detach_late
+  # A first client holds the stub; a second, from inside its script, is
+  # refused with one line.
+  GDB_TEST_PORT=$port run_gdb detach_late
   wait_topolab || fail "topolab exited $?"
   grep -q 'topolab: gdb: a client is already attached' "$tmp/err" || fail "the second client was not refused"
   status=0
