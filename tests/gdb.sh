@@ -33,7 +33,7 @@ start_topolab() {
   timeout 120 "$topolab" run "$image" --gdb 127.0.0.1:0 -S "$@" >"$tmp/out" 2>"$tmp/err" &
   pid=$!
   for _ in $(seq 100); do
-    port=$(sed -n 's/^topolab: gdb: listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$tmp/err")
+    port=$(sed -n 's/^topolab: gdb: listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$tmp/err" 2>/dev/null || true)
     [ -n "$port" ] && return 0
     sleep 0.1
   done
