@@ -153,8 +153,8 @@ StopEvent MachineDebugger::stop_event_for(unsigned vcpu, const DebugStop& stop) 
   switch (stop.kind) {
     case DebugStop::Kind::kStep: event.kind = StopEvent::Kind::kStepped; break;
     case DebugStop::Kind::kBreakpoint: {
-      const Vcpu* engine = machine_->cpu(vcpu).vcpu();
-      const auto it = engine ? breakpoints_.find(const_cast<Vcpu*>(engine)->linear_rip()) : breakpoints_.end();
+      Vcpu* engine = machine_->cpu(vcpu).vcpu();
+      const auto it = engine ? breakpoints_.find(engine->linear_rip()) : breakpoints_.end();
       const bool software = it == breakpoints_.end() || it->second.contains(BreakpointKind::kSoftware);
       event.kind = software ? StopEvent::Kind::kSoftwareBreak : StopEvent::Kind::kHardwareBreak;
       break;
@@ -492,12 +492,12 @@ bool MachineDebugger::remove_breakpoint(BreakpointKind kind, uint64_t address, u
 // Qqemu.PhyMemMode:1, which the stub also takes) or the selected vCPU's
 // again.
 std::string MachineDebugger::monitor(std::string_view line) {
-  if (line == "memory physical" || line == "memory virtual") {
-    physical_memory_ = line == "memory physical";
-    return physical_memory_ ? "gdb's addresses are guest-physical now\n"
-                            : "gdb's addresses are the selected vCPU's virtual addresses now\n";
-  }
   std::string text;
+  if (line == "memory physical" || line == "memory virtual") {
+    on_machine_thread([&] { physical_memory_ = line == "memory physical"; });
+    return line == "memory physical" ? "gdb's addresses are guest-physical now\n"
+                                     : "gdb's addresses are the selected vCPU's virtual addresses now\n";
+  }
   on_machine_thread([&] {
     text = options_.monitor ? options_.monitor(*machine_, line) : fmt::format("topolab has no monitor here: {}\n", line);
   });
