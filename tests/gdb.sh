@@ -15,7 +15,8 @@
 #                 last store before now, back through an IPI handler, the
 #                 start of history; the output printed once
 #   monitor       --monitor stdio: QEMU's monitor on stdin while the run goes on
-#   refusals      a second client is refused; a bad --gdb is one line
+#   refusals      a second client is refused; a client that dies lets the run
+#                 go on; a bad --gdb is one line
 set -euo pipefail
 topolab=$1 images=$2 case=$3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -145,6 +146,11 @@ refusals)
   GDB_TEST_PORT=$port run_gdb detach_late
   wait_topolab || fail "topolab exited $?"
   grep -q 'topolab: gdb: a client is already attached' "$tmp/err" || fail "the second client was not refused"
+  # A client that dies at a breakpoint: the run goes on to its end.
+  start_topolab -smp 4
+  run_gdb drop
+  wait_topolab || fail "topolab exited $? after its client died"
+  grep -q '^race winner: cpu [0-3]$' "$tmp/out" || fail "the run did not go on after its client died"
   status=0
   "$topolab" run "$image" --gdb nonsense >"$tmp/out" 2>"$tmp/err" || status=$?
   [ "$status" -ne 0 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "a bad --gdb is not one line and a failure"
