@@ -90,6 +90,15 @@ class GdbServerTest : public ::testing::Test {
     ASSERT_TRUE(server.wait_for_client(5000ms));
     served = std::async(std::launch::async, [this, initial] { return server.serve(target, initial); });
   }
+  // Serves `gdb`, whose `c` starts a run of the fake long enough to poll
+  // the client 5,000 times, a millisecond apart.
+  void serve_a_long_run(Client& gdb) {
+    target.polls_per_resume = 5000;
+    target.poll_pause = [] { std::this_thread::sleep_for(1ms); };
+    start_serving();
+    gdb.send_packet("c");
+    EXPECT_EQ(gdb.next()->kind, EventKind::kAck);
+  }
   ServeEnd finish() {
     EXPECT_EQ(served.wait_for(5s), std::future_status::ready);
     return served.get();
@@ -190,12 +199,8 @@ TEST_F(GdbServerTest, StepThenRunToExit) {
 }
 
 TEST_F(GdbServerTest, InterruptStopsTheRun) {
-  target.polls_per_resume = 5000;
-  target.poll_pause = [] { std::this_thread::sleep_for(1ms); };
   Client gdb(server.port());
-  start_serving();
-  gdb.send_packet("c");
-  EXPECT_EQ(gdb.next()->kind, EventKind::kAck);
+  serve_a_long_run(gdb);
   std::this_thread::sleep_for(20ms);
   gdb.send_raw("\x03");
   auto stop = gdb.next();
@@ -207,12 +212,8 @@ TEST_F(GdbServerTest, InterruptStopsTheRun) {
 }
 
 TEST_F(GdbServerTest, ClientDroppingMidRunLetsTheRunGoOn) {
-  target.polls_per_resume = 5000;
-  target.poll_pause = [] { std::this_thread::sleep_for(1ms); };
   Client gdb(server.port());
-  start_serving();
-  gdb.send_packet("c");
-  EXPECT_EQ(gdb.next()->kind, EventKind::kAck);
+  serve_a_long_run(gdb);
   std::this_thread::sleep_for(20ms);
   gdb.close_now();
   // The fake runs to the end once its poll says the client is gone.
@@ -248,12 +249,8 @@ TEST_F(GdbServerTest, SecondClientIsRefusedWhileStopped) {
 }
 
 TEST_F(GdbServerTest, SecondClientIsRefusedWhileRunning) {
-  target.polls_per_resume = 5000;
-  target.poll_pause = [] { std::this_thread::sleep_for(1ms); };
   Client gdb(server.port());
-  start_serving();
-  gdb.send_packet("c");
-  EXPECT_EQ(gdb.next()->kind, EventKind::kAck);
+  serve_a_long_run(gdb);
   {
     Client intruder(server.port());
     EXPECT_FALSE(intruder.next());  // refused by a poll during the run
