@@ -15,6 +15,7 @@ packages=(
   ninja-build           # the build's generator: a quarter faster than make from scratch (docs/reliability.md)
   libcapstone-dev libfmt-dev libgtest-dev
   libcli11-dev nlohmann-json3-dev
+  libcereal-dev libzstd-dev libxxhash-dev  # snapshots: state archives, file compression, checksums
   gcc-multilib          # libgcc for -m32 guest images (64-bit division)
   cpuid hwloc-nox       # decoders our cpuid dumps are checked against
   qemu-system-x86       # the reference peer for differential tests
