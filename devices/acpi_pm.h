@@ -52,6 +52,12 @@ class AcpiPm : public PortDevice {
     return static_cast<uint64_t>(static_cast<unsigned __int128>(ns) * kTimerHz / 1'000'000'000u);
   }
 
+  // Snapshots (base/state_archive.h). The timer's count is virtual time's.
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(enable_, control_, tmr_sts_cleared_epoch_);
+  }
+
  private:
   uint32_t registers(uint64_t ticks) const;  // bytes 0-3: PM1_STS, PM1_EN
 

@@ -39,6 +39,13 @@ class ApicBus {
   // most for lowest priority. Empty: the message reaches nobody.
   std::vector<unsigned> destinations(const ApicMessage& message) const;
 
+  // Snapshots (base/state_archive.h). renumbered_ is sticky (note_write
+  // never clears it), so the APICs' IDs alone cannot rebuild it.
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(renumbered_);
+  }
+
  private:
   std::optional<unsigned> unicast_destination(const ApicMessage& message) const;
   bool is_physical_unicast(const ApicMessage& message) const;

@@ -35,6 +35,12 @@ class BochsShutdown : public PortDevice {
     }
   }
 
+  // Snapshots (base/state_archive.h): how much of kString was written.
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(matched_);
+  }
+
  private:
   std::function<void()> on_power_off_;
   size_t matched_ = 0;

@@ -96,6 +96,13 @@ class CmosRtc : public PortDevice {
   int64_t seconds_at(uint64_t ns) const;
   bool update_in_progress_at(uint64_t ns) const;
 
+  // Snapshots (base/state_archive.h). The running clock is kept relative to
+  // virtual time (base_ns_), so it resumes right when the machine's does.
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(cmos_, index_, nmi_masked_, base_seconds_, base_ns_, phase_ns_, divider_was_reset_);
+  }
+
  private:
   struct Civil {
     int64_t year;

@@ -28,6 +28,12 @@ class DebugExit : public PortDevice {
   // The value the guest wrote, once it has.
   std::optional<uint32_t> value() const { return value_; }
 
+  // Snapshots (base/state_archive.h).
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(value_);
+  }
+
  private:
   std::function<void()> on_exit_;
   std::optional<uint32_t> value_;

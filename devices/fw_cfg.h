@@ -57,6 +57,13 @@ class FwCfg : public PortDevice {
   // Adds or replaces an item (little-endian data, as the guest reads it).
   void set_item(uint16_t key, std::vector<uint8_t> bytes);
 
+  // Snapshots (base/state_archive.h). items_ is the configuration: the
+  // guest cannot write an item, and the constructor sets them all.
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(selected_, offset_);
+  }
+
  private:
   std::map<uint16_t, std::vector<uint8_t>> items_;
   uint16_t selected_ = kSignature;

@@ -104,6 +104,12 @@ class IoApic {
   uint64_t redirection(unsigned pin) const { return pin < ioapic::kPins ? table_[pin] : 0; }
   uint8_t id() const { return id_; }
 
+  // Snapshots (base/state_archive.h).
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(id_, select_, lines_, pending_, table_);
+  }
+
  private:
   uint32_t read_register(uint32_t index) const;
   IoApicMessages write_register(uint32_t index, uint32_t value);

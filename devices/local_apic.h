@@ -310,12 +310,23 @@ class LocalApic {
   // A QEMU "info lapic"-like dump, one register per line.
   std::string describe(uint64_t now) const;
 
+  // Snapshots (base/state_archive.h). config_ is the configuration.
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(apic_base_, regs_, esr_pending_, timer_, tsc_deadline_, eoi_broadcast_);
+  }
+
  private:
   struct Timer {
     bool armed = false;
     uint64_t start = 0;     // ns at which the count was loaded
     uint32_t divisor = 1;   // divide configuration at load time
     uint64_t expired = 0;   // periods already delivered (periodic)
+
+    template <class Archive>
+    void serialize(Archive& ar) {
+      ar(armed, start, divisor, expired);
+    }
   };
 
   // Register-level access shared by MMIO and MSR paths; `reg` is the table row.

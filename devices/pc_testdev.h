@@ -60,6 +60,13 @@ class PcTestdev : public PortDevice {
   // The GSI ISA IRQ `line` reaches on QEMU's pc (IRQ 0 is on pin 2).
   static unsigned gsi_of_line(unsigned line) { return line == 0 ? 2 : line; }
 
+  // Snapshots (base/state_archive.h). The IRQ lines keep no level: each
+  // write drives the I/O APIC pin, which keeps it.
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(scratch_, iomem_);
+  }
+
  private:
   class IrqLines : public PortDevice {
    public:

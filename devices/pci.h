@@ -61,6 +61,13 @@ class PciFunction {
   // The BAR's address as the guest left it (type bits cleared).
   uint32_t bar_address(unsigned n) const;
 
+  // Snapshots (base/state_archive.h). writable_ is the configuration: the
+  // constructor and set_bar() build it, and the same device calls them alike.
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(config_);
+  }
+
  private:
   std::array<uint8_t, 256> config_{};
   std::array<uint8_t, 256> writable_{};
@@ -84,6 +91,13 @@ class PciHost : public PortDevice {
   std::string name() const override { return "pci-host"; }
   uint32_t read(uint16_t offset, unsigned size) override;
   void write(uint16_t offset, unsigned size, uint32_t value) override;
+
+  // Snapshots (base/state_archive.h). The plugged functions are the
+  // board's wiring (plug()); each serializes itself where it is owned.
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(address_, rcr_);
+  }
 
  private:
   PciFunction* selected() const;
@@ -124,6 +138,12 @@ class PciTestdev : public PortDevice {
   MmioDevice& memory_bar() { return memory_bar_; }
   uint64_t mem_read(uint64_t offset, unsigned size);
   void mem_write(uint64_t offset, unsigned size, uint64_t value);
+
+  // Snapshots (base/state_archive.h). The bases are the configuration.
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(function_, current_, count_);
+  }
 
  private:
 

@@ -60,6 +60,12 @@ class PicStub : public PortDevice {
   // The vector base ICW2 set (its low three bits are the IR number).
   uint8_t vector_base() const { return vector_base_; }
 
+  // Snapshots (base/state_archive.h). role_ is the configuration.
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(expect_, single_, needs_icw4_, imr_, vector_base_);
+  }
+
  private:
   enum class Expect { kOcw, kIcw2, kIcw3, kIcw4 };
 
@@ -83,6 +89,12 @@ class Elcr : public PortDevice {
 
   // Bit n: IRQ n is level triggered.
   uint16_t level_triggered() const { return static_cast<uint16_t>(elcr_[0] | elcr_[1] << 8); }
+
+  // Snapshots (base/state_archive.h).
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(elcr_);
+  }
 
  private:
   uint8_t elcr_[2] = {0, 0};  // all edge, as at reset

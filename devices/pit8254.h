@@ -59,6 +59,13 @@ class Pit8254 : public PortDevice {
     return static_cast<uint64_t>(static_cast<unsigned __int128>(ns) * kHz / 1'000'000'000u);
   }
 
+  // Snapshots (base/state_archive.h). Counts are kept as the tick they were
+  // loaded at, so they resume right when the machine's virtual time does.
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(channels_, speaker_data_);
+  }
+
  private:
   enum class Access : uint8_t { Latch = 0, Lsb = 1, Msb = 2, Both = 3 };
   struct Channel {
@@ -77,6 +84,12 @@ class Pit8254 : public PortDevice {
     uint16_t latched_count = 0;
     bool status_latched = false;
     uint8_t latched_status = 0;
+
+    template <class Archive>
+    void serialize(Archive& ar) {
+      ar(access, mode, bcd, count, loaded, null_count, load_tick, gate, pending_lsb, write_msb_next, read_msb_next,
+         count_latched, latched_count, status_latched, latched_status);
+    }
   };
   class PortB : public PortDevice {
    public:

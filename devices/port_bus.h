@@ -35,6 +35,13 @@ class PortBus {
     return range ? range->second.device : nullptr;
   }
 
+  // Snapshots (base/state_archive.h). The ranges are the board's wiring,
+  // which its construction attaches again.
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(unclaimed_);
+  }
+
  private:
   struct Range {
     uint32_t size;

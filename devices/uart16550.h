@@ -40,6 +40,13 @@ class Uart16550 : public PortDevice {
 
   uint64_t bytes_sent() const { return bytes_sent_; }
 
+  // Snapshots (base/state_archive.h). irq_level_ is the level the line was
+  // last driven to; the receiver keeps its own copy (the I/O APIC's pin).
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(thre_pending_, irq_level_, ier_, lcr_, mcr_, scratch_, fcr_, divisor_, bytes_sent_);
+  }
+
  private:
   bool dlab() const { return lcr_ & 0x80; }
   uint8_t interrupt_id() const;
