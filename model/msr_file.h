@@ -103,6 +103,15 @@ class MsrFile {
   uint64_t tsc(uint64_t virtual_tsc) const { return virtual_tsc + tsc_offset_; }
   const MsrCpuid& cpu() const { return cpu_; }
 
+  // Snapshots (base/state_archive.h). cpu_, announced_, options_ and
+  // mcg_cap_ (read-only, set from CPUID) are the configuration.
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(tsc_offset_, tsc_adjust_, tsc_aux_, spec_ctrl_, misc_enable_, debugctl_, mtrr_def_type_, mtrr_fixed_,
+       mtrr_var_, mcg_status_, mcg_ctl_, mc_banks_, pmc_, evtsel_, fixed_ctr_, fixed_ctr_ctrl_, global_ctrl_,
+       global_status_, amd_ctl_, amd_ctr_, vm_hsave_pa_);
+  }
+
  private:
   enum class Kind : uint8_t {
     None, Tsc, TscAdjust, TscAux, BiosSignId, SpecCtrl, PredCmd, ArchCapabilities, MiscEnable, DebugCtl,
