@@ -98,6 +98,20 @@ class PcBoard {
   // I/O APIC hears (SDM 10.8.5).
   void broadcast_eoi(uint8_t vector) { events_.send_device_interrupts(ioapic_.eoi(vector)); }
 
+  // Snapshots (base/state_archive.h): every device's state. Not the RAM,
+  // which the snapshot saves on its own, nor the buses' ranges and the MMIO
+  // windows, which construction attaches again. The i8042 and the measuring
+  // port keep no state. An optional device is written only when present:
+  // the same configuration makes the same ones.
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(ports_, uart_, debug_exit_, fw_cfg_, pic_master_, pic_slave_, elcr_, ioapic_, acpi_pm_, bochs_shutdown_,
+       cmos_rtc_, pci_host_, host_bridge_);
+    if (pit_) ar(*pit_);
+    if (pci_testdev_) ar(*pci_testdev_);
+    if (pc_testdev_) ar(*pc_testdev_);
+  }
+
  private:
   // One row of the device table.
   struct DeviceRow {
