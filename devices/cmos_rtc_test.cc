@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "base/state_archive.h"
 #include "devices/port_bus.h"
 
 namespace topolab {
@@ -343,6 +344,52 @@ TEST(CmosRtc, AVcpuBehindTheWriterSeesTheClockAsSet) {
   // A vCPU whose clock is behind the writer's sees the time as set.
   EXPECT_EQ(g.rtc.seconds_at(9 * kSecond), CmosRtc::kDefaultStart);
   EXPECT_EQ(g.rtc.seconds_at(11 * kSecond), CmosRtc::kDefaultStart + 1);
+}
+
+
+// What a guest sees of the RTC from its current time on, a quarter of a
+// second at a time: the date, UIP, and the registers around it.
+std::vector<uint64_t> run_on(Guest& g) {
+  std::vector<uint64_t> seen;
+  seen.push_back(g.rtc.nmi_masked());
+  seen.push_back(g.bus.read(0x71, 1));  // the register selected before the snapshot
+  for (int step = 0; step < 12; ++step) {
+    for (uint8_t byte : g.date()) seen.push_back(byte);
+    seen.push_back(g.cmos_read(CmosRtc::REG_A));
+    seen.push_back(g.cmos_read(CmosRtc::REG_B));
+    seen.push_back(g.cmos_read(CmosRtc::REG_HOURS_ALARM));
+    seen.push_back(g.cmos_read(0x40));
+    seen.push_back(static_cast<uint64_t>(g.rtc.seconds_at(g.now)));
+    g.now += 250 * kMs;
+  }
+  return seen;
+}
+
+TEST(CmosRtcSnapshot, RoundTripsTheRunningClockItsPhaseAndTheRegisters) {
+  Guest g;
+  g.per_access_ns = 10 * kUs;
+  g.now = 300 * kMs;
+  // Stop the clock, set 13:42 in binary, and let it run from there.
+  g.cmos_write(CmosRtc::B_SET | CmosRtc::B_24H | CmosRtc::B_DM_BINARY, CmosRtc::REG_B);
+  g.cmos_write(13, CmosRtc::REG_HOURS);
+  g.cmos_write(42, CmosRtc::REG_MINUTES);
+  g.cmos_write(CmosRtc::B_24H | CmosRtc::B_DM_BINARY, CmosRtc::REG_B);
+  g.cmos_write(7, CmosRtc::REG_HOURS_ALARM);
+  g.cmos_write(0x5a, 0x40);  // a byte of CMOS memory
+  g.now += 2 * kSecond + 700 * kMs;
+  g.out(0x70, CmosRtc::INDEX_NMI_DISABLE | CmosRtc::REG_SECONDS);
+
+  const std::string bytes = save_state_bytes(g.rtc);
+  Guest restored;
+  restored.per_access_ns = g.per_access_ns;
+  restored.now = g.now;
+  load_state_bytes(restored.rtc, bytes);
+  EXPECT_EQ(save_state_bytes(restored.rtc), bytes);
+
+  const std::vector<uint64_t> seen = run_on(g);
+  EXPECT_EQ(seen[0], 1u);  // NMI masked
+  EXPECT_EQ(seen[1], 3u);  // 13:42:03: set at 0.3 s, read 2.7 s (and the accesses) later
+  EXPECT_EQ(run_on(restored), seen);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "base/state_archive.h"
+
 namespace topolab {
 namespace {
 
@@ -206,6 +208,54 @@ TEST(IoApic, BadPinsAndRegistersAreHarmless) {
   EXPECT_TRUE(wr(io, 0xff, 0xffffffff).empty());
   EXPECT_TRUE(wr(io, REG_REDIRECTION_BASE + 2 * kPins, 0).empty());
   EXPECT_EQ(io.mmio_read(0xfff, 4), 0u);
+}
+
+
+// What the machine sees of the I/O APIC from now on: its registers, the
+// level pin re-sent at EOI (remote IRR), a masked edge pin unmasked, a
+// level pin dropped.
+std::vector<uint64_t> run_on(IoApic& io, IoApicMessages& sent) {
+  std::vector<uint64_t> seen;
+  seen.push_back(io.mmio_read(MMIO_IOREGSEL, 4));
+  seen.push_back(io.mmio_read(MMIO_IOWIN, 4));
+  seen.push_back(io.id());
+  for (unsigned pin = 0; pin < kPins; ++pin) {
+    seen.push_back(io.redirection(pin));
+    seen.push_back(io.pin_asserted(pin));
+  }
+  const auto take = [&](IoApicMessages messages) {
+    seen.push_back(messages.size());
+    sent.insert(sent.end(), messages.begin(), messages.end());
+  };
+  take(io.eoi(0x31));  // pin 5 is still asserted: sent again
+  take(wr(io, low(7), 0x32));
+  take(io.set_pin(5, false));
+  take(io.eoi(0x31));
+  take(io.set_pin(5, true));
+  return seen;
+}
+
+TEST(IoApicSnapshot, RoundTripsEntriesPinLevelsAndRemoteIrr) {
+  IoApic io;
+  wr(io, REG_ID, 0x02000000);
+  route(io, 5, 0x31, true, 1);
+  ASSERT_EQ(io.set_pin(5, true).size(), 1u);  // remote IRR now set
+  wr(io, high(7), 2u << 24);
+  wr(io, low(7), 0x32 | RTE_MASKED);
+  EXPECT_TRUE(io.set_pin(7, true).empty());
+  io.mmio_write(MMIO_IOREGSEL, 4, low(5));
+
+  const std::string bytes = save_state_bytes(io);
+  IoApic restored;
+  load_state_bytes(restored, bytes);
+  EXPECT_EQ(save_state_bytes(restored), bytes);
+
+  IoApicMessages sent, restored_sent;
+  const std::vector<uint64_t> seen = run_on(io, sent);
+  EXPECT_EQ(run_on(restored, restored_sent), seen);
+  EXPECT_EQ(restored_sent, sent);
+  ASSERT_FALSE(sent.empty());
+  EXPECT_EQ(sent[0].vector, 0x31);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <limits>
 #include <vector>
 
+#include "base/state_archive.h"
+
 namespace topolab {
 namespace {
 
@@ -992,6 +994,76 @@ TEST(LocalApicMatch, LogicalFFIsNoBroadcastForAFlatApicWithoutALogicalId) {
   EXPECT_TRUE(apic.matches(msg));
   msg.destination = 0xf1;
   EXPECT_FALSE(apic.matches(msg));
+}
+
+
+// --- Snapshots ----------------------------------------------------------
+
+// What the vCPU and the bus see of `apic` from `now` on: the timer, the
+// vector it would take, ESR, the EOIs of what is in service (the level one
+// is broadcast), the next expiry, and IRR/ISR/TMR.
+std::vector<uint64_t> run_from(LocalApic& apic, uint64_t now) {
+  std::vector<uint64_t> seen;
+  const auto read = [&](uint32_t offset) { return apic.rdmsr(msr_of(offset), now).value_or(~uint64_t{0}); };
+  seen.push_back(apic.next_timer_event().value_or(0));
+  seen.push_back(read(REG_TIMER_CURRENT_COUNT));
+  seen.push_back(read(REG_TIMER_DIVIDE_CONFIG));
+  seen.push_back(read(REG_LVT_TIMER));
+  seen.push_back(read(REG_LVT_ERROR));
+  seen.push_back(read(REG_TPR));
+  seen.push_back(read(REG_ICR_LOW));
+  seen.push_back(apic.rdmsr(LocalApic::MSR_X2APIC_ICR, now).value_or(0));
+  seen.push_back(apic.id());
+  seen.push_back(apic.apic_base_msr());
+  seen.push_back(apic.pending_vector().value_or(0));
+  seen.push_back(apic.processor_priority());
+  EXPECT_FALSE(apic.wrmsr(msr_of(REG_ESR), 0, now).gp);
+  seen.push_back(read(REG_ESR));
+  while (apic.pending_vector()) seen.push_back(apic.acknowledge());
+  for (int in_service = 0; in_service < 4; ++in_service) {
+    const ApicWrite eoi = apic.wrmsr(msr_of(REG_EOI), 0, now);
+    seen.push_back(eoi.eoi_broadcast.value_or(0));
+  }
+  if (const auto expiry = apic.next_timer_event()) apic.on_time(*expiry);
+  seen.push_back(apic.next_timer_event().value_or(0));
+  for (unsigned v = 0; v < 256; ++v) seen.push_back(apic.irr(v) | apic.isr(v) << 1 | apic.tmr(v) << 2);
+  return seen;
+}
+
+TEST(LocalApicSnapshot, RoundTripsTheTimerAndPendingAndInServiceVectors) {
+  LocalApic apic = x2apic(5);
+  ASSERT_FALSE(apic.wrmsr(msr_of(REG_TPR), 0x20, kNow).gp);
+  ASSERT_FALSE(apic.wrmsr(msr_of(REG_LVT_ERROR), 0xe0, kNow).gp);
+  // A periodic timer counting at divide-by-2 (2000 ns a period); the
+  // divide-by-1 written after it applies at the next initial count only.
+  ASSERT_FALSE(apic.wrmsr(msr_of(REG_TIMER_DIVIDE_CONFIG), 0, kNow).gp);
+  ASSERT_FALSE(apic.wrmsr(msr_of(REG_LVT_TIMER), 0x40 | TIMER_MODE_PERIODIC, kNow).gp);
+  ASSERT_FALSE(apic.wrmsr(msr_of(REG_TIMER_INITIAL_COUNT), 1000, kNow).gp);
+  ASSERT_FALSE(apic.wrmsr(msr_of(REG_TIMER_DIVIDE_CONFIG), DIVIDE_BY_1, kNow).gp);
+  // Level-triggered 0x50 in service, 0x90 pending behind it.
+  ASSERT_EQ(apic.accept({.vector = 0x50, .trigger_mode = ApicTriggerMode::Level, .destination = 5}).kind,
+            ApicAccept::Interrupt);
+  ASSERT_EQ(apic.acknowledge(), 0x50);
+  apic.accept(fixed(0x90, 5));
+  // An ICR with an illegal vector: ESR "send illegal vector", error LVT 0xe0.
+  EXPECT_FALSE(apic.wrmsr(LocalApic::MSR_X2APIC_ICR, uint64_t{7} << 32 | 0x02, kNow).message);
+  apic.on_time(kNow + 2500);  // the first period: 0x40 in IRR
+  const uint64_t now = kNow + 3000;
+
+  const std::string bytes = save_state_bytes(apic);
+  LocalApic restored(config(5));
+  load_state_bytes(restored, bytes);
+  EXPECT_EQ(save_state_bytes(restored), bytes);
+
+  EXPECT_EQ(restored.mode(), ApicMode::X2Apic);
+  EXPECT_EQ(restored.next_timer_event(), kNow + 4000);
+  EXPECT_EQ(restored.pending_vector(), 0xe0);
+  EXPECT_TRUE(restored.isr(0x50) && restored.tmr(0x50));
+  EXPECT_TRUE(restored.irr(0x40) && restored.irr(0x90));
+  const std::vector<uint64_t> seen = run_from(apic, now);
+  EXPECT_EQ(run_from(restored, now), seen);
+  LocalApic fresh = x2apic(5);
+  EXPECT_NE(run_from(fresh, now), seen);
 }
 
 }  // namespace

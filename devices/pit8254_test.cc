@@ -6,6 +6,7 @@
 #include <climits>
 #include <vector>
 
+#include "base/state_archive.h"
 #include "devices/port_bus.h"
 
 namespace topolab {
@@ -260,6 +261,49 @@ TEST(Pit8254, Linux61PitCalibrateTscWaitsForOut2AndPassesItsSanityChecks) {
   const uint64_t cal2 = g.pit_calibrate_tsc(LinuxGuest::kPitTickRate / (1000 / 50), 50, 5000);
   ASSERT_NE(cal2, ULONG_MAX);
   EXPECT_NEAR(static_cast<double>(cal2), 2e6, 2e6 * 0.001);
+}
+
+
+// What a guest sees of the PIT from its current time on: the latched count,
+// then a half-written count completed, then counts and OUTs as time passes.
+std::vector<uint64_t> run_on(Rig& r) {
+  std::vector<uint64_t> seen;
+  seen.push_back(r.read16(0));  // the latch
+  r.pit.write(1, 1, 0x12);      // channel 1's MSB, after the LSB before the snapshot
+  for (uint64_t ticks : {30, 400, 999, 1000, 1001, 1500, 5000, 70'000}) {
+    r.now = ns_of_ticks(ticks);
+    for (unsigned c = 0; c < 3; ++c) {
+      seen.push_back(r.pit.count_at(c, r.now));
+      seen.push_back(r.pit.out_at(c, r.now));
+    }
+    seen.push_back(r.read16(1));
+    seen.push_back(r.pit.port_b().read(0, 1));
+  }
+  return seen;
+}
+
+TEST(Pit8254Snapshot, RoundTripsCountsLatchesAndAHalfWrittenCount) {
+  Rig r;
+  r.control(0x34);  // channel 0: LSB then MSB, mode 2
+  r.count(0, 1000);
+  r.pit.port_b().write(0, 1, 0x03);  // channel 2's gate up, speaker data on
+  r.control(0xb6);                   // channel 2: mode 3
+  r.count(2, 300);
+  r.control(0x70);  // channel 1: LSB then MSB, mode 0
+  r.pit.write(1, 1, 0x34);
+  r.now = ns_of_ticks(10);
+  r.control(0x00);  // latch channel 0 at 990
+  r.now = ns_of_ticks(20);
+
+  const std::string bytes = save_state_bytes(r.pit);
+  Rig restored;
+  restored.now = r.now;
+  load_state_bytes(restored.pit, bytes);
+  EXPECT_EQ(save_state_bytes(restored.pit), bytes);
+
+  const std::vector<uint64_t> seen = run_on(r);
+  EXPECT_EQ(seen[0], 990u);
+  EXPECT_EQ(run_on(restored), seen);
 }
 
 }  // namespace
