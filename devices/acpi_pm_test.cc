@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "base/state_archive.h"
+
 namespace topolab {
 namespace {
 
@@ -60,6 +62,35 @@ TEST(AcpiPm, SlpEnWithTypeZeroPowersOff) {
   t.pm.write(AcpiPm::kPm1Cnt + 1, 1, AcpiPm::CNT_SLP_EN >> 8);  // the high byte alone
   EXPECT_EQ(t.power_offs, 2);
   EXPECT_EQ(t.pm.read(AcpiPm::kPm1Cnt, 2) & AcpiPm::CNT_SLP_EN, 0u);
+}
+
+
+TEST(AcpiPmSnapshot, RoundTripsEnablesControlAndTheClearedTimerStatus) {
+  Pm t;
+  t.pm.write(AcpiPm::kPm1En, 2, AcpiPm::EN_MASK);
+  t.pm.write(AcpiPm::kPm1Cnt, 2, 5u << AcpiPm::CNT_SLP_TYP_SHIFT);
+  t.now = 2'400'000'000;  // TMR_STS set...
+  t.pm.write(AcpiPm::kPm1Sts, 2, AcpiPm::STS_TMR);  // ...and cleared
+  const std::string bytes = save_state_bytes(t.pm);
+  Pm restored;
+  restored.now = t.now;
+  load_state_bytes(restored.pm, bytes);
+  EXPECT_EQ(save_state_bytes(restored.pm), bytes);
+
+  const auto run = [](Pm& p) {
+    std::vector<uint32_t> seen;
+    for (uint64_t ns : {2'400'000'000ull, 3'000'000'000ull, 4'800'000'000ull}) {
+      p.now = ns;
+      for (uint16_t offset : {AcpiPm::kPm1Sts, AcpiPm::kPm1En, AcpiPm::kPm1Cnt, AcpiPm::kPmTmr})
+        seen.push_back(p.pm.read(offset, offset == AcpiPm::kPmTmr ? 4 : 2));
+    }
+    p.pm.write(AcpiPm::kPm1Cnt, 2, AcpiPm::CNT_SLP_EN);
+    seen.push_back(static_cast<uint32_t>(p.power_offs));
+    return seen;
+  };
+  const std::vector<uint32_t> seen = run(t);
+  EXPECT_EQ(seen[0] & AcpiPm::STS_TMR, 0u);  // still cleared
+  EXPECT_EQ(run(restored), seen);
 }
 
 }  // namespace

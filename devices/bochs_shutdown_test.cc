@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "base/state_archive.h"
+
 namespace topolab {
 namespace {
 
@@ -26,6 +28,19 @@ TEST(BochsShutdown, TheWholeStringPowersOffAndABrokenOneStartsAgain) {
   send(port, "Shutdown");
   EXPECT_EQ(offs, 2);
   EXPECT_EQ(port.read(0, 1), 0xffffffffu);
+}
+
+
+TEST(BochsShutdownSnapshot, RoundTripsAHalfWrittenString) {
+  BochsShutdown port([] {});
+  send(port, "Shut");
+  const std::string bytes = save_state_bytes(port);
+  int offs = 0;
+  BochsShutdown restored([&] { ++offs; });
+  load_state_bytes(restored, bytes);
+  EXPECT_EQ(save_state_bytes(restored), bytes);
+  send(restored, "down");
+  EXPECT_EQ(offs, 1);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "base/state_archive.h"
+
 namespace topolab {
 namespace {
 
@@ -20,6 +22,21 @@ TEST(DebugExit, ByteWritesKeepOnlyTheByte) {
   DebugExit dev([] {});
   dev.write(0, 1, 0x1ff);
   EXPECT_EQ(dev.value(), 0xffu);
+}
+
+
+TEST(DebugExitSnapshot, RoundTripsTheValueAndTheRunStaysEnded) {
+  DebugExit dev([] {});
+  dev.write(0, 4, 38);
+  const std::string bytes = save_state_bytes(dev);
+  int stops = 0;
+  DebugExit restored([&] { ++stops; });
+  load_state_bytes(restored, bytes);
+  EXPECT_EQ(save_state_bytes(restored), bytes);
+  EXPECT_EQ(restored.value(), 38u);
+  restored.write(0, 4, 1);  // the run is already ending
+  EXPECT_EQ(restored.value(), 38u);
+  EXPECT_EQ(stops, 0);
 }
 
 }  // namespace

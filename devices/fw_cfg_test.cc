@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "base/state_archive.h"
+
 namespace topolab {
 namespace {
 
@@ -71,6 +73,24 @@ TEST(FwCfg, WideReadsAndDataWritesChangeNothing) {
 TEST(FwCfg, WriteChannelBitIsIgnoredForReads) {
   FwCfg dev = twelve_sparse();
   EXPECT_EQ(read_le(dev, 0x4000 | FwCfg::kNbCpus, 2), 12u);
+}
+
+
+TEST(FwCfgSnapshot, RoundTripsTheSelectedItemAndTheReadPosition) {
+  FwCfg dev = twelve_sparse();
+  EXPECT_EQ(read_item(dev, FwCfg::kRamSize, 3), (std::vector<uint8_t>{0, 0, 0}));
+  const std::string bytes = save_state_bytes(dev);
+  FwCfg restored = twelve_sparse();
+  load_state_bytes(restored, bytes);
+  EXPECT_EQ(save_state_bytes(restored), bytes);
+  // The guest reads on where it stopped: byte 3 of 128 MiB is 0x08.
+  std::vector<uint32_t> seen, restored_seen;
+  for (int i = 0; i < 6; ++i) {
+    seen.push_back(dev.read(1, 1));
+    restored_seen.push_back(restored.read(1, 1));
+  }
+  EXPECT_EQ(restored_seen, seen);
+  EXPECT_EQ(seen[0], 0x08u);
 }
 
 }  // namespace

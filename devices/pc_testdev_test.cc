@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "base/state_archive.h"
+
 namespace topolab {
 namespace {
 
@@ -62,6 +64,29 @@ TEST(PcTestdev, IomemIsLittleEndianScratchAndBoundsChecked) {
   t.dev.iomem_write(PcTestdev::kIomemSize - 2, 4, 1);  // would run past the end: dropped
   EXPECT_EQ(t.dev.iomem_read(PcTestdev::kIomemSize - 2, 4), 0u);
   EXPECT_EQ(t.dev.iomem_read(~0ull, 4), 0u);
+}
+
+
+TEST(PcTestdevSnapshot, RoundTripsScratchAndIomem) {
+  Lines t;
+  t.dev.write(0, 4, 0x11223344);
+  t.dev.iomem_write(0x10, 4, 0xdeadbeef);
+  t.dev.iomem_write(PcTestdev::kIomemSize - 8, 8, 0x0102030405060708ull);
+  const std::string bytes = save_state_bytes(t.dev);
+  Lines restored;
+  load_state_bytes(restored.dev, bytes);
+  EXPECT_EQ(save_state_bytes(restored.dev), bytes);
+
+  const auto run = [](Lines& l) {
+    std::vector<uint64_t> seen{l.dev.read(0, 4), l.dev.read(PcTestdev::kIoportByte + 1, 2)};
+    for (uint64_t offset = 0; offset < PcTestdev::kIomemSize; offset += 8) seen.push_back(l.dev.iomem_read(offset, 8));
+    l.dev.irq_lines().write(0x0e, 1, 1);
+    return seen;
+  };
+  const std::vector<uint64_t> seen = run(t);
+  EXPECT_EQ(seen[0], 0x11223344u);
+  EXPECT_EQ(run(restored), seen);
+  EXPECT_EQ(restored.seen, (std::vector<std::pair<unsigned, bool>>{{14, true}}));
 }
 
 }  // namespace

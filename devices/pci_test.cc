@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "base/state_archive.h"
+
 namespace topolab {
 namespace {
 
@@ -140,6 +142,70 @@ TEST(PciTestdev, DecodingOffReadsAllOnesAndDropsWrites) {
   EXPECT_EQ(dev.read(0, 2), 0xffffu);
   dev.function().write(REG_COMMAND, 2, COMMAND_MEMORY);
   EXPECT_EQ(dev.mem_read(0, 4), 0u);  // the write above was dropped
+}
+
+
+TEST(PciFunctionSnapshot, RoundTripsWhatTheGuestProgrammed) {
+  PciFunction function = i440fx_host_bridge();
+  function.write(REG_COMMAND, 2, COMMAND_MEMORY | COMMAND_BUS_MASTER);
+  function.write(REG_INTERRUPT_LINE, 1, 0x0b);
+  const std::string bytes = save_state_bytes(function);
+  PciFunction restored = i440fx_host_bridge();
+  load_state_bytes(restored, bytes);
+  EXPECT_EQ(save_state_bytes(restored), bytes);
+  for (unsigned offset = 0; offset < 256; offset += 4) EXPECT_EQ(restored.read(offset, 4), function.read(offset, 4));
+  // What stays read-only stays so.
+  function.write(REG_VENDOR, 4, 0);
+  restored.write(REG_VENDOR, 4, 0);
+  EXPECT_EQ(restored.read(REG_VENDOR, 4), 0x12378086u);
+  EXPECT_EQ(restored.command(), function.command());
+}
+
+TEST(PciHostSnapshot, RoundTripsTheSelectedAddressAndResetControl) {
+  Bus b;
+  b.host.write(1, 1, PciHost::RCR_SYS_RST);
+  b.host.write(0, 4, address(3, REG_BAR0 + 4));  // the testdev's I/O BAR selected
+  const std::string bytes = save_state_bytes(b.host);
+  Bus restored;
+  load_state_bytes(restored.host, bytes);
+  EXPECT_EQ(save_state_bytes(restored.host), bytes);
+
+  // The guest's next access goes to the register it selected before.
+  const auto run = [](Bus& bus) {
+    std::vector<uint32_t> seen{bus.host.read(0, 4), bus.host.read(1, 1), bus.host.read(4, 4)};
+    bus.host.write(4, 4, 0xffffffff);
+    seen.push_back(bus.host.read(4, 4));
+    bus.host.write(1, 1, PciHost::RCR_SYS_RST | PciHost::RCR_RST_CPU);
+    seen.push_back(static_cast<uint32_t>(bus.resets));
+    return seen;
+  };
+  const std::vector<uint32_t> seen = run(b);
+  EXPECT_EQ(seen[2], 0xc001u);
+  EXPECT_EQ(run(restored), seen);
+}
+
+TEST(PciTestdevSnapshot, RoundTripsTheSelectedTestItsCountAndBars) {
+  PciTestdev dev(0xfebff000, 0xc000);
+  dev.mem_write(0, 1, 2);  // datamatch test of the memory BAR
+  const uint64_t offset = dev.mem_read(4, 4), data = dev.mem_read(8, 4);
+  for (int i = 0; i < 5; ++i) dev.mem_write(offset, 1, data);
+  dev.function().write(REG_BAR0 + 4, 4, 0xd000);  // the I/O BAR moved
+  const std::string bytes = save_state_bytes(dev);
+  PciTestdev restored(0xfebff000, 0xc000);
+  load_state_bytes(restored, bytes);
+  EXPECT_EQ(save_state_bytes(restored), bytes);
+
+  const auto run = [&](PciTestdev& d) {
+    std::vector<uint64_t> seen{d.mem_read(12, 4), d.mem_read(0, 4), d.function().bar_address(1)};
+    d.mem_write(offset, 1, data);
+    seen.push_back(d.mem_read(12, 4));
+    d.write(0, 1, 0);  // the I/O BAR's first test
+    seen.push_back(d.read(4, 4));
+    return seen;
+  };
+  const std::vector<uint64_t> seen = run(dev);
+  EXPECT_EQ(seen[0], 5u);
+  EXPECT_EQ(run(restored), seen);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "base/state_archive.h"
+
 namespace topolab {
 namespace {
 
@@ -61,6 +63,26 @@ TEST(PortBus, RejectsOverlapsEmptyRangesAndWraparound) {
   EXPECT_THROW(bus.attach(0x100, 0, b), std::invalid_argument);
   EXPECT_THROW(bus.attach(0xfffe, 4, b), std::invalid_argument);
   EXPECT_NO_THROW(bus.attach(0x3f0, 8, b));
+}
+
+
+TEST(PortBusSnapshot, RoundTripsTheUnclaimedAccessCount) {
+  PortBus bus;
+  Recorder uart("uart");
+  bus.attach(0x3f8, 8, uart);
+  bus.read(0x80, 1);
+  bus.write(0x81, 1, 0);
+  const std::string bytes = save_state_bytes(bus);
+  PortBus restored;
+  Recorder restored_uart("uart");
+  restored.attach(0x3f8, 8, restored_uart);
+  load_state_bytes(restored, bytes);
+  EXPECT_EQ(save_state_bytes(restored), bytes);
+  EXPECT_EQ(restored.unclaimed_accesses(), 2u);
+  bus.read(0x82, 1);
+  restored.read(0x82, 1);
+  EXPECT_EQ(restored.unclaimed_accesses(), bus.unclaimed_accesses());
+  EXPECT_EQ(restored.read(0x3fd, 1), bus.read(0x3fd, 1));  // the ranges are the restored board's own
 }
 
 }  // namespace
