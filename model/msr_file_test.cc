@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "arch/x86_arch.h"
+#include "base/state_archive.h"
 #include "model/cpuid.h"
 
 namespace topolab {
@@ -561,6 +562,55 @@ TEST(MsrFile, EveryModelHasTheMsrsGuestsUse) {
                          kMsrMc0Ctl})
       EXPECT_TRUE(f.exists(msr)) << model.name << std::hex << " 0x" << msr;
   }
+}
+
+
+// --- Snapshots ------------------------------------------------------------------
+
+// Every MSR's RDMSR at `virtual_tsc`, in the architectural and AMD ranges.
+std::vector<std::optional<uint64_t>> every_msr(const MsrFile& f, uint64_t virtual_tsc) {
+  std::vector<std::optional<uint64_t>> values;
+  for (uint32_t first : {0x0u, 0xc0000000u, 0xc0010000u})
+    for (uint32_t msr = first; msr < first + 0x1000; ++msr) values.push_back(f.read(msr, virtual_tsc));
+  return values;
+}
+
+TEST(MsrFileSnapshot, RoundTripsEveryGuestWrittenMsr) {
+  FakeCpuid c = with_pmu(intel(), 2, 4, 48, 3, 48);
+  c.at(1).edx = 1u << 4 | 1u << 7 | 1u << 12 | 1u << 14;  // TSC, MCE, MTRR, MCA
+  c.at(7).ebx = 1u << 1;                                   // IA32_TSC_ADJUST
+  c.at(0x80000001).edx = 1u << 27;                         // RDTSCP: IA32_TSC_AUX
+  MsrFile f(c);
+  const std::vector<std::pair<uint32_t, uint64_t>> writes = {
+      {kMsrTsc, 5000},
+      {kMsrTscAux, 3},
+      {kMsrMtrrDefType, 0xc06},
+      {kMsrMtrrFix64k00000, 0x0606'0606'0606'0606},
+      {kMsrMtrrPhysBase0, 0x8000'0006},
+      {kMsrMtrrPhysBase0 + 1, 0xff'f000'0800},
+      {kMsrMcgStatus, 0x5},
+      {kMsrMc0Ctl + 4 * 9 + 2, kNonCanonical},  // MC9_ADDR
+      {kMsrPmc0 + 1, 0x1234},
+      {kMsrPerfEvtSel0 + 1, 0x4300c0},
+      {kMsrFixedCtr0 + 2, 0x5678},
+      {kMsrFixedCtrCtrl, 0x330},
+      {kMsrPerfGlobalCtrl, 0x3},
+  };
+  for (const auto& [msr, value] : writes) ASSERT_TRUE(f.write(msr, value, 1000)) << std::hex << msr;
+
+  const std::string bytes = save_state_bytes(f);
+  MsrFile restored(c);
+  load_state_bytes(restored, bytes);
+  EXPECT_EQ(save_state_bytes(restored), bytes);
+
+  EXPECT_EQ(restored.tsc(2000), 6000u);
+  EXPECT_EQ(every_msr(restored, 2000), every_msr(f, 2000));
+  EXPECT_NE(every_msr(MsrFile(c), 2000), every_msr(f, 2000));
+  // TSC_ADJUST moves on from what the guest's TSC write left.
+  ASSERT_TRUE(f.write(kMsrTsc, 0, 3000));
+  ASSERT_TRUE(restored.write(kMsrTsc, 0, 3000));
+  EXPECT_EQ(restored.read(kMsrTscAdjust, 3000), f.read(kMsrTscAdjust, 3000));
+  EXPECT_EQ(restored.read_pmc(1), f.read_pmc(1));
 }
 
 }  // namespace
