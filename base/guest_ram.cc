@@ -3,6 +3,8 @@
 
 #include <sys/mman.h>
 
+#include <cstring>
+
 #include <fmt/format.h>
 
 namespace topolab {
@@ -18,6 +20,12 @@ GuestRam::GuestRam(uint64_t bytes) {
 }
 
 GuestRam::~GuestRam() { munmap(data_, size_); }
+
+void GuestRam::discard() {
+  // A private anonymous mapping reads zeros after MADV_DONTNEED, and the
+  // engines that map it keep the same host addresses.
+  if (madvise(data_, size_, MADV_DONTNEED) != 0) std::memset(data_, 0, size_);
+}
 
 std::span<uint8_t> GuestRam::bytes(uint64_t addr, uint64_t len) {
   if (!contains(addr, len))

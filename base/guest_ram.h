@@ -21,6 +21,8 @@ class GuestRam {
   uint8_t* data() { return data_; }
   const uint8_t* data() const { return data_; }
   uint64_t size() const { return size_; }
+  // Every byte zero again, and no page backed: a snapshot's RAM goes in after.
+  void discard();
 
   bool contains(uint64_t addr, uint64_t len) const {
     return addr <= size_ && len <= size_ - addr;

@@ -2,6 +2,8 @@
 #include "cli/command_line.h"
 
 #include <charconv>
+#include <cmath>
+#include <utility>
 #include <optional>
 
 #include <cstdio>
@@ -10,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/errors.h"
+#include "emu/machine_config.h"
 #include <fmt/format.h>
 
 namespace topolab::cli {
@@ -75,6 +78,25 @@ GdbEndpoint parse_gdb_endpoint(std::string_view text, std::string_view spelled) 
   if (!host.empty()) endpoint.host = std::string(host);
   endpoint.port = *port;
   return endpoint;
+}
+
+uint64_t parse_virtual_time(std::string_view text, std::string_view spelled) {
+  static constexpr std::pair<std::string_view, double> kUnits[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+  std::string_view number = text;
+  double scale = 1e9;
+  for (const auto& [suffix, ns] : kUnits)
+    if (text.ends_with(suffix)) {
+      number = text.substr(0, text.size() - suffix.size());
+      scale = ns;
+      break;
+    }
+  double value = 0;
+  const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  const double ns = value * scale;
+  if (number.empty() || ec != std::errc{} || end != number.data() + number.size() || !(ns >= 0) ||
+      ns > MachineConfig::kMaxTimeLimitSeconds * 1e9)
+    throw ConfigError(fmt::format("{} {}: expected a virtual time such as 250ms, 1.5s or 40000ns", spelled, text));
+  return static_cast<uint64_t>(std::llround(ns));
 }
 
 }  // namespace topolab::cli

@@ -55,5 +55,10 @@ struct GdbEndpoint {
 // ConfigError naming `spelled` (the option as typed) for anything else.
 GdbEndpoint parse_gdb_endpoint(std::string_view text, std::string_view spelled);
 
+// A point of virtual time: a number with s, ms, us or ns (seconds without
+// one, as --time-limit), e.g. 250ms, 1.5s, 40000ns. Nanoseconds; throws
+// ConfigError naming `spelled` for anything else.
+uint64_t parse_virtual_time(std::string_view text, std::string_view spelled);
+
 
 }  // namespace topolab::cli

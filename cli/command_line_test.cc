@@ -29,5 +29,21 @@ TEST(GdbEndpoint, RefusesAnythingElseInOneLine) {
   }
 }
 
+TEST(ParseVirtualTime, TakesSecondsAndTheirPartsAndRefusesTheRest) {
+  EXPECT_EQ(parse_virtual_time("1.5s", "--snapshot-at"), 1'500'000'000u);
+  EXPECT_EQ(parse_virtual_time("250ms", "--snapshot-at"), 250'000'000u);
+  EXPECT_EQ(parse_virtual_time("40us", "--snapshot-at"), 40'000u);
+  EXPECT_EQ(parse_virtual_time("40000ns", "--snapshot-at"), 40'000u);
+  EXPECT_EQ(parse_virtual_time("2", "--snapshot-at"), 2'000'000'000u);
+  EXPECT_EQ(parse_virtual_time("0", "--snapshot-at"), 0u);
+  for (const char* bad : {"", "ms", "-1s", "1 s", "1h", "nan", "1e300s", "0x10ms"})
+    EXPECT_THROW(parse_virtual_time(bad, "--snapshot-at"), ConfigError) << bad;
+  try {
+    parse_virtual_time("soon", "--snapshot-at");
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "--snapshot-at soon: expected a virtual time such as 250ms, 1.5s or 40000ns");
+  }
+}
+
 }  // namespace
 }  // namespace topolab::cli

@@ -24,14 +24,20 @@ namespace {
 // run goes on without one.
 constexpr unsigned kClientPollMs = 50;
 
-MachineDebugger::Options debugger_options(bool can_rewind, std::function<int(const RunResult&)> exit_status) {
-  return {.monitor =
-              [](Machine& m, std::string_view line) {
-                MachineMonitor monitor(m);
-                return debug::run_monitor_command(monitor, line);
-              },
-          .can_rewind = can_rewind,
-          .exit_status = std::move(exit_status)};
+// `output`: the replayed output of a run that can go back (nullptr: none).
+MachineDebugger::Options debugger_options(ReplayedOutput* output, std::function<int(const RunResult&)> exit_status) {
+  MachineDebugger::Options options{.monitor =
+                                       [](Machine& m, std::string_view line) {
+                                         MachineMonitor monitor(m);
+                                         return debug::run_monitor_command(monitor, line);
+                                       },
+                                   .can_rewind = output != nullptr,
+                                   .exit_status = std::move(exit_status)};
+  if (output) {
+    options.output_position = [output] { return output->position(); };
+    options.seek_output = [output](uint64_t position) { output->seek(position); };
+  }
+  return options;
 }
 
 // The machine's thread: runs `machine` to its end. A reverse request
@@ -78,7 +84,7 @@ DebuggedRun run_with_gdb(const MachineMaker& make_machine, ReplayedOutput& outpu
   // Tests ask for port 0 and read the one the system picked from here.
   fmt::print(stderr, "topolab: gdb: listening on {}:{}\n", options.endpoint.host, server.port());
   std::unique_ptr<Machine> machine = make_machine();
-  MachineDebugger debugger(*machine, debugger_options(true, options.exit_status));
+  MachineDebugger debugger(*machine, debugger_options(&output, options.exit_status));
   machine->attach_debugger(&debugger);
 
   if (options.wait_for_client) {
@@ -106,7 +112,7 @@ DebuggedRun run_with_gdb(const MachineMaker& make_machine, ReplayedOutput& outpu
 DebuggedRun run_with_stdio_monitor(const MachineMaker& make_machine,
                                    const std::function<int(const RunResult&)>& exit_status) {
   std::unique_ptr<Machine> machine = make_machine();
-  MachineDebugger debugger(*machine, debugger_options(false, exit_status));
+  MachineDebugger debugger(*machine, debugger_options(nullptr, exit_status));
   machine->attach_debugger(&debugger);
   std::exception_ptr failure;
   std::thread runner = start_machine_thread(machine, debugger, make_machine, nullptr, failure);

@@ -33,6 +33,9 @@ class ReplayedOutput {
  public:
   explicit ReplayedOutput(std::function<void(uint8_t)> out) : out_(std::move(out)) {}
   void restart() { position_ = 0; }  // a new machine starts from its first byte
+  // A machine restored from a checkpoint goes on from the byte it had reached.
+  void seek(uint64_t position) { position_ = position; }
+  uint64_t position() const { return position_; }
   void put(uint8_t byte) {
     if (position_++ < printed_) return;
     out_(byte);

@@ -13,6 +13,7 @@
 #include "base/memory_map.h"
 #include "cli/command_line.h"
 #include "cli/output_files.h"
+#include "cli/snapshot_run.h"
 #include "emu/machine.h"
 #include "emu/unicorn_vcpu.h"
 #include "report/html_report.h"
@@ -189,9 +190,12 @@ int run_machine(const RunOptions& o) {
   std::unique_ptr<Machine> owned;
   RunResult r;
   const auto status_of = [&o](const RunResult& result) { return exit_status_of(o, result); };
+  RunSnapshots snapshots(o.snapshot_at, o.resume);
   const auto make_machine = [&](std::function<void(uint8_t)> out) {
-    auto m = std::make_unique<Machine>(o.machine, std::move(out), unicorn_vcpu_factory());
+    out = snapshots.record_output(std::move(out));
+    auto m = std::make_unique<Machine>(o.machine, out, unicorn_vcpu_factory());
     if (o.trace) m->set_trace(stderr);
+    snapshots.prepare(*m, out);
     return m;
   };
   if (o.monitor == "stdio" && o.gdb.empty() && !o.gdb_wait) {
@@ -218,6 +222,10 @@ int run_machine(const RunOptions& o) {
   if (!serial.kernel_panic().empty()) {
     fmt::print(stderr, "topolab: the guest's kernel panicked: {}\n", serial.kernel_panic());
     status = std::max(status, kExitGuestFailed);
+  }
+  if (const std::optional<std::string> why = snapshots.missed(r)) {
+    fmt::print(stderr, "topolab: {}\n", *why);
+    status = std::max(status, kExitBadInput);
   }
   // A run that ended cleanly gets the full report after its closing line; a
   // failure stays one line (and still gets a report file when asked for).
@@ -249,6 +257,13 @@ void add_run_tuning_options(CLI::App* cmd, RunOptions& run) {
                   "cost model: key=value,... over the defaults (docs/cost_model.md), or none,... for an ideal "
                   "machine; e.g. halt_poll_ns=0,ipiv=1");
   cmd->add_flag("--info-lapic", run.info_lapic, "dump every local APIC's state at the end, like QEMU's info lapic");
+  cmd->add_option("--snapshot-at", run.snapshot_at,
+                  "write a snapshot of the whole machine to FILE once virtual time reaches VTIME (250ms, 1.5s...); "
+                  "docs/debugging.md")
+      ->expected(2)
+      ->type_name("VTIME FILE");
+  cmd->add_option("--resume", run.resume,
+                  "start from a snapshot FILE that --snapshot-at wrote, with the same command line");
   cmd->add_option("--html", run.html,
                   "also write one self-contained HTML page: topology, caches, leaves, IPI heatmap, wake causes, "
                   "timeline");

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "cli/command_line.h"
 #include "emu/machine_config.h"
@@ -35,6 +36,10 @@ struct RunOptions {
   std::string gdb;
   bool gdb_wait = false;
   std::string monitor;  // --monitor stdio: QEMU's monitor on stdin (cli/gdb_run.h)
+  // Snapshots (cli/snapshot_run.h): --snapshot-at VTIME FILE (empty: none)
+  // and --resume FILE.
+  std::vector<std::string> snapshot_at;
+  std::string resume;
 
   // The machine's topology, CPU, -machine options and cost model from what
   // was typed. Throws ConfigError.

@@ -149,6 +149,10 @@ struct ApicMessage {
   uint32_t destination = 0;
   uint32_t source_id = 0;  // the sender's APIC ID (x2APIC ID in x2APIC mode)
   bool x2apic = false;     // the sender was in x2APIC mode: 32-bit destination
+  template <class Archive>
+  void serialize(Archive& ar) {  // an IPI on its way is part of a snapshot
+    ar(delivery_mode, vector, destination_mode, level_assert, trigger_mode, shorthand, destination, source_id, x2apic);
+  }
 
   // INIT level de-assert (SDM 10.6.1): only P6-era APICs act on it (to
   // re-synchronise arbitration IDs). It is returned so it can be counted;

@@ -19,6 +19,10 @@ struct ActivitySpan {
   uint64_t end_ns = 0;
   VcpuActivity activity = VcpuActivity::Running;
   bool operator==(const ActivitySpan&) const = default;
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(begin_ns, end_ns, activity);
+  }
 };
 
 class ActivityLog {
@@ -40,6 +44,10 @@ class ActivityLog {
   const std::vector<ActivitySpan>& spans(unsigned cpu) const { return spans_[cpu]; }
   // The end of the latest span of any vCPU.
   uint64_t end_ns() const;
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(spans_);
+  }
 
  private:
   std::vector<std::vector<ActivitySpan>> spans_;

@@ -37,6 +37,10 @@ class GuestClock {
     return latest_ns_;
   }
   uint64_t latest_read_ns() const { return latest_ns_; }
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(synced_, latest_ns_);
+  }
 
  private:
   bool synced_ = false;

@@ -279,6 +279,10 @@ class LoopWatchSchedule {
   static constexpr unsigned kFirstGap = 2, kMaxGap = 64;
 
   // A run begins at linear `rip`: whether to watch it.
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(quiet_runs_, gap_, recheck_head_);
+  }
   bool watch_run(uint64_t rip) const { return rip == recheck_head_ || quiet_runs_ >= gap_; }
   // How a run ended: used its budget with no other exit (`quantum_end`),
   // and whether it was watched and what the watch proved.

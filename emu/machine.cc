@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -433,6 +434,10 @@ RunResult Machine::run_loop() {
     route_sent_ipis();
     if (board_.guest_exit_value()) return finish(RunResult::Outcome::GuestExit, "");
     if (shutdown_) return finish(RunResult::Outcome::Shutdown, *shutdown_);
+    if (snapshot_at_ && settled_time() >= snapshot_at_->at_ns) {
+      const SnapshotAt at = *std::exchange(snapshot_at_, std::nullopt);
+      at.take(*this);
+    }
     if (debug_) {
       debug_->between_slices();
       if (debug_->kill_requested()) return finish(RunResult::Outcome::Shutdown, "killed by the debugger (gdb's kill)");

@@ -111,6 +111,29 @@ class Machine final : private CpuEvents, private BoardEvents {
   // Every local APIC's state, like QEMU's `info lapic`.
   std::string describe_apics() const;
 
+  // --- Snapshots (emu/machine_snapshot.h) ------------------------------------------
+  // Everything the machine is beyond its configuration and its RAM: the
+  // devices, every vCPU with its APIC and engine, the timeline, the clocks,
+  // the statistics, the activity and the measuring window. Taken between
+  // two slices (snapshot_at, or a debugger stopped between slices), loaded
+  // into a machine just built from the same configuration, before run():
+  // that run goes on as the saved one would have, to the byte.
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(board_, shutdown_, clock_, stats_, activity_, timeline_, mwait_lines_, mwait_line_of_, store_epoch_);
+    ar(ipis_to_route_, guest_error_, stall_, window_begin_, window_, *bus_);
+    for (const std::unique_ptr<Cpu>& cpu : cpus_) ar(*cpu);
+  }
+  // Calls `take` once, between two slices, at the first that virtual time
+  // (settled_time: no vCPU's clock is earlier) has reached `at_ns`.
+  void snapshot_at(uint64_t at_ns, std::function<void(Machine&)> take) {
+    snapshot_at_ = SnapshotAt{at_ns, std::move(take)};
+  }
+  // Virtual time between two slices: no vCPU's clock, and no wakeup to come, is earlier.
+  uint64_t virtual_time() const { return settled_time(); }
+  // Instructions every vCPU has retired.
+  uint64_t instructions() const { return total_instructions(); }
+
  private:
   using Cpu = MachineCpu;
 
@@ -261,6 +284,11 @@ class Machine final : private CpuEvents, private BoardEvents {
   std::optional<Stats> window_begin_;
   std::optional<MeasureWindow> window_;
   MachineDebugHooks* debug_ = nullptr;
+  struct SnapshotAt {
+    uint64_t at_ns;
+    std::function<void(Machine&)> take;
+  };
+  std::optional<SnapshotAt> snapshot_at_;
 };
 
 }  // namespace topolab

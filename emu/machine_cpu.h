@@ -198,6 +198,31 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   // the debugger's thread list and the monitor say of it.
   std::string describe_state() const;
 
+  // Its state for a snapshot (emu/machine_snapshot.h), taken between
+  // slices: the APIC, the clock's parts, halt and MWAIT, pending NMIs, the
+  // MSRs, and its vCPU's own (Vcpu::save_state) once it has one. Loading
+  // makes the vCPU an AP that has not started lacks yet, and maps the
+  // APIC page where the loaded APIC has it.
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(apic_, state_, idle_ns_, exit_ns_, skipped_ns_, spin_, slice_end_ns_, halted_since_, accrued_until_,
+       poll_busy_ns_, waiting_since_);
+    ar(in_mwait_, mwait_breaks_on_interrupt_, monitor_armed_, ever_monitored_, monitor_line_, monitor_snapshot_,
+       nmi_pending_, msr_file_);
+    std::optional<std::string> engine;
+    if constexpr (Archive::is_saving::value) {
+      if (vcpu_) engine = vcpu_->save_state();
+    }
+    ar(engine);
+    if constexpr (Archive::is_loading::value) {
+      if (engine) {
+        if (!vcpu_) create_engine();
+        vcpu_->load_state(*engine);
+        sync_apic_page();
+      }
+    }
+  }
+
   // The APIC page follows IA32_APIC_BASE: it moves with the base and is
   // gone in x2APIC mode or when the APIC is disabled.
   void sync_apic_page();
@@ -248,6 +273,10 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   struct SpinPark {
     uint64_t epoch;
     bool reads_time;
+    template <class Archive>
+    void serialize(Archive& ar) {
+      ar(epoch, reads_time);
+    }
   };
   std::optional<SpinPark> spin_;
   uint64_t slice_end_ns_ = 0;  // where the running slice is planned to end

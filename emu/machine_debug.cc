@@ -26,6 +26,7 @@ bool is_watch(BreakpointKind kind) { return kind != BreakpointKind::kSoftware &&
 MachineDebugger::MachineDebugger(Machine& machine, Options options)
     : machine_(&machine),
       options_(std::move(options)),
+      checkpoints_(options_.checkpoint_every),
       applied_generation_(machine.vcpu_count(), 0),
       step_wanted_(machine.vcpu_count(), false),
       stepping_(machine.vcpu_count(), false) {}
@@ -97,6 +98,8 @@ void MachineDebugger::park(StopEvent event) {
 // The machine's side.
 
 void MachineDebugger::between_slices() {
+  if (options_.can_rewind && options_.checkpoint_every && !history_altered_)
+    checkpoints_.between_slices(*machine_, options_.output_position ? options_.output_position() : 0);
   if (replay_ && replay_->mode == ReplayTarget::Mode::kBegin) {
     StopEvent begin = replay_->event;
     replay_.reset();
@@ -221,6 +224,13 @@ void MachineDebugger::rebind(Machine& machine, const ReplayTarget& target) {
   replay_ = target;
   if (target.mode == ReplayTarget::Mode::kFindLastHit) replay_hits_.clear();
   machine.attach_debugger(this);
+  replay_from_checkpoint_ = false;
+  if (target.mode == ReplayTarget::Mode::kBegin || target.from_start) return;
+  if (const std::optional<size_t> i = checkpoints_.latest_before(target.position.vcpu, target.position.instructions)) {
+    checkpoints_.restore(machine, *i);
+    if (options_.seek_output) options_.seek_output(checkpoints_.at(*i).output_position);
+    replay_from_checkpoint_ = true;
+  }
 }
 
 // The target's vCPU stops at its count once a slice could reach it: its
@@ -243,6 +253,13 @@ void MachineDebugger::replay_stop(unsigned vcpu, const DebugStop& stop) {
   }
   cpu.vcpu()->set_debug_stop_at(std::nullopt);
   if (replay_->mode == ReplayTarget::Mode::kFindLastHit) {
+    if (replay_hits_.empty() && replay_from_checkpoint_) {
+      // No hit since the checkpoint: search the whole history.
+      ReplayTarget whole = *replay_;
+      whole.from_start = true;
+      replay_.reset();
+      throw RewindRequest{whole};
+    }
     // Now: the last hit before it is where reverse-continue goes.
     ReplayTarget next;
     next.event.kind = StopEvent::Kind::kHistoryBegin;

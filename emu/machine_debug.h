@@ -48,6 +48,7 @@
 
 #include "debug/debug_target.h"
 #include "emu/machine.h"
+#include "emu/machine_checkpoints.h"
 
 namespace topolab {
 
@@ -69,6 +70,9 @@ struct ReplayTarget {
   Mode mode = Mode::kBegin;
   DebugPosition position;
   debug::StopEvent event;
+  // kFindLastHit: search from the start of history, not from the latest
+  // checkpoint (which had no hit before `position`).
+  bool from_start = false;
 };
 
 // Thrown on the machine thread by a reverse request: the machine must be
@@ -89,7 +93,19 @@ class MachineDebugger final : public debug::DebugTarget, public MachineDebugHook
     // The process's exit status for a run's result, which gdb's W reply
     // carries; nullptr: 0.
     std::function<int(const RunResult&)> exit_status;
+    // Reverse execution replays from the latest checkpoint before its
+    // target (emu/machine_checkpoints.h), kept every this many instructions
+    // of all vCPUs; 0: none, every replay starts from the beginning.
+    uint64_t checkpoint_every = kCheckpointEvery;
+    // The guest's output: how many bytes the machine has printed, and where
+    // a machine restored from a checkpoint goes on printing (so a replay
+    // prints nothing twice); nullptr when output does not matter.
+    std::function<uint64_t()> output_position;
+    std::function<void(uint64_t)> seek_output;
   };
+  // About 0.1-0.3 s of replay on this kind of host for a compute guest, and
+  // a checkpoint costs a pass over RAM (docs/debugging.md has the figures).
+  static constexpr uint64_t kCheckpointEvery = 100'000'000;
   MachineDebugger(Machine& machine, Options options);
 
   // --- The client's side (the stub's thread) ---
@@ -108,6 +124,7 @@ class MachineDebugger final : public debug::DebugTarget, public MachineDebugHook
   // Waits up to `ms` for the run to end; true once it has.
   bool wait_finished(unsigned ms);
   const std::optional<RunResult>& result() const { return result_; }
+  const MachineCheckpoints& checkpoints() const { return checkpoints_; }
   // The machine thread, with `machine` built anew for a RewindRequest and
   // not run yet: the debugger follows it, and stops it at `target`.
   void rebind(Machine& machine, const ReplayTarget& target);
@@ -162,6 +179,8 @@ class MachineDebugger final : public debug::DebugTarget, public MachineDebugHook
   Machine* machine_;
   Options options_;
   std::optional<ReplayTarget> replay_;  // a replay under way
+  MachineCheckpoints checkpoints_;
+  bool replay_from_checkpoint_ = false;  // the replay under way began at a checkpoint
   std::vector<std::pair<DebugPosition, debug::StopEvent>> replay_hits_;  // kFindLastHit
   DebugPosition now_;        // the point of the stop the machine is parked in
   bool history_altered_ = false;

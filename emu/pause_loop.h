@@ -46,6 +46,10 @@ struct SpinRegisters {
   static constexpr size_t kCount = 17;
   static constexpr size_t kRax = 0, kRcx = 1, kRdx = 2, kRflags = 16;
   std::array<uint64_t, kCount> values{};
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(values);
+  }
 
   // Bits (1 << index) of registers a time read wrote.
   static constexpr uint32_t kRdtscOutputs = 1u << kRax | 1u << kRdx | 1u << kRflags;
@@ -136,6 +140,11 @@ class PauseLoopDetector {
   }
   // The registers differed. Returns whether the engine takes a new snapshot
   // here (a parked loop that settles again); otherwise a new window starts.
+  // A window or a park outlives a run; the configuration (ple_) is the machine's.
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(state_, snapshot_taken_, run_stayed_parked_, parked_changes_, time_outputs_, site_, start_, last_, exited_at_);
+  }
   bool not_a_fixed_point(uint64_t instructions) {
     if (state_ == State::Parked && ++parked_changes_ <= kMaxParkedChanges) return true;
     restart(site_, instructions);

@@ -36,6 +36,10 @@ struct MeasureWindow {
   uint64_t end_ns = 0;
   bool ended_by_guest = false;
   Stats stats{0};  // counters accrued in the window
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(begin_ns, end_ns, ended_by_guest, stats);
+  }
 };
 
 // The outcome's name in reports ("guest-exit", ...).

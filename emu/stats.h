@@ -73,6 +73,15 @@ struct VcpuStats {
   uint64_t host_busy_ns() const { return run_ns + exit_ns + host_poll_ns + host_mwait_ns + skipped_ns; }
   // Every counter minus the same counter of `earlier` (a measuring window).
   VcpuStats minus(const VcpuStats& earlier) const;
+  // Every member: a snapshot that left one out would resume with it zero.
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(instructions, hlt_entries, halted_ns, ipis_sent, ipis_received, ipis_sent_by_shorthand, sent_by_vector,
+       received_by_vector, interrupts_taken, exceptions_taken, received_while_halted, received_while_running,
+       ipis_to_nobody, wakes);
+    ar(pauses, monitor_arms, mwait_entries, mwait_hints, ple_exits, skipped_ns, open_bus_reads, open_bus_writes);
+    ar(run_ns, exits, exit_ns, halt_poll_hits, halt_poll_misses, host_poll_ns, host_mwait_ns);
+  }
 };
 
 // Every plain counter of VcpuStats with the name reports give it, in the
@@ -92,6 +101,7 @@ std::string_view to_string(ApicShorthand shorthand);
 class Stats {
  public:
   explicit Stats(unsigned vcpus) : vcpus_(vcpus) {}
+  Stats() = default;  // no vCPUs: what a snapshot's optional window loads into
 
   VcpuStats& vcpu(unsigned index) { return vcpus_.at(index); }
   const VcpuStats& vcpu(unsigned index) const { return vcpus_.at(index); }
@@ -113,6 +123,10 @@ class Stats {
 
   // The source -> destination matrix, sparse: 4,096 vCPUs would need 128 MiB dense.
   const std::map<std::pair<unsigned, unsigned>, uint64_t>& ipi_matrix() const { return matrix_; }
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(vcpus_, matrix_);
+  }
 
  private:
   std::vector<VcpuStats> vcpus_;

@@ -43,6 +43,10 @@ struct IpiInFlight {
   ApicMessage message;
   uint64_t sent_ns = 0;
   bool from_device = false;
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(sender, message, sent_ns, from_device);
+  }
 };
 
 // A time and the vCPU it concerns.
@@ -50,6 +54,10 @@ struct CpuAt {
   uint64_t time = 0;
   unsigned cpu = 0;
   auto operator<=>(const CpuAt&) const = default;
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(time, cpu);
+  }
 };
 
 class Timeline {
@@ -99,12 +107,21 @@ class Timeline {
   // more until it has checked its loop again.
   void wake_parked_spinners();
 
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(slots_, arrivals_, next_sequence_, timers_, clocks_);
+  }
+
  private:
   struct Slot {
     std::optional<uint64_t> clock;
     Clock kind = Clock::MayStore;
     std::optional<uint64_t> timer;
     bool timer_wakes = false;
+    template <class Archive>
+    void serialize(Archive& ar) {
+      ar(clock, kind, timer, timer_wakes);
+    }
   };
   using Key = std::pair<uint64_t, uint64_t>;  // (time, sequence)
 

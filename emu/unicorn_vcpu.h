@@ -56,6 +56,8 @@ class UnicornVcpu final : public Vcpu {
   uint64_t linear_rip() override;
   uint64_t cr4() const override;
   unsigned index() const override;
+  std::string save_state() const override;         // vcpu_state.cc
+  void load_state(std::string_view bytes) override;
   // How many times run() has entered the engine (uc_emu_start) since this
   // vCPU was made: each entry and the stop before it cost what a KVM exit
   // does (docs/benchmarks.md), so the tests of exits answered inside the

@@ -14,7 +14,9 @@
 #include <optional>
 #include <set>
 #include <span>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -346,6 +348,17 @@ class Vcpu {
   // CR4 alone, for the CPUID exit's OSPKE bit: one register, not state().
   virtual uint64_t cr4() const { return state().cr4; }
   virtual unsigned index() const = 0;
+
+  // --- Snapshots (emu/machine_snapshot.h) --------------------------------------
+  // The vCPU's whole state between two runs (never inside one): its CPU
+  // state as the engine holds it, the instruction count and what outlives
+  // a run (spin and loop detection, the interrupt shadow, NMI blocking).
+  // Bytes only the same build reads back. Caches the vCPU rebuilds (decoded
+  // blocks, translations, trap sites) are not in it.
+  virtual std::string save_state() const { throw std::logic_error("this vCPU cannot be saved"); }
+  // Into a vCPU made for the same machine and configuration, that has not
+  // run: from then on it runs as the saved one would have.
+  virtual void load_state(std::string_view bytes) { throw std::logic_error("this vCPU cannot be loaded"); }
 };
 
 // Makes vCPU `index`'s engine, at its first SIPI (the boot CPU's at once).

@@ -14,6 +14,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <span>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -58,6 +60,13 @@ class UcContext {
   void restore_into(uc_engine* to) const { check(uc_context_restore(to, context_), "uc_context_restore"); }
   uc_context* get() const { return context_; }
   uint8_t* bytes() const { return reinterpret_cast<uint8_t*>(context_); }
+  // The engine's CPU state alone: the context without Unicorn's header
+  // (whose first word is the state's size; the rest holds pointers).
+  std::span<uint8_t> cpu_state(uc_engine* engine) const {
+    size_t state_size = 0;
+    std::memcpy(&state_size, bytes(), sizeof state_size);
+    return {bytes() + uc_context_size(engine) - state_size, state_size};
+  }
 
  private:
   uc_context* context_ = nullptr;

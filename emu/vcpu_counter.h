@@ -22,6 +22,14 @@ class InstructionCounter {
   explicit InstructionCounter(uc_engine* uc) : uc_(uc) {}
   InstructionCounter(const InstructionCounter&) = delete;
   InstructionCounter& operator=(const InstructionCounter&) = delete;
+  // Between two runs (where snapshots are taken) only the count means
+  // anything: the rest is the running uc_emu_start's, and entries_ is the
+  // host's (a fresh engine stops to hook the trap sites of code it
+  // translates anew, which the guest never sees).
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(retired_);
+  }
 
   // The block the engine last entered in this uc_emu_start, as it recorded
   // it (uc_topolab_block).

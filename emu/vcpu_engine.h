@@ -412,6 +412,9 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
   void enter_linux32(uint32_t entry, uint32_t boot_params, uint32_t gdt, uint16_t gdt_limit);
   void set_trace(std::FILE* out);
   void flush_translations();
+  // What save_state/load_state keep (vcpu_state.cc): one list for both ways.
+  template <class Archive>
+  void serialize_state(Archive& ar);
   void invalidate_translated_code();
 
   // --- addresses, segments, INIT/SIPI ---

@@ -45,6 +45,8 @@ class GuestMemoryMap {
   // A page with no RAM and no device: all ones read, stores dropped, each
   // access told to the owner.
   void map_open_bus(uint64_t page);
+  // The open-bus pages mapped now (a snapshot maps them again).
+  const std::set<uint64_t>& open_bus_pages() const { return open_bus_pages_; }
 
  private:
   struct DeviceWindow {

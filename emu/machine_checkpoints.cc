@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "emu/machine_checkpoints.h"
+
+#include <cstring>
+#include <istream>
+#include <sstream>
+
+#include <xxhash.h>
+
+#include "base/state_archive.h"
+#include "emu/machine.h"
+
+namespace topolab {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+
+std::vector<uint64_t> hash_pages(const GuestRam& ram) {
+  std::vector<uint64_t> hashes(ram.size() / kPage);
+  for (size_t page = 0; page < hashes.size(); ++page) hashes[page] = XXH3_64bits(ram.data() + page * kPage, kPage);
+  return hashes;
+}
+
+}  // namespace
+
+void MachineCheckpoints::between_slices(Machine& machine, uint64_t output_position) {
+  const uint64_t total = machine.instructions();
+  if (!started_) {
+    started_ = true;
+    start_instructions_ = total;
+    page_hashes_ = hash_pages(machine.ram());
+    return;
+  }
+  const uint64_t last = checkpoints_.empty() ? start_instructions_ : checkpoints_.back().total_instructions;
+  if (total >= last + every_) take(machine, output_position);
+}
+
+void MachineCheckpoints::take(Machine& machine, uint64_t output_position) {
+  MachineCheckpoint c;
+  for (unsigned i = 0; i < machine.vcpu_count(); ++i) c.instructions.push_back(machine.cpu(i).instructions());
+  c.total_instructions = machine.instructions();
+  c.output_position = output_position;
+  c.state = save_state_bytes(machine);
+  const GuestRam& ram = machine.ram();
+  std::vector<uint64_t> hashes = hash_pages(ram);
+  for (size_t page = 0; page < hashes.size(); ++page)
+    if (hashes[page] != page_hashes_[page])
+      c.pages.emplace_back(page, std::string(reinterpret_cast<const char*>(ram.data() + page * kPage), kPage));
+  page_hashes_ = std::move(hashes);
+  saved_bytes_ += c.state.size() + c.pages.size() * kPage;
+  checkpoints_.push_back(std::move(c));
+}
+
+std::optional<size_t> MachineCheckpoints::latest_before(unsigned vcpu, uint64_t instructions) const {
+  for (size_t i = checkpoints_.size(); i-- > 0;)
+    if (vcpu < checkpoints_[i].instructions.size() && checkpoints_[i].instructions[vcpu] < instructions) return i;
+  return std::nullopt;
+}
+
+void MachineCheckpoints::restore(Machine& machine, size_t index) const {
+  const MachineCheckpoint& c = checkpoints_.at(index);
+  load_state_bytes(machine, c.state);
+  // Each page as the latest checkpoint up to `index` that changed it left it;
+  // the others are as the machine was built.
+  GuestRam& ram = machine.ram();
+  std::vector<bool> written(ram.size() / kPage, false);
+  for (size_t i = index + 1; i-- > 0;)
+    for (const auto& [page, bytes] : checkpoints_[i].pages)
+      if (!written[page]) {
+        written[page] = true;
+        std::memcpy(ram.data() + page * kPage, bytes.data(), kPage);
+      }
+}
+
+}  // namespace topolab
