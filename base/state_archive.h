@@ -16,6 +16,8 @@
 // instantiated.
 #pragma once
 
+#include "base/state_sized.h"
+
 #include <cereal/archives/binary.hpp>
 #include <cereal/types/array.hpp>
 #include <cereal/types/deque.hpp>
@@ -30,10 +32,12 @@
 #include <cereal/types/vector.hpp>
 
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
 namespace topolab {
+
 
 using StateWriter = cereal::BinaryOutputArchive;
 using StateReader = cereal::BinaryInputArchive;

@@ -25,14 +25,16 @@ namespace {
 constexpr unsigned kClientPollMs = 50;
 
 // `output`: the replayed output of a run that can go back (nullptr: none).
-MachineDebugger::Options debugger_options(ReplayedOutput* output, std::function<int(const RunResult&)> exit_status) {
+MachineDebugger::Options debugger_options(ReplayedOutput* output, std::function<int(const RunResult&)> exit_status,
+                                          uint64_t checkpoint_every = 0) {
   MachineDebugger::Options options{.monitor =
-                                       [](Machine& m, std::string_view line) {
-                                         MachineMonitor monitor(m);
+                                       [](Machine& m, SnapshotShelf& snapshots, std::string_view line) {
+                                         MachineMonitor monitor(m, snapshots);
                                          return debug::run_monitor_command(monitor, line);
                                        },
                                    .can_rewind = output != nullptr,
-                                   .exit_status = std::move(exit_status)};
+                                   .exit_status = std::move(exit_status),
+                                   .checkpoint_every = checkpoint_every};
   if (output) {
     options.output_position = [output] { return output->position(); };
     options.seek_output = [output](uint64_t position) { output->seek(position); };
@@ -84,7 +86,7 @@ DebuggedRun run_with_gdb(const MachineMaker& make_machine, ReplayedOutput& outpu
   // Tests ask for port 0 and read the one the system picked from here.
   fmt::print(stderr, "topolab: gdb: listening on {}:{}\n", options.endpoint.host, server.port());
   std::unique_ptr<Machine> machine = make_machine();
-  MachineDebugger debugger(*machine, debugger_options(&output, options.exit_status));
+  MachineDebugger debugger(*machine, debugger_options(&output, options.exit_status, options.checkpoint_every));
   machine->attach_debugger(&debugger);
 
   if (options.wait_for_client) {

@@ -13,6 +13,7 @@
 
 #include "cli/command_line.h"
 #include "emu/machine.h"
+#include "emu/machine_debug.h"
 
 namespace topolab::cli {
 
@@ -21,6 +22,7 @@ struct GdbRunOptions {
   bool wait_for_client = false;  // -S: nothing runs before a client has control
   // The process's exit status for a result (gdb's W reply carries it).
   std::function<int(const RunResult&)> exit_status;
+  uint64_t checkpoint_every = MachineDebugger::kCheckpointEvery;  // emu/machine_checkpoints.h
 };
 
 // Builds the machine, the same one every time: its serial output must go

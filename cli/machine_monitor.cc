@@ -100,14 +100,10 @@ std::string MachineMonitor::info_time() {
   return out;
 }
 
-// Snapshots are not in this build: each command says so in one line.
-std::string MachineMonitor::snapshot_save(std::string_view name) {
-  return fmt::format("snapshot save {}: topolab has no snapshots yet (issue 22, part 3)\n", name);
-}
-std::string MachineMonitor::snapshot_load(std::string_view name) {
-  return fmt::format("snapshot load {}: topolab has no snapshots yet (issue 22, part 3)\n", name);
-}
-std::string MachineMonitor::snapshot_list() { return "snapshot list: topolab has no snapshots yet (issue 22, part 3)\n"; }
+// Snapshots are the debugger's: named points of history (emu/machine_debug.h).
+std::string MachineMonitor::snapshot_save(std::string_view name) { return snapshots_.save_snapshot(name); }
+std::string MachineMonitor::snapshot_load(std::string_view name) { return snapshots_.load_snapshot(name); }
+std::string MachineMonitor::snapshot_list() { return snapshots_.list_snapshots(); }
 
 size_t MachineMonitor::read_physical(uint64_t address, std::span<uint8_t> out) {
   const GuestRam& ram = machine_.ram();

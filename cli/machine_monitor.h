@@ -8,12 +8,13 @@
 
 #include "debug/monitor.h"
 #include "emu/machine.h"
+#include "emu/machine_debug.h"
 
 namespace topolab::cli {
 
 class MachineMonitor final : public debug::MonitorQueries {
  public:
-  explicit MachineMonitor(Machine& machine) : machine_(machine) {}
+  MachineMonitor(Machine& machine, SnapshotShelf& snapshots) : machine_(machine), snapshots_(snapshots) {}
 
   std::string info_cpus() override;
   std::string info_lapic(std::optional<unsigned> vcpu) override;
@@ -28,6 +29,7 @@ class MachineMonitor final : public debug::MonitorQueries {
 
  private:
   Machine& machine_;
+  SnapshotShelf& snapshots_;
 };
 
 }  // namespace topolab::cli

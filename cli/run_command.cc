@@ -210,7 +210,8 @@ int run_machine(const RunOptions& o) {
     ReplayedOutput output([&serial](uint8_t b) { serial.put(b); });
     const GdbRunOptions gdb{.endpoint = parse_gdb_endpoint(o.gdb.empty() ? "1234" : o.gdb, "--gdb"),
                             .wait_for_client = o.gdb_wait,
-                            .exit_status = status_of};
+                            .exit_status = status_of,
+                            .checkpoint_every = o.checkpoint_every};
     DebuggedRun debugged =
         run_with_gdb([&] { return make_machine([&output](uint8_t b) { output.put(b); }); }, output, gdb);
     owned = std::move(debugged.machine);
@@ -264,6 +265,9 @@ void add_run_tuning_options(CLI::App* cmd, RunOptions& run) {
       ->type_name("VTIME FILE");
   cmd->add_option("--resume", run.resume,
                   "start from a snapshot FILE that --snapshot-at wrote, with the same command line");
+  cmd->add_option("--checkpoint-every", run.checkpoint_every,
+                  "with --gdb: instructions between the in-memory snapshots reverse execution replays from (0: none)")
+      ->capture_default_str();
   cmd->add_option("--html", run.html,
                   "also write one self-contained HTML page: topology, caches, leaves, IPI heatmap, wake causes, "
                   "timeline");

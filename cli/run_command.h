@@ -10,6 +10,7 @@
 
 #include "cli/command_line.h"
 #include "emu/machine_config.h"
+#include "emu/machine_debug.h"
 
 namespace topolab::cli {
 
@@ -40,6 +41,9 @@ struct RunOptions {
   // and --resume FILE.
   std::vector<std::string> snapshot_at;
   std::string resume;
+  // Instructions between the debugger's in-memory checkpoints (reverse
+  // execution, emu/machine_checkpoints.h); 0: none.
+  uint64_t checkpoint_every = MachineDebugger::kCheckpointEvery;
 
   // The machine's topology, CPU, -machine options and cost model from what
   // was typed. Throws ConfigError.

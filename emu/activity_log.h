@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/state_sized.h"
+
 namespace topolab {
 
 enum class VcpuActivity : uint8_t { Running, Spinning, Halted, Mwait, WaitForSipi };
@@ -46,7 +48,7 @@ class ActivityLog {
   uint64_t end_ns() const;
   template <class Archive>
   void serialize(Archive& ar) {
-    ar(spans_);
+    serialize_sized(ar, spans_, "activity log");
   }
 
  private:

@@ -27,9 +27,11 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "base/state_sized.h"
 #include "devices/apic_bus.h"
 #include "devices/io_apic.h"
 #include "devices/local_apic.h"
@@ -120,7 +122,10 @@ class Machine final : private CpuEvents, private BoardEvents {
   // that run goes on as the saved one would have, to the byte.
   template <class Archive>
   void serialize(Archive& ar) {
-    ar(board_, shutdown_, clock_, stats_, activity_, timeline_, mwait_lines_, mwait_line_of_, store_epoch_);
+    ar(board_, shutdown_, clock_, stats_, activity_, timeline_, mwait_lines_);
+    if (stats_.vcpu_count() != cpus_.size()) throw std::length_error("a snapshot's statistics have another size");
+    serialize_sized(ar, mwait_line_of_, "MWAIT table");
+    ar(store_epoch_);
     ar(ipis_to_route_, guest_error_, stall_, window_begin_, window_, *bus_);
     for (const std::unique_ptr<Cpu>& cpu : cpus_) ar(*cpu);
   }

@@ -61,8 +61,8 @@ void MachineDebugger::park(StopEvent event) {
   go_.reset();
   changed_.notify_all();
   for (;;) {
-    changed_.wait(lock, [&] { return !work_.empty() || go_ || detached_ || kill_; });
-    while (!work_.empty()) {
+    changed_.wait(lock, [&] { return !work_.empty() || go_ || jump_ || detached_ || kill_; });
+    while (!work_.empty() && !jump_) {  // after a snapshot load, the rest is answered there
       std::function<void()>* work = work_.front();
       work_.pop_front();
       lock.unlock();
@@ -71,7 +71,11 @@ void MachineDebugger::park(StopEvent event) {
       ++work_done_;
       changed_.notify_all();
     }
-    if (go_ || detached_ || kill_) break;
+    if (go_ || jump_ || detached_ || kill_) break;
+  }
+  if (jump_ && !detached_ && !kill_) {
+    parked_ = false;
+    throw RewindRequest{*std::exchange(jump_, std::nullopt)};
   }
   const std::optional<debug::ResumeRequest> go = std::exchange(go_, std::nullopt);
   if (go && go->direction == debug::ResumeRequest::Direction::kReverse && !detached_ && !kill_) {
@@ -516,9 +520,53 @@ std::string MachineDebugger::monitor(std::string_view line) {
                                      : "gdb's addresses are the selected vCPU's virtual addresses now\n";
   }
   on_machine_thread([&] {
-    text = options_.monitor ? options_.monitor(*machine_, line) : fmt::format("topolab has no monitor here: {}\n", line);
+    text = options_.monitor ? options_.monitor(*machine_, *this, line)
+                            : fmt::format("topolab has no monitor here: {}\n", line);
   });
   return text;
+}
+
+// ---------------------------------------------------------------------------
+// The monitor's snapshots: named points of history.
+
+std::string MachineDebugger::save_snapshot(std::string_view name) {
+  if (!options_.can_rewind) return "snapshot save: snapshots go with reverse execution: run with --gdb\n";
+  if (result_) return "snapshot save: the run has ended\n";
+  if (history_altered_)
+    return "snapshot save: not after a write to registers or memory (the history replayed would not come here)\n";
+  const MachineCpu& cpu = machine_->cpu(now_.vcpu);
+  snapshots_[std::string(name)] = NamedPoint{now_, stop_.value_or(StopEvent{}), cpu.now()};
+  return fmt::format("snapshot {} saved: cpu {} at instruction {}, {} ns\n", name, now_.vcpu, now_.instructions,
+                     cpu.now());
+}
+
+std::string MachineDebugger::load_snapshot(std::string_view name) {
+  if (!options_.can_rewind) return "snapshot load: snapshots go with reverse execution: run with --gdb\n";
+  const auto it = snapshots_.find(name);
+  if (it == snapshots_.end()) return fmt::format("snapshot load: no snapshot named {}\n", name);
+  if (history_altered_)
+    return "snapshot load: not after a write to registers or memory (the history replayed would not be this run's)\n";
+  const NamedPoint& point = it->second;
+  if (point.position != now_) {
+    ReplayTarget target;
+    target.mode = ReplayTarget::Mode::kStopAt;
+    target.position = point.position;
+    target.event = point.event;
+    std::lock_guard lock(mutex_);
+    jump_ = target;
+    stop_.reset();
+  }
+  return fmt::format("snapshot {} loaded: cpu {} at instruction {}, {} ns (gdb: flushregs)\n", name,
+                     point.position.vcpu, point.position.instructions, point.virtual_ns);
+}
+
+std::string MachineDebugger::list_snapshots() {
+  if (snapshots_.empty()) return "no snapshots\n";
+  std::string out = "name             cpu  instruction      virtual ns\n";
+  for (const auto& [name, point] : snapshots_)
+    out += fmt::format("{:<16} {:<4} {:<16} {}\n", name, point.position.vcpu, point.position.instructions,
+                       point.virtual_ns);
+  return out;
 }
 
 }  // namespace topolab

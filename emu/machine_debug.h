@@ -81,12 +81,25 @@ struct RewindRequest {
   ReplayTarget target;
 };
 
-class MachineDebugger final : public debug::DebugTarget, public MachineDebugHooks {
+// The monitor's `snapshot save|load|list` (debug/monitor.h), kept by the
+// debugger: a snapshot is a named point of the run's history, and loading
+// it goes there, back or forward, by the same exact replay as reverse
+// execution (from the latest checkpoint before it). Each answer is one line.
+class SnapshotShelf {
+ public:
+  virtual ~SnapshotShelf() = default;
+  virtual std::string save_snapshot(std::string_view name) = 0;
+  virtual std::string load_snapshot(std::string_view name) = 0;
+  virtual std::string list_snapshots() = 0;
+};
+
+class MachineDebugger final : public debug::DebugTarget, public MachineDebugHooks, public SnapshotShelf {
  public:
   struct Options {
     // Answers a monitor command line (the stub's qRcmd) about the machine,
-    // on the machine thread; nullptr: every command is refused.
-    std::function<std::string(Machine&, std::string_view)> monitor;
+    // on the machine thread, with the debugger's snapshots; nullptr: every
+    // command is refused.
+    std::function<std::string(Machine&, SnapshotShelf&, std::string_view)> monitor;
     // The owner builds the machine again on RewindRequest: reverse
     // execution is on.
     bool can_rewind = false;
@@ -144,6 +157,11 @@ class MachineDebugger final : public debug::DebugTarget, public MachineDebugHook
   void detach() override;
   void kill() override;
 
+  // SnapshotShelf (on the machine thread, parked)
+  std::string save_snapshot(std::string_view name) override;
+  std::string load_snapshot(std::string_view name) override;
+  std::string list_snapshots() override;
+
   // --- The machine's side (MachineDebugHooks, the machine thread) ---
   void between_slices() override;
   void before_slice(MachineCpu& cpu) override;
@@ -179,6 +197,14 @@ class MachineDebugger final : public debug::DebugTarget, public MachineDebugHook
   Machine* machine_;
   Options options_;
   std::optional<ReplayTarget> replay_;  // a replay under way
+  // The monitor's snapshots: where each stop was, and what it said.
+  struct NamedPoint {
+    DebugPosition position;
+    debug::StopEvent event;
+    uint64_t virtual_ns = 0;
+  };
+  std::map<std::string, NamedPoint, std::less<>> snapshots_;
+  std::optional<ReplayTarget> jump_;  // snapshot load: the parked thread goes there
   MachineCheckpoints checkpoints_;
   bool replay_from_checkpoint_ = false;  // the replay under way began at a checkpoint
   std::vector<std::pair<DebugPosition, debug::StopEvent>> replay_hits_;  // kFindLastHit

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <memory>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -30,6 +32,9 @@ static_assert(kMagic.size() == 16);
 constexpr uint32_t kFormatVersion = 1;
 // Magic, version, reserved, body length before and after compression, checksum.
 constexpr size_t kHeaderBytes = 16 + 4 + 4 + 8 + 8 + 8;
+// The largest body a snapshot may unpack to: a 64 GiB guest's RAM and its
+// state; a header that says more is damaged, not a reason to allocate it.
+constexpr uint64_t kMaxBodyBytes = uint64_t{80} << 30;
 // zstd's level: 3 (its default) packs a Linux guest's RAM about 4:1 at
 // several hundred MB/s; higher levels cost seconds for a few percent.
 constexpr int kZstdLevel = 3;
@@ -87,6 +92,28 @@ uint64_t get_le(std::string_view in, size_t at, unsigned bytes) {
   uint64_t value = 0;
   for (unsigned i = 0; i < bytes; ++i) value |= uint64_t{static_cast<uint8_t>(in[at + i])} << (8 * i);
   return value;
+}
+
+// zstd's frame, unpacked to exactly `size` bytes; nullopt if it does not.
+// In chunks, so that a header that promises more than the frame holds
+// costs no more memory than the frame gives.
+std::optional<std::string> unpack(std::string_view packed, uint64_t size) {
+  constexpr size_t kChunk = size_t{1} << 20;
+  std::unique_ptr<ZSTD_DStream, decltype(&ZSTD_freeDStream)> stream(ZSTD_createDStream(), ZSTD_freeDStream);
+  std::string out;
+  ZSTD_inBuffer in{packed.data(), packed.size(), 0};
+  for (;;) {
+    const size_t used = out.size();
+    out.resize(used + kChunk);
+    ZSTD_outBuffer chunk{out.data() + used, kChunk, 0};
+    const size_t left = ZSTD_decompressStream(stream.get(), &chunk, &in);
+    out.resize(used + chunk.pos);
+    if (ZSTD_isError(left) || out.size() > size) return std::nullopt;
+    if (left == 0) break;  // the frame is complete
+    if (in.pos == in.size && chunk.pos < kChunk) return std::nullopt;  // it ends early
+  }
+  if (out.size() != size || in.pos != in.size) return std::nullopt;
+  return out;
 }
 
 }  // namespace
@@ -155,8 +182,8 @@ void restore_snapshot(Machine& machine, const MachineSnapshot& snapshot) {
   for (const auto& [page, bytes] : snapshot.pages) std::memcpy(ram.data() + page * kPage, bytes.data(), kPage);
 }
 
-void write_snapshot_file(const std::string& path, const MachineSnapshot& snapshot) {
-  MachineSnapshot& s = const_cast<MachineSnapshot&>(snapshot);  // Body's archive is two-way
+std::string encode_snapshot(const MachineSnapshot& snapshot) {
+  MachineSnapshot& s = const_cast<MachineSnapshot&>(snapshot);  // Body's archive is two-way; saving reads only
   Body body{s};
   const std::string raw = to_bytes(body);
   std::string packed(ZSTD_compressBound(raw.size()), '\0');
@@ -164,15 +191,48 @@ void write_snapshot_file(const std::string& path, const MachineSnapshot& snapsho
   if (ZSTD_isError(n)) throw InputError(fmt::format("cannot compress the snapshot: {}", ZSTD_getErrorName(n)));
   packed.resize(n);
 
-  std::string header(kMagic);
-  put_le(header, kFormatVersion, 4);
-  put_le(header, 0, 4);
-  put_le(header, raw.size(), 8);
-  put_le(header, packed.size(), 8);
-  put_le(header, XXH3_64bits(packed.data(), packed.size()), 8);
+  std::string file(kMagic);
+  put_le(file, kFormatVersion, 4);
+  put_le(file, 0, 4);
+  put_le(file, raw.size(), 8);
+  put_le(file, packed.size(), 8);
+  put_le(file, XXH3_64bits(packed.data(), packed.size()), 8);
+  return file + packed;
+}
+
+MachineSnapshot decode_snapshot(std::string_view file, std::string_view name) {
+  if (file.size() < kHeaderBytes || file.substr(0, kMagic.size()) != kMagic)
+    throw InputError(fmt::format("{} is not a topolab snapshot", name));
+  const uint64_t version = get_le(file, 16, 4);
+  if (version != kFormatVersion)
+    throw InputError(fmt::format("{} is a snapshot of format {}; this build reads format {}", name, version,
+                                 kFormatVersion));
+  const uint64_t raw_size = get_le(file, 24, 8), packed_size = get_le(file, 32, 8), checksum = get_le(file, 40, 8);
+  const std::string_view packed = file.substr(kHeaderBytes);
+  if (packed.size() != packed_size || XXH3_64bits(packed.data(), packed.size()) != checksum)
+    throw InputError(fmt::format("{} is damaged: its checksum does not match", name));
+  if (ZSTD_getFrameContentSize(packed.data(), packed.size()) != raw_size || raw_size > kMaxBodyBytes)
+    throw InputError(fmt::format("{} is damaged: its body's length does not match", name));
+  const std::optional<std::string> raw = unpack(packed, raw_size);
+  if (!raw) throw InputError(fmt::format("{} is damaged: its body does not unpack", name));
+
+  MachineSnapshot s;
+  Body body{s};
+  std::istringstream in(*raw, std::ios::binary);
+  try {
+    StateReader reader(in);
+    reader(body);
+  } catch (const std::exception& e) {
+    throw InputError(fmt::format("{} is damaged: {}", name, one_line(e.what())));
+  }
+  if (in.peek() != std::char_traits<char>::eof()) throw InputError(fmt::format("{} is damaged: bytes left over", name));
+  return s;
+}
+
+void write_snapshot_file(const std::string& path, const MachineSnapshot& snapshot) {
+  const std::string file = encode_snapshot(snapshot);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(header.data(), static_cast<std::streamsize>(header.size()));
-  out.write(packed.data(), static_cast<std::streamsize>(packed.size()));
+  out.write(file.data(), static_cast<std::streamsize>(file.size()));
   out.close();
   if (!out) throw InputError(fmt::format("cannot write the snapshot to {}", path));
 }
@@ -181,34 +241,7 @@ MachineSnapshot read_snapshot_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("cannot read the snapshot {}", path));
   const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (file.size() < kHeaderBytes || std::string_view(file).substr(0, kMagic.size()) != kMagic)
-    throw InputError(fmt::format("{} is not a topolab snapshot", path));
-  const uint64_t version = get_le(file, 16, 4);
-  if (version != kFormatVersion)
-    throw InputError(fmt::format("{} is a snapshot of format {}; this build reads format {}", path, version,
-                                 kFormatVersion));
-  const uint64_t raw_size = get_le(file, 24, 8), packed_size = get_le(file, 32, 8), checksum = get_le(file, 40, 8);
-  const std::string_view packed = std::string_view(file).substr(kHeaderBytes);
-  if (packed.size() != packed_size || XXH3_64bits(packed.data(), packed.size()) != checksum)
-    throw InputError(fmt::format("{} is damaged: its checksum does not match", path));
-  if (ZSTD_getFrameContentSize(packed.data(), packed.size()) != raw_size)
-    throw InputError(fmt::format("{} is damaged: its body's length does not match", path));
-  std::string raw(raw_size, '\0');
-  const size_t n = ZSTD_decompress(raw.data(), raw.size(), packed.data(), packed.size());
-  if (ZSTD_isError(n) || n != raw_size) throw InputError(fmt::format("{} is damaged: its body does not unpack", path));
-
-  MachineSnapshot s;
-  Body body{s};
-  std::istringstream body_in(raw, std::ios::binary);
-  try {
-    StateReader reader(body_in);
-    reader(body);
-  } catch (const std::exception& e) {
-    throw InputError(fmt::format("{} is damaged: {}", path, one_line(e.what())));
-  }
-  if (body_in.peek() != std::char_traits<char>::eof())
-    throw InputError(fmt::format("{} is damaged: bytes left over", path));
-  return s;
+  return decode_snapshot(file, path);
 }
 
 }  // namespace topolab

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -65,13 +66,15 @@ MachineSnapshot take_snapshot(Machine& machine, MachineFingerprint fingerprint, 
 // one line when the state does not fit this build.
 void restore_snapshot(Machine& machine, const MachineSnapshot& snapshot);
 
-// Writes `snapshot` to `path`; throws InputError with one line when it
-// cannot.
-void write_snapshot_file(const std::string& path, const MachineSnapshot& snapshot);
+// The file's bytes, and back: InputError with one line, naming the file
+// `name`, for bytes that are not a snapshot, are damaged (the checksum, the
+// lengths, the body) or were written by another format.
+std::string encode_snapshot(const MachineSnapshot& snapshot);
+MachineSnapshot decode_snapshot(std::string_view file, std::string_view name);
 
-// Reads and checks a snapshot file: InputError with one line for a file
-// that is not one, is damaged (its checksum), or was written by another
-// format.
+// Writes `snapshot` to `path`, and reads one; InputError with one line
+// when they cannot.
+void write_snapshot_file(const std::string& path, const MachineSnapshot& snapshot);
 MachineSnapshot read_snapshot_file(const std::string& path);
 
 }  // namespace topolab

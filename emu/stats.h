@@ -125,7 +125,7 @@ class Stats {
   const std::map<std::pair<unsigned, unsigned>, uint64_t>& ipi_matrix() const { return matrix_; }
   template <class Archive>
   void serialize(Archive& ar) {
-    ar(vcpus_, matrix_);
+    ar(vcpus_, matrix_);  // a window's Stats loads into an empty one: Machine checks the machine's
   }
 
  private:

@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/state_sized.h"
 #include "devices/local_apic.h"
 
 namespace topolab {
@@ -109,7 +110,9 @@ class Timeline {
 
   template <class Archive>
   void serialize(Archive& ar) {
-    ar(slots_, arrivals_, next_sequence_, timers_, clocks_);
+    serialize_sized(ar, slots_, "timeline");
+    serialize_sized(ar, arrivals_, "timeline");
+    ar(next_sequence_, timers_, clocks_);
   }
 
  private:

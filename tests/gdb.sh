@@ -14,6 +14,11 @@
 #   reverse       reverse-stepi and forwards again, reverse-continue to the
 #                 last store before now, back through an IPI handler, the
 #                 start of history; the output printed once
+#   reverse_checkpoints  the same, replaying from in-memory snapshots: the
+#                 same answers as replaying from the start
+#   snapshots     the monitor's snapshot save, load (back, then forward
+#                 again) and list
+#   resume        --resume FILE with the stub: the same output
 #   monitor       --monitor stdio: QEMU's monitor on stdin while the run goes on
 #   refusals      a second client is refused; a client that dies lets the run
 #                 go on; a bad --gdb is one line
@@ -53,6 +58,23 @@ wait_topolab() {
   wait "$pid" || status=$?
   pid=
   return "$status"
+}
+
+# What tests/gdb/reverse.gdb must have found.
+check_reverse_session() {
+  value() { sed -n "s/^$1 \(.*\)$/\1/p" "$tmp/gdb.out"; }
+  [ -n "$(value 'forward rip')" ] && [ "$(value 'forward rip')" = "$(value 'forward again rip')" ] ||
+    fail "stepping forward after reverse-stepi did not come back to the same instruction"
+  [ "$(value 'back rip')" != "$(value 'forward rip')" ] || fail "reverse-stepi did not move"
+  grep -Eq '^last writer thread ([1-4]) wrote ([0-3]) at rip 0x' "$tmp/gdb.out" || fail "reverse-continue found no writer"
+  writer=$(sed -n 's/^last writer thread \([1-4]\) wrote \([0-3]\).*/\1 \2/p' "$tmp/gdb.out")
+  [ "$(( ${writer% *} - 1 ))" = "${writer#* }" ] || fail "the last writer's value is not its own index: $writer"
+  [ "$(value 'in handler rip')" = "$(value 'in handler again rip')" ] ||
+    fail "back through the IPI handler and forwards again is not the same state"
+  entry=$(value 'handler entry thread [0-9]* rip')
+  [ "$(value 'handler entry again rip')" = "$entry" ] || fail "reverse-stepi did not come back to the handler's entry"
+  grep -q 'No more reverse-execution history' "$tmp/gdb.out" || fail "the start of history was not reported"
+  cmp "$tmp/plain.out" "$tmp/out" || fail "output printed twice or differs after replays"
 }
 
 case $case in
@@ -107,24 +129,53 @@ same_output)
   cmp "$tmp/plain.json" "$tmp/debugged.json" || fail "the report differs with a debugger attached"
   echo "ok: output and report byte-identical with gdb attached, stopped $(grep -c '^stopped' "$tmp/gdb.out") times"
   ;;
-reverse)
+reverse | reverse_checkpoints)
   timeout 120 "$topolab" run "$image" -smp 4 --report none >"$tmp/plain.out" 2>/dev/null
-  start_topolab -smp 4 --report none
+  # reverse_checkpoints: the same session replaying from in-memory
+  # snapshots every 3,000 instructions (the run has some 77,000), then from
+  # the start of the run (--checkpoint-every 0): the same answers.
+  every=100000000
+  [ "$case" = reverse_checkpoints ] && every=3000
+  start_topolab -smp 4 --report none --checkpoint-every "$every"
   run_gdb reverse
   wait_topolab || fail "topolab exited $?"
+  check_reverse_session
+  if [ "$case" = reverse_checkpoints ]; then
+    grep -v '^\[' "$tmp/gdb.out" >"$tmp/with_checkpoints.out"
+    start_topolab -smp 4 --report none --checkpoint-every 0
+    run_gdb reverse
+    wait_topolab || fail "topolab exited $?"
+    check_reverse_session
+    grep -v '^\[' "$tmp/gdb.out" | diff "$tmp/with_checkpoints.out" - ||
+      fail "replays from checkpoints and from the start disagree"
+  fi
+  ;;
+snapshots)
+  timeout 120 "$topolab" run "$image" -smp 4 --report none >"$tmp/plain.out" 2>/dev/null
+  start_topolab -smp 4 --report none --checkpoint-every 5000
+  run_gdb snapshots
+  wait_topolab || fail "topolab exited $?"
   value() { sed -n "s/^$1 \(.*\)$/\1/p" "$tmp/gdb.out"; }
-  [ -n "$(value 'forward rip')" ] && [ "$(value 'forward rip')" = "$(value 'forward again rip')" ] ||
-    fail "stepping forward after reverse-stepi did not come back to the same instruction"
-  [ "$(value 'back rip')" != "$(value 'forward rip')" ] || fail "reverse-stepi did not move"
-  grep -Eq '^last writer thread ([1-4]) wrote ([0-3]) at rip 0x' "$tmp/gdb.out" || fail "reverse-continue found no writer"
-  writer=$(sed -n 's/^last writer thread \([1-4]\) wrote \([0-3]\).*/\1 \2/p' "$tmp/gdb.out")
-  [ "$(( ${writer% *} - 1 ))" = "${writer#* }" ] || fail "the last writer's value is not its own index: $writer"
-  [ "$(value 'in handler rip')" = "$(value 'in handler again rip')" ] ||
-    fail "back through the IPI handler and forwards again is not the same state"
-  entry=$(value 'handler entry thread [0-9]* rip')
-  [ "$(value 'handler entry again rip')" = "$entry" ] || fail "reverse-stepi did not come back to the handler's entry"
-  grep -q 'No more reverse-execution history' "$tmp/gdb.out" || fail "the start of history was not reported"
-  cmp "$tmp/plain.out" "$tmp/out" || fail "output printed twice or differs after replays"
+  [ -n "$(value saved)" ] && [ "$(value saved)" = "$(value loaded)" ] ||
+    fail "snapshot load did not come back to the saved registers and memory"
+  [ -n "$(value later)" ] && [ "$(value later)" = "$(value 'forward again')" ] ||
+    fail "snapshot load did not go forward again to the later snapshot"
+  [ "$(value saved)" != "$(value later)" ] || fail "the two snapshots are the same point"
+  grep -Eq '^two_stores +[0-3] +[0-9]+ +[0-9]+$' "$tmp/gdb.out" || fail "snapshot list did not list two_stores"
+  grep -q '^snapshot load: no snapshot named nothing$' "$tmp/gdb.out" || fail "an unknown snapshot was not refused"
+  cmp "$tmp/plain.out" "$tmp/out" || fail "output printed twice or differs after snapshot loads"
+  echo "ok: snapshot save, load back and forward again: $(value loaded)"
+  ;;
+resume)
+  # A run resumed from a file snapshot under gdb: the same output as the
+  # run never stopped, and reverse execution back to the snapshot's start.
+  timeout 120 "$topolab" run "$image" -smp 4 --report none >"$tmp/plain.out" 2>/dev/null
+  timeout 120 "$topolab" run "$image" -smp 4 --report none --snapshot-at 300us "$tmp/s.snap" >/dev/null 2>&1
+  start_topolab -smp 4 --report none --resume "$tmp/s.snap"
+  run_gdb same_output
+  wait_topolab || fail "topolab exited $?"
+  cmp "$tmp/plain.out" "$tmp/out" || fail "the output resumed under gdb differs"
+  echo "ok: resumed from a snapshot under gdb, the same output"
   ;;
 monitor)
   printf 'info cpus\ninfo topology\nxp /4xw 0x1000\ninfo lapic 1\ninfo ipis\ninfo time\nfrobnicate\n' |
