@@ -996,7 +996,6 @@ TEST(LocalApicMatch, LogicalFFIsNoBroadcastForAFlatApicWithoutALogicalId) {
   EXPECT_FALSE(apic.matches(msg));
 }
 
-
 // --- Snapshots ----------------------------------------------------------
 
 // What the vCPU and the bus see of `apic` from `now` on: the timer, the
@@ -1065,7 +1064,6 @@ TEST(LocalApicSnapshot, RoundTripsTheTimerAndPendingAndInServiceVectors) {
   LocalApic fresh = x2apic(5);
   EXPECT_NE(run_from(fresh, now), seen);
 }
-
 
 // The TSC-deadline timer, armed in xAPIC mode, fires at the same instant.
 TEST(LocalApicSnapshot, RoundTripsAnArmedTscDeadline) {

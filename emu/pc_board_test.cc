@@ -211,7 +211,6 @@ TEST(PcBoard, DevicesReachTheMachineThroughItsEvents) {
   EXPECT_EQ(rig.board.guest_exit_value(), 3u);
 }
 
-
 // What the machine sees of a board from now on: a guest's reads of every
 // device, an EOI, the rest of a shutdown string, and later times.
 std::vector<uint64_t> run_on(BoardRig& rig) {

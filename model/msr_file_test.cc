@@ -564,7 +564,6 @@ TEST(MsrFile, EveryModelHasTheMsrsGuestsUse) {
   }
 }
 
-
 // --- Snapshots ------------------------------------------------------------------
 
 // Every MSR's RDMSR at `virtual_tsc`, in the architectural and AMD ranges.
