@@ -25,6 +25,7 @@ bool is_watch(BreakpointKind kind) { return kind != BreakpointKind::kSoftware &&
 
 MachineDebugger::MachineDebugger(Machine& machine, Options options)
     : machine_(&machine),
+      vcpus_(machine.vcpu_count()),
       options_(std::move(options)),
       checkpoints_(options_.checkpoint_every),
       applied_generation_(machine.vcpu_count(), 0),
