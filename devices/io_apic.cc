@@ -5,7 +5,7 @@ namespace topolab {
 
 using namespace ioapic;
 
-IoApic::IoApic() { table_.fill(RTE_MASKED); }
+IoApic::IoApic(bool extended_destination) : extended_destination_(extended_destination) { table_.fill(RTE_MASKED); }
 
 uint32_t IoApic::mmio_read(uint32_t offset, unsigned size) const {
   // QEMU decodes the low byte of the offset only; so do we.
@@ -114,16 +114,20 @@ IoApicMessages IoApic::service() {
   return sent;
 }
 
-std::optional<ApicMessage> IoApic::message_for(uint64_t entry) {
+std::optional<ApicMessage> IoApic::message_for(uint64_t entry) const {
   const auto mode = static_cast<ApicDeliveryMode>((entry >> RTE_DELIVERY_MODE_SHIFT) & 7);
   if (mode == ApicDeliveryMode::Reserved || mode == ApicDeliveryMode::StartUp) return std::nullopt;
+  const bool logical = entry & RTE_DEST_LOGICAL;
+  const uint32_t extension =
+      extended_destination_ && !logical ? (entry >> RTE_EXT_DESTINATION_SHIFT) & RTE_EXT_DESTINATION_MASK : 0;
   // An 8-bit destination, as an xAPIC sender's: with no interrupt
   // remapping, 0xFF is the broadcast also to APICs in x2APIC mode (SDM
-  // 10.12.9 leaves that to the platform; KVM and QEMU broadcast it).
-  return ApicMessage{
+  // 10.12.9 leaves that to the platform; KVM and QEMU broadcast it). With
+  // extension bits it is a 15-bit physical APIC ID, never a broadcast.
+  ApicMessage message{
       .delivery_mode = mode,
       .vector = static_cast<uint8_t>(entry & RTE_VECTOR),
-      .destination_mode = (entry & RTE_DEST_LOGICAL) ? ApicDestinationMode::Logical : ApicDestinationMode::Physical,
+      .destination_mode = logical ? ApicDestinationMode::Logical : ApicDestinationMode::Physical,
       .level_assert = true,
       .trigger_mode = (entry & RTE_TRIGGER_LEVEL) ? ApicTriggerMode::Level : ApicTriggerMode::Edge,
       .shorthand = ApicShorthand::None,
@@ -131,6 +135,11 @@ std::optional<ApicMessage> IoApic::message_for(uint64_t entry) {
       .source_id = 0,
       .x2apic = false,
   };
+  if (extension) {
+    message.destination |= extension << 8;
+    message.x2apic = true;
+  }
+  return message;
 }
 
 }  // namespace topolab

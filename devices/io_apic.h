@@ -32,6 +32,13 @@
 //   APICs refuse it. SMI is sent and refused likewise.
 // - Only 32-bit accesses to IOWIN and the EOI register do anything (as in
 //   QEMU); IOREGSEL takes any width. Other offsets read 0 and ignore writes.
+// Extended destination ID (KVM_FEATURE_MSI_EXT_DEST_ID, when the machine
+// offers it: CpuConfig::offers_ext_dest_id): bits 55:49 of an entry are
+// bits 14:8 of a physical destination, so interrupts reach APIC IDs up to
+// 32767 without interrupt remapping, as Linux's IO_APIC_route_entry
+// (virt_destid_8_14) writes them and KVM and QEMU's userspace I/O APIC
+// deliver them. Without the offer those bits are reserved and ignored.
+//
 // - Interrupt remapping (the 16-bit remappable format) and the storm
 //   throttling QEMU applies after 10,000 successive EOIs with the line
 //   still asserted.
@@ -71,6 +78,8 @@ inline constexpr uint64_t RTE_REMOTE_IRR = 1ull << 14;
 inline constexpr uint64_t RTE_TRIGGER_LEVEL = 1ull << 15;
 inline constexpr uint64_t RTE_MASKED = 1ull << 16;
 inline constexpr unsigned RTE_DESTINATION_SHIFT = 56;
+inline constexpr unsigned RTE_EXT_DESTINATION_SHIFT = 49;  // bits 55:49: destination bits 14:8
+inline constexpr uint64_t RTE_EXT_DESTINATION_MASK = 0x7f;
 // Bits the hardware owns: a guest write leaves them as they were.
 inline constexpr uint64_t RTE_READ_ONLY = RTE_DELIVERY_STATUS | RTE_REMOTE_IRR;
 }  // namespace ioapic
@@ -85,7 +94,8 @@ class IoApic {
   static constexpr uint32_t kMmioSize = 0x1000;
 
   // Power-on (datasheet 3.0): ID 0, every entry masked, every pin low.
-  IoApic();
+  // `extended_destination`: entries' bits 55:49 extend the destination.
+  explicit IoApic(bool extended_destination = false);
 
   // --- The page at kBase: `offset` within it ---------------------------
   uint32_t mmio_read(uint32_t offset, unsigned size) const;
@@ -118,8 +128,9 @@ class IoApic {
   // latched in pending_, level pins asserted without remote IRR.
   IoApicMessages service();
   // The message entry `pin` sends, or nothing for a reserved delivery mode.
-  static std::optional<ApicMessage> message_for(uint64_t entry);
+  std::optional<ApicMessage> message_for(uint64_t entry) const;
 
+  bool extended_destination_ = false;  // the configuration, not state
   uint8_t id_ = 0;
   uint32_t select_ = 0;  // IOREGSEL
   uint32_t lines_ = 0;   // pin levels

@@ -82,6 +82,44 @@ TEST(IoApic, RedirectionEntryFieldsBecomeTheMessage) {
                                   .destination = 0x0d}));
 }
 
+// KVM_FEATURE_MSI_EXT_DEST_ID: bits 55:49 are destination bits 14:8, as
+// Linux's virt_destid_8_14 writes them for an APIC ID past 255; without the
+// offer they are reserved and ignored, and logical entries never use them.
+TEST(IoApic, ExtendedDestinationIdReachesApicIdsPast255OnlyWhenOffered) {
+  constexpr uint32_t kApicId = 0x123;  // 291: package 1 of 2 x 72 x 2
+  const uint32_t high_half = ((kApicId & 0xff) << 24) | ((kApicId >> 8) << (RTE_EXT_DESTINATION_SHIFT - 32));
+  IoApic extended(true), plain;
+  for (IoApic* io : {&extended, &plain}) {
+    wr(*io, high(3), high_half);
+    EXPECT_EQ(rd(*io, high(3)), high_half) << "the bits read back either way";
+    wr(*io, low(3), 0x41);
+  }
+  IoApicMessages sent = extended.set_pin(3, true);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].destination, kApicId);
+  EXPECT_EQ(sent[0].destination_mode, ApicDestinationMode::Physical);
+  EXPECT_TRUE(sent[0].x2apic) << "a 15-bit ID: 0x1FF is no broadcast";
+  sent = plain.set_pin(3, true);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].destination, kApicId & 0xff);
+  EXPECT_FALSE(sent[0].x2apic);
+
+  // Destination 0xFF with no extension stays the broadcast; logical
+  // entries take the 8-bit destination only.
+  wr(extended, high(4), 0xff000000u);
+  wr(extended, low(4), 0x42);
+  sent = extended.set_pin(4, true);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].destination, 0xffu);
+  EXPECT_FALSE(sent[0].x2apic);
+  wr(extended, high(5), high_half);
+  wr(extended, low(5), 0x43 | RTE_DEST_LOGICAL);
+  sent = extended.set_pin(5, true);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].destination, kApicId & 0xff);
+  EXPECT_EQ(sent[0].destination_mode, ApicDestinationMode::Logical);
+}
+
 TEST(IoApic, EveryDeliveryModeButTheReservedOnesSends) {
   for (uint32_t mode = 0; mode < 8; ++mode) {
     IoApic io;

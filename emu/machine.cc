@@ -58,7 +58,10 @@ Machine::Machine(const MachineConfig& config, std::optional<BootFiles> files, st
       // CPUID's feature bits are the same on every vCPU: vCPU 0 answers.
       msrs_([this](uint32_t leaf, uint32_t subleaf) { return cpuid_.query(0, leaf, subleaf); }),
       make_vcpu_(std::move(make_vcpu)),
-      board_(PcBoardConfig{.topology = config_.topology, .ram_mib = config.ram_mib, .devices = config.devices},
+      board_(PcBoardConfig{.topology = config_.topology,
+                           .ram_mib = config.ram_mib,
+                           .devices = config.devices,
+                           .ioapic_extended_destination = config.cpu.offers_ext_dest_id()},
              std::move(serial_out), *this),
       stats_(config_.topology.cpus()),
       activity_(config_.topology.cpus()),

@@ -39,6 +39,7 @@ PcBoard::PcBoard(const PcBoardConfig& config, std::function<void(uint8_t)> seria
       pic_master_(PicStub::Role::kMaster),
       pic_slave_(PicStub::Role::kSlave),
       measure_port_([this](MeasurePort::Mark mark) { events_.measure_mark(mark); }),
+      ioapic_(config.ioapic_extended_destination),
       i8042_([this] {
         events_.request_shutdown("the guest reset the machine through the keyboard controller (0x64 <- 0xFE)");
       }),

@@ -80,6 +80,8 @@ struct PcBoardConfig {
   const Topology& topology;  // what fw_cfg tells the firmware; not kept
   uint64_t ram_mib = 128;
   PlatformDevices devices;  // the optional devices it has
+  // The I/O APIC takes APIC IDs past 255 (CpuConfig::offers_ext_dest_id).
+  bool ioapic_extended_destination = false;
 };
 
 class PcBoard {

@@ -470,6 +470,8 @@ void apply_property(CpuConfig& cfg, FlagRequests& requests, std::string_view pro
     cfg.enforce = parse_switch(key, value);
   } else if (key == "kvm") {
     cfg.kvm_signature = parse_switch(key, value);
+  } else if (key == "kvm-msi-ext-dest-id") {
+    cfg.kvm_msi_ext_dest_id = parse_switch(key, value);
   } else if (key == "check") {
     // QEMU warns about filtered features; topolab refuses a requested one
     // anyway, and drops the model's own ones as documented.
@@ -495,7 +497,7 @@ const char* engine_cpu_model_name(EngineCpuModel engine) {
 std::string_view cpu_property_help() {
   return "l3-cache=on|off, vendor=ID, level=N, xlevel=N, model-id=TEXT, family=N, model=N, stepping=N, "
          "phys-bits=32..52, host-phys-bits=off, host-cache-info=off, pmu=on|off, migratable=on|off, enforce, "
-         "check, x-force-cpuid-0x1f=on|off, kvm=on|off";
+         "check, x-force-cpuid-0x1f=on|off, kvm=on|off, kvm-msi-ext-dest-id=on|off";
 }
 
 std::vector<DroppedFeature> dropped_features(const CpuModelDef& model) {

@@ -176,6 +176,15 @@ struct CpuConfig {
   // TCG has no KVM leaves; Linux needs the signature to run x2APIC without
   // interrupt remapping (x2apic_available), as it does on KVM.
   bool kvm_signature = false;
+  // kvm-msi-ext-dest-id (KVM_FEATURE_MSI_EXT_DEST_ID, leaf 0x40000001 EAX
+  // bit 15, with kvm=on): the I/O APIC takes APIC IDs up to 32767 from
+  // redirection-entry bits 49-55 beside 56-63, as QEMU's userspace I/O APIC
+  // (kernel-irqchip=split, where QEMU offers it) and KVM do. Linux 6.1 then
+  // brings up CPUs with APIC IDs past 255 in x2APIC mode without interrupt
+  // remapping. On by default with kvm=on: topolab's I/O APIC is QEMU's.
+  bool kvm_msi_ext_dest_id = true;
+  // Whether the I/O APIC honours the extended destination ID.
+  bool offers_ext_dest_id() const { return kvm_signature && kvm_msi_ext_dest_id; }
   // Features asked for that the engine cannot execute, without enforce: not
   // advertised, each with its reason, as QEMU's TCG warns "TCG doesn't
   // support requested feature" and drops it. The command prints them as

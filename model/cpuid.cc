@@ -72,6 +72,7 @@ constexpr uint32_t kLeaf7EcxOspke = 1u << 4;
 // The hypervisor range 0x40000000.. (Intel SDM: "reserved for software").
 constexpr uint32_t kHypervisorBase = 0x40000000;
 constexpr uint32_t kHypervisorMax = 0x40000001;
+constexpr uint32_t kKvmFeatureMsiExtDestId = 1u << 15;  // KVM_FEATURE_MSI_EXT_DEST_ID
 constexpr uint32_t kExt1EcxTopoext = 1u << 22;
 constexpr uint32_t kExt1EcxSvm = 1u << 2;
 constexpr uint32_t kExt1EcxCmpLegacy = 1u << 1;
@@ -595,10 +596,14 @@ CpuidRegs CpuidModel::extA() const {
 }
 
 CpuidRegs CpuidModel::hypervisor(uint32_t leaf) const {
-  if (leaf != kHypervisorBase || !cpu_.has(CpuFeature::Hypervisor)) return {};
+  if (!cpu_.has(CpuFeature::Hypervisor)) return {};
+  // KVM's features (Documentation/virt/kvm/x86/cpuid.rst): of its
+  // paravirtual features only the extended destination ID, and no hints.
+  if (leaf == kHypervisorMax)
+    return cpu_.offers_ext_dest_id() ? CpuidRegs{kKvmFeatureMsiExtDestId, 0, 0, 0} : CpuidRegs{};
+  if (leaf != kHypervisorBase) return {};
   // The hypervisor signature: guests that look for one find "topolab", or
-  // with kvm=on KVM's "KVMKVMKVM\0\0\0" (whose leaf 0x40000001 then says no
-  // paravirtual features and no hints: all zero, as it is here anyway).
+  // with kvm=on KVM's "KVMKVMKVM\0\0\0".
   if (cpu_.kvm_signature) return {kHypervisorMax, pack4("KVMK"), pack4("VMKV"), pack4("M\0\0\0")};
   return {kHypervisorMax, pack4("topo"), pack4("lab\0"), 0};
 }

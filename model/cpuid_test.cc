@@ -185,8 +185,10 @@ TEST(HypervisorLeaves, TopolabOrKvmSignature) {
   EXPECT_EQ(signature(own), std::string("topolab\0\0\0\0\0", 12));
   CpuidModel kvm = make("2", "Skylake-Server,kvm=on");
   EXPECT_EQ(signature(kvm.query(0, 0x40000000, 0)), std::string("KVMKVMKVM\0\0\0", 12));
-  const CpuidRegs features = kvm.query(0, 0x40000001, 0);
-  EXPECT_EQ(features.eax | features.edx, 0u);
+  // KVM_FEATURE_MSI_EXT_DEST_ID only, unless turned off; no hints.
+  EXPECT_EQ(kvm.query(0, 0x40000001, 0), (CpuidRegs{1u << 15, 0, 0, 0}));
+  EXPECT_EQ(make("2", "Skylake-Server,kvm=on,kvm-msi-ext-dest-id=off").query(0, 0x40000001, 0), CpuidRegs{});
+  EXPECT_EQ(make("2", "Skylake-Server").query(0, 0x40000001, 0), CpuidRegs{}) << "topolab's own leaves have none";
   EXPECT_EQ(make("2", "Skylake-Server,-hypervisor,kvm=on").query(0, 0x40000000, 0).ebx, 0u);
 }
 
