@@ -269,6 +269,8 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
   // stopped inside a block. Once per uc_emu_start.
   void settle_at(uint64_t rip);
   const DecodedBlock& decode_new_block(uint64_t address, uint32_t size, uint32_t count);
+  // The guest's bytes at `block` are still the ones it was decoded from.
+  bool same_code(const DecodedBlock& block);
   CodeSize code_size_from_registers();
   bool hook_trap_sites(const DecodedBlock& block);
   bool hook_counted_loop(const DecodedBlock& block);
