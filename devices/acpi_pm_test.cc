@@ -64,7 +64,6 @@ TEST(AcpiPm, SlpEnWithTypeZeroPowersOff) {
   EXPECT_EQ(t.pm.read(AcpiPm::kPm1Cnt, 2) & AcpiPm::CNT_SLP_EN, 0u);
 }
 
-
 TEST(AcpiPmSnapshot, RoundTripsEnablesControlAndTheClearedTimerStatus) {
   Pm t;
   t.pm.write(AcpiPm::kPm1En, 2, AcpiPm::EN_MASK);

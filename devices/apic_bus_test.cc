@@ -142,7 +142,6 @@ TEST(ApicBus, UnicastFastPathAgreesWithMatches) {
   }
 }
 
-
 // An xAPIC ID rewritten before the snapshot: the bus restored over the
 // restored APICs must route to the new ID, as the one saved did.
 TEST(ApicBusSnapshot, RoundTripsRenumbering) {

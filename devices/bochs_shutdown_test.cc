@@ -30,7 +30,6 @@ TEST(BochsShutdown, TheWholeStringPowersOffAndABrokenOneStartsAgain) {
   EXPECT_EQ(port.read(0, 1), 0xffffffffu);
 }
 
-
 TEST(BochsShutdownSnapshot, RoundTripsAHalfWrittenString) {
   BochsShutdown port([] {});
   send(port, "Shut");

@@ -346,7 +346,6 @@ TEST(CmosRtc, AVcpuBehindTheWriterSeesTheClockAsSet) {
   EXPECT_EQ(g.rtc.seconds_at(11 * kSecond), CmosRtc::kDefaultStart + 1);
 }
 
-
 // What a guest sees of the RTC from its current time on, a quarter of a
 // second at a time: the date, UIP, and the registers around it.
 std::vector<uint64_t> run_on(Guest& g) {
@@ -377,7 +376,7 @@ TEST(CmosRtcSnapshot, RoundTripsTheRunningClockItsPhaseAndTheRegisters) {
   g.cmos_write(7, CmosRtc::REG_HOURS_ALARM);
   g.cmos_write(0x5a, 0x40);  // a byte of CMOS memory
   g.now += 2 * kSecond + 700 * kMs;
-  g.out(0x70, CmosRtc::INDEX_NMI_DISABLE | CmosRtc::REG_SECONDS);
+  g.out(0x70, CmosRtc::INDEX_NMI_DISABLE | CmosRtc::REG_MINUTES);
 
   const std::string bytes = save_state_bytes(g.rtc);
   Guest restored;
@@ -388,8 +387,38 @@ TEST(CmosRtcSnapshot, RoundTripsTheRunningClockItsPhaseAndTheRegisters) {
 
   const std::vector<uint64_t> seen = run_on(g);
   EXPECT_EQ(seen[0], 1u);  // NMI masked
-  EXPECT_EQ(seen[1], 3u);  // 13:42:03: set at 0.3 s, read 2.7 s (and the accesses) later
+  EXPECT_EQ(seen[1], 42u);
+  EXPECT_EQ(seen[2 + 0], 3u);  // 13:42:03: set at 0.3 s, read 2.7 s (and the accesses) later
   EXPECT_EQ(run_on(restored), seen);
+}
+
+// Stopped with the divider in reset, the clock restarts half a second
+// before its next update (as QEMU's), not at the phase it stopped at.
+TEST(CmosRtcSnapshot, RoundTripsAClockStoppedWithItsDividerInReset) {
+  Guest g;
+  g.now = 400 * kMs;
+  g.cmos_write(CmosRtc::A_DV_RESET | 0x06, CmosRtc::REG_A);
+  g.now += 2 * kSecond;
+
+  const std::string bytes = save_state_bytes(g.rtc);
+  Guest restored;
+  restored.now = g.now;
+  load_state_bytes(restored.rtc, bytes);
+  EXPECT_EQ(save_state_bytes(restored.rtc), bytes);
+
+  const auto run = [](Guest& guest) {
+    std::vector<uint64_t> seen{guest.cmos_read(CmosRtc::REG_SECONDS)};
+    guest.cmos_write(CmosRtc::kResetA, CmosRtc::REG_A);
+    for (int step = 0; step < 15; ++step) {
+      guest.now += 100 * kMs;
+      seen.push_back(guest.cmos_read(CmosRtc::REG_SECONDS));
+      seen.push_back(guest.rtc.update_in_progress_at(guest.now));
+    }
+    return seen;
+  };
+  const std::vector<uint64_t> seen = run(g);
+  EXPECT_EQ(seen[0], 0u);  // stopped at 00:00:00
+  EXPECT_EQ(run(restored), seen);
 }
 
 }  // namespace

@@ -24,7 +24,6 @@ TEST(DebugExit, ByteWritesKeepOnlyTheByte) {
   EXPECT_EQ(dev.value(), 0xffu);
 }
 
-
 TEST(DebugExitSnapshot, RoundTripsTheValueAndTheRunStaysEnded) {
   DebugExit dev([] {});
   dev.write(0, 4, 38);

@@ -75,7 +75,6 @@ TEST(FwCfg, WriteChannelBitIsIgnoredForReads) {
   EXPECT_EQ(read_le(dev, 0x4000 | FwCfg::kNbCpus, 2), 12u);
 }
 
-
 TEST(FwCfgSnapshot, RoundTripsTheSelectedItemAndTheReadPosition) {
   FwCfg dev = twelve_sparse();
   EXPECT_EQ(read_item(dev, FwCfg::kRamSize, 3), (std::vector<uint8_t>{0, 0, 0}));

@@ -104,7 +104,8 @@ class IoApic {
   uint64_t redirection(unsigned pin) const { return pin < ioapic::kPins ? table_[pin] : 0; }
   uint8_t id() const { return id_; }
 
-  // Snapshots (base/state_archive.h).
+  // Snapshots (base/state_archive.h). pending_ is empty between calls today
+  // (service() sends each edge at once), and kept so that nothing is assumed.
   template <class Archive>
   void serialize(Archive& ar) {
     ar(id_, select_, lines_, pending_, table_);

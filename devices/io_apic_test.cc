@@ -210,7 +210,6 @@ TEST(IoApic, BadPinsAndRegistersAreHarmless) {
   EXPECT_EQ(io.mmio_read(0xfff, 4), 0u);
 }
 
-
 // What the machine sees of the I/O APIC from now on: its registers, the
 // level pin re-sent at EOI (remote IRR), a masked edge pin unmasked, a
 // level pin dropped.

@@ -314,7 +314,10 @@ class LocalApic {
   // A QEMU "info lapic"-like dump, one register per line.
   std::string describe(uint64_t now) const;
 
-  // Snapshots (base/state_archive.h). config_ is the configuration.
+  // Snapshots (base/state_archive.h). config_ is the configuration. The
+  // timer's start and the TSC deadline are virtual-time instants: they hold
+  // when the machine's time is restored with them. eoi_broadcast_ is empty
+  // between calls, and kept so that nothing is assumed.
   template <class Archive>
   void serialize(Archive& ar) {
     ar(apic_base_, regs_, esr_pending_, timer_, tsc_deadline_, eoi_broadcast_);

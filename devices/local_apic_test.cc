@@ -996,7 +996,6 @@ TEST(LocalApicMatch, LogicalFFIsNoBroadcastForAFlatApicWithoutALogicalId) {
   EXPECT_FALSE(apic.matches(msg));
 }
 
-
 // --- Snapshots ----------------------------------------------------------
 
 // What the vCPU and the bus see of `apic` from `now` on: the timer, the
@@ -1064,6 +1063,31 @@ TEST(LocalApicSnapshot, RoundTripsTheTimerAndPendingAndInServiceVectors) {
   EXPECT_EQ(run_from(restored, now), seen);
   LocalApic fresh = x2apic(5);
   EXPECT_NE(run_from(fresh, now), seen);
+}
+
+// The TSC-deadline timer, armed in xAPIC mode, fires at the same instant.
+TEST(LocalApicSnapshot, RoundTripsAnArmedTscDeadline) {
+  LocalApic apic = xapic(2);
+  wr(apic, REG_LVT_TIMER, 0x43 | TIMER_MODE_TSC_DEADLINE);
+  ASSERT_FALSE(apic.wrmsr(LocalApic::MSR_IA32_TSC_DEADLINE, 3001, kNow).gp);
+  const std::string bytes = save_state_bytes(apic);
+  LocalApic restored(config(2));
+  load_state_bytes(restored, bytes);
+  EXPECT_EQ(save_state_bytes(restored), bytes);
+
+  const auto run = [](LocalApic& a) {
+    std::vector<uint64_t> seen{a.rdmsr(LocalApic::MSR_IA32_TSC_DEADLINE, kNow).value_or(~uint64_t{0}),
+                               a.next_timer_event().value_or(0), rd(a, REG_SVR)};
+    a.on_time(1500);
+    seen.push_back(a.irr(0x43));
+    a.on_time(1501);
+    seen.push_back(a.irr(0x43));
+    seen.push_back(a.next_timer_event().has_value());
+    return seen;
+  };
+  const std::vector<uint64_t> seen = run(apic);
+  EXPECT_EQ(seen, (std::vector<uint64_t>{3001, 1501, SVR_APIC_ENABLED | 0xff, 0, 1, 0}));
+  EXPECT_EQ(run(restored), seen);
 }
 
 }  // namespace

@@ -66,7 +66,6 @@ TEST(PcTestdev, IomemIsLittleEndianScratchAndBoundsChecked) {
   EXPECT_EQ(t.dev.iomem_read(~0ull, 4), 0u);
 }
 
-
 TEST(PcTestdevSnapshot, RoundTripsScratchAndIomem) {
   Lines t;
   t.dev.write(0, 4, 0x11223344);

@@ -144,7 +144,6 @@ TEST(PciTestdev, DecodingOffReadsAllOnesAndDropsWrites) {
   EXPECT_EQ(dev.mem_read(0, 4), 0u);  // the write above was dropped
 }
 
-
 TEST(PciFunctionSnapshot, RoundTripsWhatTheGuestProgrammed) {
   PciFunction function = i440fx_host_bridge();
   function.write(REG_COMMAND, 2, COMMAND_MEMORY | COMMAND_BUS_MASTER);

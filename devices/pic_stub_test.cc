@@ -179,27 +179,28 @@ TEST(Elcr, ReadsBackWhatCanBeLevelTriggeredAsQemu) {
   EXPECT_EQ(p.elcr.level_triggered(), (1u << 9) | (1u << 11));
 }
 
-
 TEST(PicStubSnapshot, RoundTripsAnInitialisationHalfDone) {
   PicStub pic(PicStub::Role::kSlave);
   pic.write(0, 1, 0x11);  // ICW1: cascade, ICW4 follows
-  pic.write(1, 1, 0x28);  // ICW2; ICW3 and ICW4 still to come
+  for (uint8_t word : {0x28, 0x02, 0x01}) pic.write(1, 1, word);  // ICW2-ICW4
+  pic.write(0, 1, 0x13);  // initialised again: single (no ICW3), ICW4 follows; ICW2 next
   const std::string bytes = save_state_bytes(pic);
   PicStub restored(PicStub::Role::kSlave);
   load_state_bytes(restored, bytes);
   EXPECT_EQ(save_state_bytes(restored), bytes);
 
-  // The rest of the sequence: taken as ICW3 and ICW4 by both, not as masks.
+  // The rest of the sequence: ICW2, ICW4, then masks.
   const auto run = [](PicStub& p) {
     std::vector<uint32_t> seen{p.vector_base(), p.mask()};
-    for (uint8_t word : {0x02, 0x01, 0xfb}) {
+    for (uint8_t word : {0x70, 0x01, 0xfb, 0xfd}) {
       p.write(1, 1, word);
       seen.push_back(p.read(1, 1));
     }
+    seen.push_back(p.vector_base());
     return seen;
   };
   const std::vector<uint32_t> seen = run(pic);
-  EXPECT_EQ(seen, (std::vector<uint32_t>{0x28, 0, 0, 0, 0xfb}));
+  EXPECT_EQ(seen, (std::vector<uint32_t>{0x28, 0, 0, 0, 0xfb, 0xfd, 0x70}));
   EXPECT_EQ(run(restored), seen);
 }
 

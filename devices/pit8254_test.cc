@@ -263,37 +263,44 @@ TEST(Pit8254, Linux61PitCalibrateTscWaitsForOut2AndPassesItsSanityChecks) {
   EXPECT_NEAR(static_cast<double>(cal2), 2e6, 2e6 * 0.001);
 }
 
-
-// What a guest sees of the PIT from its current time on: the latched count,
-// then a half-written count completed, then counts and OUTs as time passes.
+// What a guest sees of the PIT from its current time on: the rest of the
+// latched count, the latched status, a half-written count completed, then
+// counts, OUTs and read-back status as time passes.
 std::vector<uint64_t> run_on(Rig& r) {
   std::vector<uint64_t> seen;
-  seen.push_back(r.read16(0));  // the latch
-  r.pit.write(1, 1, 0x12);      // channel 1's MSB, after the LSB before the snapshot
-  for (uint64_t ticks : {30, 400, 999, 1000, 1001, 1500, 5000, 70'000}) {
+  seen.push_back(r.pit.read(0, 1));  // the latch's MSB
+  seen.push_back(r.pit.read(2, 1));  // channel 2's latched status
+  r.pit.write(1, 1, 0x12);           // channel 1's MSB, after the LSB before the snapshot
+  for (uint64_t ticks : {450, 999, 1005, 1006, 1500, 5000, 70'000}) {
     r.now = ns_of_ticks(ticks);
     for (unsigned c = 0; c < 3; ++c) {
       seen.push_back(r.pit.count_at(c, r.now));
       seen.push_back(r.pit.out_at(c, r.now));
     }
     seen.push_back(r.read16(1));
+    seen.push_back(r.pit.read(2, 1));  // MSB only
     seen.push_back(r.pit.port_b().read(0, 1));
+    r.control(0xee);  // read-back: every channel's status
+    for (unsigned c = 0; c < 3; ++c) seen.push_back(r.pit.read(c, 1));
   }
   return seen;
 }
 
 TEST(Pit8254Snapshot, RoundTripsCountsLatchesAndAHalfWrittenCount) {
   Rig r;
-  r.control(0x34);  // channel 0: LSB then MSB, mode 2
+  r.now = ns_of_ticks(5);
+  r.control(0x34);  // channel 0: LSB then MSB, mode 2, loaded at tick 5
   r.count(0, 1000);
   r.pit.port_b().write(0, 1, 0x03);  // channel 2's gate up, speaker data on
-  r.control(0xb6);                   // channel 2: mode 3
-  r.count(2, 300);
-  r.control(0x70);  // channel 1: LSB then MSB, mode 0
-  r.pit.write(1, 1, 0x34);
-  r.now = ns_of_ticks(10);
-  r.control(0x00);  // latch channel 0 at 990
-  r.now = ns_of_ticks(20);
+  r.control(0xa7);                   // channel 2: MSB only, mode 3, BCD
+  r.pit.write(2, 1, 0x03);           // 300
+  r.control(0x70);                   // channel 1: LSB then MSB, mode 0
+  r.pit.write(1, 1, 0x34);           // the LSB only
+  r.now = ns_of_ticks(15);
+  r.control(0x00);                   // latch channel 0 at 990
+  EXPECT_EQ(r.pit.read(0, 1), 990u & 0xff);  // its MSB still to read
+  r.control(0xe8);                   // read-back: channel 2's status
+  r.now = ns_of_ticks(400);          // the live count's MSB is no longer the latch's
 
   const std::string bytes = save_state_bytes(r.pit);
   Rig restored;
@@ -302,7 +309,8 @@ TEST(Pit8254Snapshot, RoundTripsCountsLatchesAndAHalfWrittenCount) {
   EXPECT_EQ(save_state_bytes(restored.pit), bytes);
 
   const std::vector<uint64_t> seen = run_on(r);
-  EXPECT_EQ(seen[0], 990u);
+  EXPECT_EQ(seen[0], 990u >> 8);
+  EXPECT_EQ(seen[1], 0x80u | 0x20 | 3u << 1 | 1);  // OUT high, MSB only, mode 3, BCD
   EXPECT_EQ(run_on(restored), seen);
 }
 

@@ -65,7 +65,6 @@ TEST(PortBus, RejectsOverlapsEmptyRangesAndWraparound) {
   EXPECT_NO_THROW(bus.attach(0x3f0, 8, b));
 }
 
-
 TEST(PortBusSnapshot, RoundTripsTheUnclaimedAccessCount) {
   PortBus bus;
   Recorder uart("uart");

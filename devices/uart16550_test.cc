@@ -86,7 +86,6 @@ TEST(Uart16550, ReenablingThreReassertsIt) {
   EXPECT_EQ(uart.read(2, 1), 0x02u);
 }
 
-
 // A UART whose output and interrupt line are recorded.
 struct RecordedUart {
   std::string out;

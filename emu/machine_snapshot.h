@@ -16,10 +16,7 @@
 // configuration, another build or another format is refused in one line
 // that says what differs.
 //
-// The file (docs/debugging.md, "Snapshots"): a 16-byte magic, the format
-// version, the xxHash3 of the body and its length, then the body
-// compressed with zstd: the fingerprint, the guest's output, the machine's
-// state and the RAM's non-zero 4 KiB pages.
+// The file and its checks: emu/snapshot_file.h.
 #pragma once
 
 #include <cstdint>
@@ -29,13 +26,11 @@
 #include <vector>
 
 #include "base/guest_ram.h"
+#include "emu/snapshot_file.h"
 
 namespace topolab {
 
 class Machine;
-
-// (name, value) lines that identify a configuration: compared in order.
-using MachineFingerprint = std::vector<std::pair<std::string, std::string>>;
 
 // The fingerprint of a machine built and not yet run: the build, the
 // topology, the CPU and -machine, -m, the command line, the time limit,
@@ -48,16 +43,6 @@ MachineFingerprint machine_fingerprint(const Machine& machine);
 // run's host"; empty when they agree.
 std::string fingerprint_difference(const MachineFingerprint& snapshot, const MachineFingerprint& now);
 
-struct MachineSnapshot {
-  MachineFingerprint fingerprint;
-  uint64_t at_ns = 0;          // the virtual time it was taken at
-  uint64_t instructions = 0;   // every vCPU's, then
-  std::string output;          // what the guest wrote to COM1 before it
-  std::string state;           // Machine::serialize's bytes
-  // The RAM as (page number, 4 KiB) for every non-zero page.
-  std::vector<std::pair<uint64_t, std::string>> pages;
-};
-
 // Takes `machine`'s state (between slices) and its RAM.
 MachineSnapshot take_snapshot(Machine& machine, MachineFingerprint fingerprint, std::string output);
 
@@ -65,16 +50,5 @@ MachineSnapshot take_snapshot(Machine& machine, MachineFingerprint fingerprint, 
 // fingerprint checked already) and not yet run. Throws InputError with
 // one line when the state does not fit this build.
 void restore_snapshot(Machine& machine, const MachineSnapshot& snapshot);
-
-// The file's bytes, and back: InputError with one line, naming the file
-// `name`, for bytes that are not a snapshot, are damaged (the checksum, the
-// lengths, the body) or were written by another format.
-std::string encode_snapshot(const MachineSnapshot& snapshot);
-MachineSnapshot decode_snapshot(std::string_view file, std::string_view name);
-
-// Writes `snapshot` to `path`, and reads one; InputError with one line
-// when they cannot.
-void write_snapshot_file(const std::string& path, const MachineSnapshot& snapshot);
-MachineSnapshot read_snapshot_file(const std::string& path);
 
 }  // namespace topolab

@@ -12,6 +12,7 @@
 
 #include "base/errors.h"
 #include "base/memory_map.h"
+#include "base/state_archive.h"
 
 namespace topolab {
 namespace {
@@ -208,6 +209,111 @@ TEST(PcBoard, DevicesReachTheMachineThroughItsEvents) {
   ports.write(DebugExit::kBase, 1, 3);
   EXPECT_EQ(rig.events.guest_exits, 1u);
   EXPECT_EQ(rig.board.guest_exit_value(), 3u);
+}
+
+// What the machine sees of a board from now on: a guest's reads of every
+// device, an EOI, the rest of a shutdown string, and later times.
+std::vector<uint64_t> run_on(BoardRig& rig) {
+  rig.events.interrupts.clear();
+  rig.events.shutdowns.clear();
+  PortBus& ports = rig.board.ports();
+  MmioHandler& ioapic = *rig.window_at(IoApic::kBase);
+  MmioHandler& iomem = *rig.window_at(PcTestdev::kIomemBase);
+  std::vector<uint64_t> seen;
+  for (uint64_t ns : {2'000'000ull, 3'000'000ull, 1'500'000'000ull}) {
+    rig.events.now_ns = ns;
+    for (uint16_t port : {0x3f9, 0x3fa, 0x3fb, 0x3fc, 0x3ff, 0x21, 0xa1, 0x4d0, 0x4d1, 0x40, 0x42, 0x61, 0x71, 0x511})
+      seen.push_back(ports.read(port, 1));
+    for (uint16_t offset : {AcpiPm::kPm1Sts, AcpiPm::kPm1En, AcpiPm::kPm1Cnt, AcpiPm::kPmTmr})
+      seen.push_back(ports.read(AcpiPm::kBase + offset, 4));
+    seen.push_back(ports.read(PciHost::kBase, 4));
+    seen.push_back(ports.read(PciHost::kBase + 4, 4));
+    seen.push_back(ports.read(memory_map::kPciTestdevIoBar, 4));
+    seen.push_back(ports.read(PcTestdev::kBase, 4));
+    seen.push_back(iomem.read(0x20, 8));
+    seen.push_back(ioapic.read(ioapic::MMIO_IOREGSEL, 4));
+    seen.push_back(ioapic.read(ioapic::MMIO_IOWIN, 4));
+  }
+  ports.write(PciHost::kBase, 4, 0x80000000u | pci::REG_INTERRUPT_LINE);
+  seen.push_back(ports.read(PciHost::kBase + 4, 4));
+  seen.push_back(ports.unclaimed_accesses());
+  seen.push_back(rig.board.guest_exit_value().value_or(0));
+  rig.board.broadcast_eoi(0x45);  // pin 5 is still asserted: sent again
+  for (char c : std::string_view("down")) ports.write(BochsShutdown::kBase, 1, static_cast<uint8_t>(c));
+  seen.push_back(rig.events.shutdowns.size());
+  for (const ApicMessage& message : rig.events.interrupts) seen.push_back(message.vector);
+  return seen;
+}
+
+TEST(PcBoardSnapshot, RoundTripsEveryDevicesState) {
+  BoardRig rig(kEveryOptionalDevice);
+  PortBus& ports = rig.board.ports();
+  MmioHandler& ioapic = *rig.window_at(IoApic::kBase);
+  auto write_ioapic = [&](uint32_t index, uint32_t value) {
+    ioapic.write(ioapic::MMIO_IOREGSEL, 4, index);
+    ioapic.write(ioapic::MMIO_IOWIN, 4, value);
+  };
+  rig.events.now_ns = 1'000'000;
+  write_ioapic(ioapic::REG_REDIRECTION_BASE + 2 * Uart16550::kCom1Gsi, 0x34);
+  write_ioapic(ioapic::REG_REDIRECTION_BASE + 2 * 5, 0x45 | ioapic::RTE_TRIGGER_LEVEL);
+  ports.write(PcTestdev::kIrqLineBase + 5, 1, 1);  // level pin 5: remote IRR set
+  ports.write(Uart16550::kCom1Base + 3, 1, 0x03);
+  ports.write(Uart16550::kCom1Base + 7, 1, 0x5a);
+  ports.write(Uart16550::kCom1Base + 1, 1, 0x02);  // THRE interrupt pending
+  ports.write(PicStub::kMasterBase, 1, 0x11);      // ICW1, ICW2; ICW3 to come
+  ports.write(PicStub::kMasterBase + 1, 1, 0x20);
+  ports.write(Elcr::kBase + 1, 1, 0x0e);
+  ports.write(Pit8254::kBase + 3, 1, 0x34);  // channel 0: mode 2, 10000
+  ports.write(Pit8254::kBase, 1, 0x10);
+  ports.write(Pit8254::kBase, 1, 0x27);
+  ports.write(Pit8254::kPortB, 1, 0x03);
+  ports.write(Pit8254::kBase + 3, 1, 0xb6);  // channel 2: mode 3, LSB written only
+  ports.write(Pit8254::kBase + 2, 1, 0x80);
+  ports.write(CmosRtc::kBase, 1, CmosRtc::REG_B);  // the clock stopped at 05:00:00
+  ports.write(CmosRtc::kBase + 1, 1, CmosRtc::B_SET | CmosRtc::B_24H);
+  ports.write(CmosRtc::kBase, 1, CmosRtc::REG_HOURS);
+  ports.write(CmosRtc::kBase + 1, 1, 0x05);
+  ports.write(CmosRtc::kBase, 1, CmosRtc::INDEX_NMI_DISABLE | CmosRtc::REG_HOURS);
+  ports.write(FwCfg::kBase, 2, FwCfg::kSignature);
+  (void)ports.read(FwCfg::kBase + 1, 1);  // 'Q'; the next read is 'E'
+  ports.write(AcpiPm::kBase + AcpiPm::kPm1En, 2, AcpiPm::EN_MASK);
+  for (char c : std::string_view("Shut")) ports.write(BochsShutdown::kBase, 1, static_cast<uint8_t>(c));
+  ports.write(PciHost::kBase, 4, 0x80000000u | pci::REG_INTERRUPT_LINE);  // the host bridge's
+  ports.write(PciHost::kBase + 4, 1, 0x0b);
+  ports.write(memory_map::kPciTestdevIoBar, 1, 1);  // test 1 of the I/O BAR
+  ports.write(PciHost::kBase, 4, 0x80000000u | (memory_map::kPciTestdevSlot << 11) | pci::REG_COMMAND);
+  ports.write(PcTestdev::kBase, 4, 0x11223344);
+  rig.window_at(PcTestdev::kIomemBase)->write(0x20, 8, 0x0102030405060708ull);
+  ports.write(DebugExit::kBase, 1, 3);
+  (void)ports.read(0x80, 1);  // nobody's
+  write_ioapic(ioapic::REG_REDIRECTION_BASE + 2 * 7 + 1, 0);  // leaves IOREGSEL on pin 7
+
+  const std::string bytes = save_state_bytes(rig.board);
+  BoardRig restored(kEveryOptionalDevice);
+  restored.events.now_ns = rig.events.now_ns;
+  load_state_bytes(restored.board, bytes);
+  EXPECT_EQ(save_state_bytes(restored.board), bytes);
+  BoardRig fresh(kEveryOptionalDevice);
+  EXPECT_NE(save_state_bytes(fresh.board), bytes);
+
+  const std::vector<uint64_t> seen = run_on(rig);
+  EXPECT_EQ(run_on(restored), seen);
+  EXPECT_EQ(restored.board.guest_exit_value(), 3u);
+  EXPECT_EQ(restored.events.shutdowns.size(), 1u);
+  ASSERT_FALSE(restored.events.interrupts.empty());
+  EXPECT_EQ(restored.events.interrupts.back().vector, 0x45);
+  EXPECT_TRUE(restored.serial.empty());  // nothing was sent again
+}
+
+// A board without the optional devices saves none of their state, and
+// loads what it saved.
+TEST(PcBoardSnapshot, OptionalDevicesAreSavedOnlyWhenPresent) {
+  BoardRig bare, full(kEveryOptionalDevice);
+  const std::string bare_bytes = save_state_bytes(bare.board);
+  EXPECT_LT(bare_bytes.size(), save_state_bytes(full.board).size());
+  BoardRig restored;
+  load_state_bytes(restored.board, bare_bytes);
+  EXPECT_EQ(save_state_bytes(restored.board), bare_bytes);
 }
 
 }  // namespace

@@ -14,8 +14,8 @@
 // memory and the CPU state), and what a run keeps for itself (the loop
 // watch restarts with every run, the counter's running fields). The
 // debugger's breakpoints and watches are the debugger's: it sets them again.
-// Left out too, as what the engine's CPU model gives: cr4_settable,
-// maxphyaddr and the RDTSCP answer, asked of CPUID once.
+// Left out too, as what the engine's CPU model gives: cr4_settable and
+// maxphyaddr, asked of CPUID once (describe_cpuid, which charges nothing).
 //
 // Known limits: hardware breakpoints the guest armed in DR7 are not armed
 // again in the resumed engine (QEMU arms them when DR7 is written); code
@@ -59,6 +59,10 @@ void UnicornVcpu::Engine::serialize_state(Archive& ar) {
   ar(*counter, pauses_retired, pause_loop, spin_snapshot, loop_watch_schedule, moving_loops);
   ar(nmi_blocked, watch_interrupt_window, shadow, waits_for_sipi, known_cs.selector, known_cs.base);
   ar(exception_in_flight);
+  // Not a cache: learning whether IA32_TSC_AUX exists reads it through the
+  // host, which charges the guest an MSR exit (rdtscp_hooked), so a resumed
+  // vCPU that asked again would run 800 ns late from its next RDTSCP on.
+  ar(tsc_aux_known, tsc_aux_present);
 }
 
 std::string UnicornVcpu::save_state() const {

@@ -104,7 +104,8 @@ class MsrFile {
   const MsrCpuid& cpu() const { return cpu_; }
 
   // Snapshots (base/state_archive.h). cpu_, announced_, options_ and
-  // mcg_cap_ (read-only, set from CPUID) are the configuration.
+  // mcg_cap_ (read-only, set from CPUID) are the configuration. tsc_offset_
+  // is relative to the virtual TSC, which the machine's restored time gives.
   template <class Archive>
   void serialize(Archive& ar) {
     ar(tsc_offset_, tsc_adjust_, tsc_aux_, spec_ctrl_, misc_enable_, debugctl_, mtrr_def_type_, mtrr_fixed_,

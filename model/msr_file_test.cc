@@ -564,7 +564,6 @@ TEST(MsrFile, EveryModelHasTheMsrsGuestsUse) {
   }
 }
 
-
 // --- Snapshots ------------------------------------------------------------------
 
 // Every MSR's RDMSR at `virtual_tsc`, in the architectural and AMD ranges.
@@ -575,42 +574,64 @@ std::vector<std::optional<uint64_t>> every_msr(const MsrFile& f, uint64_t virtua
   return values;
 }
 
+// A file of `cpuid` after `writes`, saved and loaded into a fresh one: both
+// read the same everywhere, then and after one more TSC write.
+void expect_round_trip(const FakeCpuid& cpuid, const std::vector<std::pair<uint32_t, uint64_t>>& writes) {
+  MsrFile f(cpuid);
+  for (const auto& [msr, value] : writes) ASSERT_TRUE(f.write(msr, value, 1000)) << std::hex << msr;
+  const std::string bytes = save_state_bytes(f);
+  MsrFile restored(cpuid);
+  load_state_bytes(restored, bytes);
+  EXPECT_EQ(save_state_bytes(restored), bytes);
+
+  EXPECT_EQ(every_msr(restored, 2000), every_msr(f, 2000));
+  EXPECT_NE(every_msr(MsrFile(cpuid), 2000), every_msr(f, 2000));
+  EXPECT_EQ(restored.tsc(2000), f.tsc(2000));
+  // TSC_ADJUST moves on from what the guest's TSC write left.
+  if (f.exists(kMsrTscAdjust)) {
+    ASSERT_TRUE(f.write(kMsrTsc, 0, 3000));
+    ASSERT_TRUE(restored.write(kMsrTsc, 0, 3000));
+    EXPECT_EQ(restored.read(kMsrTscAdjust, 3000), f.read(kMsrTscAdjust, 3000));
+  }
+  for (uint32_t ecx = 0; ecx < 8; ++ecx) EXPECT_EQ(restored.read_pmc(ecx), f.read_pmc(ecx)) << ecx;
+}
+
 TEST(MsrFileSnapshot, RoundTripsEveryGuestWrittenMsr) {
   FakeCpuid c = with_pmu(intel(), 2, 4, 48, 3, 48);
   c.at(1).edx = 1u << 4 | 1u << 7 | 1u << 12 | 1u << 14;  // TSC, MCE, MTRR, MCA
   c.at(7).ebx = 1u << 1;                                   // IA32_TSC_ADJUST
+  c.at(7).edx = 1u << 26;                                  // IBRS: IA32_SPEC_CTRL
   c.at(0x80000001).edx = 1u << 27;                         // RDTSCP: IA32_TSC_AUX
-  MsrFile f(c);
-  const std::vector<std::pair<uint32_t, uint64_t>> writes = {
-      {kMsrTsc, 5000},
-      {kMsrTscAux, 3},
-      {kMsrMtrrDefType, 0xc06},
-      {kMsrMtrrFix64k00000, 0x0606'0606'0606'0606},
-      {kMsrMtrrPhysBase0, 0x8000'0006},
-      {kMsrMtrrPhysBase0 + 1, 0xff'f000'0800},
-      {kMsrMcgStatus, 0x5},
-      {kMsrMc0Ctl + 4 * 9 + 2, kNonCanonical},  // MC9_ADDR
-      {kMsrPmc0 + 1, 0x1234},
-      {kMsrPerfEvtSel0 + 1, 0x4300c0},
-      {kMsrFixedCtr0 + 2, 0x5678},
-      {kMsrFixedCtrCtrl, 0x330},
-      {kMsrPerfGlobalCtrl, 0x3},
-  };
-  for (const auto& [msr, value] : writes) ASSERT_TRUE(f.write(msr, value, 1000)) << std::hex << msr;
-
-  const std::string bytes = save_state_bytes(f);
-  MsrFile restored(c);
-  load_state_bytes(restored, bytes);
-  EXPECT_EQ(save_state_bytes(restored), bytes);
-
-  EXPECT_EQ(restored.tsc(2000), 6000u);
-  EXPECT_EQ(every_msr(restored, 2000), every_msr(f, 2000));
-  EXPECT_NE(every_msr(MsrFile(c), 2000), every_msr(f, 2000));
-  // TSC_ADJUST moves on from what the guest's TSC write left.
-  ASSERT_TRUE(f.write(kMsrTsc, 0, 3000));
-  ASSERT_TRUE(restored.write(kMsrTsc, 0, 3000));
-  EXPECT_EQ(restored.read(kMsrTscAdjust, 3000), f.read(kMsrTscAdjust, 3000));
-  EXPECT_EQ(restored.read_pmc(1), f.read_pmc(1));
+  const uint64_t misc_enable = *MsrFile(c).read(kMsrMiscEnable, 0) & ~kMiscEnableFastStrings;
+  expect_round_trip(c, {
+                           {kMsrTsc, 5000},
+                           {kMsrTscAux, 3},
+                           {kMsrSpecCtrl, 1},
+                           {kMsrMiscEnable, misc_enable},
+                           {kMsrDebugCtl, 0x2},  // BTF
+                           {kMsrMtrrDefType, 0xc06},
+                           {kMsrMtrrFix64k00000, 0x0606'0606'0606'0606},
+                           {kMsrMtrrPhysBase0, 0x8000'0006},
+                           {kMsrMtrrPhysBase0 + 1, 0xff'f000'0800},
+                           {kMsrMcgStatus, 0x5},
+                           {kMsrMcgCtl, 0},
+                           {kMsrMc0Ctl + 4 * 9 + 2, kNonCanonical},  // MC9_ADDR
+                           {kMsrPmc0 + 1, 0x1234},
+                           {kMsrPerfEvtSel0 + 1, 0x4300c0},
+                           {kMsrFixedCtr0 + 2, 0x5678},
+                           {kMsrFixedCtrCtrl, 0x330},
+                           {kMsrPerfGlobalCtrl, 0x3},
+                       });
+  // AMD's counters and SVM's host save area (qemu64 is an AMD CPU with SVM).
+  CpuidModel qemu64(Topology::parse("1"), parse_cpu("qemu64"));
+  FakeCpuid amd_svm;
+  for (uint32_t leaf : {0u, 1u, 7u, 0xau, 0x80000000u, 0x80000001u, 0x80000008u})
+    amd_svm.at(leaf) = qemu64.query(0, leaf, 0);
+  expect_round_trip(amd_svm, {
+                                 {kMsrK7PerfCtl0 + 2, 0x53'0076},
+                                 {kMsrK7PerfCtr0 + 1, 1234},
+                                 {kMsrVmHsavePa, 0x12'3000},
+                             });
 }
 
 }  // namespace

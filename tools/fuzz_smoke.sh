@@ -12,11 +12,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
+[[ "$seconds" =~ ^[0-9]+$ ]] || { echo "usage: tools/fuzz_smoke.sh [SECONDS] [HARNESS...] (SECONDS: $seconds?)" >&2; exit 2; }
 shift || true
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] ||
   harnesses=(topology local_apic multiboot cost qemu_command linux_boot pvh_boot io_apic pci_config cmos_rtc
-             pit8254 pic fw_cfg msr_file acpi sweep_merge gdb_packet)
+             pit8254 pic fw_cfg msr_file acpi sweep_merge gdb_packet snapshot_file)
 
 tools/setup.sh
 tools/sanitized_build.sh fuzzers
