@@ -55,12 +55,17 @@ std::string save_state_bytes(T& object) {
 }
 
 // Loads what save_state_bytes gave into `object`. Throws
-// cereal::Exception when the bytes end early.
+// cereal::Exception when the bytes end early and std::length_error when
+// some are left over: either way they were saved by another layout (a
+// member added or dropped), which must not load as if it fitted.
 template <class T>
 void load_state_bytes(T& object, std::string_view bytes) {
   std::istringstream in(std::string(bytes), std::ios::binary);
-  StateReader reader(in);
-  object.serialize(reader);
+  {
+    StateReader reader(in);
+    object.serialize(reader);
+  }
+  if (in.peek() != std::char_traits<char>::eof()) throw std::length_error("bytes left over");
 }
 
 }  // namespace topolab

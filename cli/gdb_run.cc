@@ -34,7 +34,9 @@ MachineDebugger::Options debugger_options(ReplayedOutput* output, std::function<
                                        },
                                    .can_rewind = output != nullptr,
                                    .exit_status = std::move(exit_status),
-                                   .checkpoint_every = checkpoint_every};
+                                   .checkpoint_every = checkpoint_every,
+                                   .output_position = {},
+                                   .seek_output = {}};
   if (output) {
     options.output_position = [output] { return output->position(); };
     options.seek_output = [output](uint64_t position) { output->seek(position); };

@@ -25,6 +25,7 @@ bool is_watch(BreakpointKind kind) { return kind != BreakpointKind::kSoftware &&
 
 MachineDebugger::MachineDebugger(Machine& machine, Options options)
     : machine_(&machine),
+      vcpus_(machine.vcpu_count()),
       options_(std::move(options)),
       checkpoints_(options_.checkpoint_every),
       applied_generation_(machine.vcpu_count(), 0),
@@ -519,10 +520,19 @@ std::string MachineDebugger::monitor(std::string_view line) {
     return line == "memory physical" ? "gdb's addresses are guest-physical now\n"
                                      : "gdb's addresses are the selected vCPU's virtual addresses now\n";
   }
+  bool jumped = false;
   on_machine_thread([&] {
     text = options_.monitor ? options_.monitor(*machine_, *this, line)
                             : fmt::format("topolab has no monitor here: {}\n", line);
+    std::lock_guard lock(mutex_);
+    jumped = jump_.has_value();
   });
+  if (jumped) {
+    // A snapshot load: the answer waits for the machine to stand at the
+    // snapshot, so that what gdb asks next is answered there.
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return (parked_ && stop_) || result_; });
+  }
   return text;
 }
 
@@ -544,6 +554,7 @@ std::string MachineDebugger::load_snapshot(std::string_view name) {
   if (!options_.can_rewind) return "snapshot load: snapshots go with reverse execution: run with --gdb\n";
   const auto it = snapshots_.find(name);
   if (it == snapshots_.end()) return fmt::format("snapshot load: no snapshot named {}\n", name);
+  if (result_) return "snapshot load: the run has ended\n";
   if (history_altered_)
     return "snapshot load: not after a write to registers or memory (the history replayed would not be this run's)\n";
   const NamedPoint& point = it->second;

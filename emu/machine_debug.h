@@ -143,7 +143,7 @@ class MachineDebugger final : public debug::DebugTarget, public MachineDebugHook
   void rebind(Machine& machine, const ReplayTarget& target);
 
   // debug::DebugTarget
-  unsigned vcpu_count() const override { return machine_->vcpu_count(); }
+  unsigned vcpu_count() const override { return vcpus_; }
   std::string describe_vcpu(unsigned vcpu) const override;
   bool read_register(unsigned vcpu, x86::RegisterId id, std::span<uint8_t> out) override;
   bool write_register(unsigned vcpu, x86::RegisterId id, std::span<const uint8_t> in) override;
@@ -195,6 +195,9 @@ class MachineDebugger final : public debug::DebugTarget, public MachineDebugHook
   std::optional<uint64_t> physical_of(unsigned vcpu, debug::AddressSpace space, uint64_t address);
 
   Machine* machine_;
+  // Every machine a rewind builds has as many: asked on the client's thread
+  // without the mailbox, even while the machine is being built again.
+  const unsigned vcpus_;
   Options options_;
   std::optional<ReplayTarget> replay_;  // a replay under way
   // The monitor's snapshots: where each stop was, and what it said.

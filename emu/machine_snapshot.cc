@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <xxhash.h>
@@ -98,15 +97,11 @@ void restore_snapshot(Machine& machine, const MachineSnapshot& snapshot) {
   for (const auto& [page, bytes] : snapshot.pages)
     if (bytes.size() != kPage || page >= ram.size() / kPage)
       throw InputError(fmt::format("the snapshot holds a page at {:#x} that this machine's RAM does not", page * kPage));
-  std::istringstream in(snapshot.state, std::ios::binary);
   try {
-    StateReader reader(in);
-    machine.serialize(reader);
+    load_state_bytes(machine, snapshot.state);
   } catch (const std::exception& e) {
     throw InputError(fmt::format("the snapshot's machine state does not fit this build ({})", one_line(e.what())));
   }
-  if (in.peek() != std::char_traits<char>::eof())
-    throw InputError("the snapshot's machine state does not fit this build (bytes left over)");
   ram.discard();
   for (const auto& [page, bytes] : snapshot.pages) std::memcpy(ram.data() + page * kPage, bytes.data(), kPage);
 }

@@ -65,6 +65,25 @@ void UnicornVcpu::Engine::serialize_state(Archive& ar) {
   ar(tsc_aux_known, tsc_aux_present);
 }
 
+namespace {
+
+// What one vCPU's snapshot holds, in order: the CPU state's bytes, the
+// open-bus pages, then the engine's own fields (a template: the engine's
+// type is UnicornVcpu's private business).
+template <class Engine>
+struct VcpuStateRecord {
+  std::string& cpu_bytes;
+  std::set<uint64_t>& open_bus;
+  Engine& engine;
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(cpu_bytes, open_bus);
+    engine.serialize_state(ar);
+  }
+};
+
+}  // namespace
+
 std::string UnicornVcpu::save_state() const {
   Engine& e = *engine_;
   const UcContext context(e.uc);
@@ -73,23 +92,16 @@ std::string UnicornVcpu::save_state() const {
   for (const auto& [begin, end] : host_ranges(e.uc)) std::fill(cpu_bytes.begin() + begin, cpu_bytes.begin() + end, 0);
   std::set<uint64_t> open_bus = e.memory_map->open_bus_pages();
 
-  std::ostringstream out(std::ios::binary);
-  {
-    StateWriter writer(out);
-    writer(cpu_bytes, open_bus);
-    e.serialize_state(writer);
-  }
-  return std::move(out).str();
+  VcpuStateRecord<Engine> record{cpu_bytes, open_bus, e};
+  return save_state_bytes(record);
 }
 
 void UnicornVcpu::load_state(std::string_view bytes) {
   Engine& e = *engine_;
-  std::istringstream in(std::string(bytes), std::ios::binary);
-  StateReader reader(in);
   std::string cpu_bytes;
   std::set<uint64_t> open_bus;
-  reader(cpu_bytes, open_bus);
-  e.serialize_state(reader);
+  VcpuStateRecord<Engine> record{cpu_bytes, open_bus, e};
+  load_state_bytes(record, bytes);
 
   UcContext context(e.uc);
   const std::span<uint8_t> cpu = context.cpu_state(e.uc);

@@ -130,19 +130,20 @@ same_output)
   echo "ok: output and report byte-identical with gdb attached, stopped $(grep -c '^stopped' "$tmp/gdb.out") times"
   ;;
 reverse | reverse_checkpoints)
-  timeout 120 "$topolab" run "$image" -smp 4 --report none >"$tmp/plain.out" 2>/dev/null
   # reverse_checkpoints: the same session replaying from in-memory
   # snapshots every 3,000 instructions (the run has some 77,000), then from
-  # the start of the run (--checkpoint-every 0): the same answers.
-  every=100000000
-  [ "$case" = reverse_checkpoints ] && every=3000
-  start_topolab -smp 4 --report none --checkpoint-every "$every"
+  # the start of the run (--checkpoint-every 0): the same answers. 32 MiB of
+  # RAM: a checkpoint hashes all of it.
+  every=100000000 mem=()
+  [ "$case" = reverse_checkpoints ] && every=3000 mem=(-m 32)
+  timeout 120 "$topolab" run "$image" -smp 4 "${mem[@]}" --report none >"$tmp/plain.out" 2>/dev/null
+  start_topolab -smp 4 "${mem[@]}" --report none --checkpoint-every "$every"
   run_gdb reverse
   wait_topolab || fail "topolab exited $?"
   check_reverse_session
   if [ "$case" = reverse_checkpoints ]; then
     grep -v '^\[' "$tmp/gdb.out" >"$tmp/with_checkpoints.out"
-    start_topolab -smp 4 --report none --checkpoint-every 0
+    start_topolab -smp 4 "${mem[@]}" --report none --checkpoint-every 0
     run_gdb reverse
     wait_topolab || fail "topolab exited $?"
     check_reverse_session
