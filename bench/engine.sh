@@ -88,7 +88,7 @@ if want boot1024; then
 fi
 if want linux && [ -f .deps/linux/vmlinux ]; then
   echo "== Debian's Linux 6.1 by PVH on 2 vCPUs, boot to /init and power-off (CI's boot; host seconds, median)"
-  append="console=ttyS0 panic=-1 no_timer_check quiet"
+  append="console=ttyS0 panic=-1 quiet"
   for w in "${who[@]}"; do
     rs=(); for _ in $(seq "$runs"); do
       rs+=("$(secs "$(bin "$w")" run .deps/linux/vmlinux --initrd .deps/linux/initramfs.cpio -m 512 --smp 2 \

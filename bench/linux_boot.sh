@@ -14,7 +14,7 @@ tools/build.sh >/dev/null
 tools/linux_guest.sh >/dev/null
 d=.deps/linux t=build/topolab out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-append="console=ttyS0 panic=-1 no_timer_check quiet"
+append="console=ttyS0 panic=-1 quiet"
 
 boot() {  # KERNEL SMP REPORT: host seconds on stdout
   local start=$EPOCHREALTIME

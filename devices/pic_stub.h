@@ -26,9 +26,9 @@
 // sends ICW1-ICW4 (vectors 0x30 and 0x38, ICW4 auto-EOI when check_timer
 // re-initialises) and restores the masks; i8259A_irq_pending and
 // i8259A_irq_real read IRR and ISR, both 0. With an I/O APIC, Linux
-// routes the PIT through pin 2 and never needs an interrupt from here;
-// without one (noapic, or a timer that fails check_timer) it would wait
-// for IRQ 0 through ExtINT, which this stub cannot give.
+// routes the PIT through pin 2 (its check_timer passes: emu/pc_board.h)
+// and never needs an interrupt from here; without one (noapic) it would
+// wait for IRQ 0 through ExtINT, which this stub cannot give.
 //
 // Elcr is PIIX3's edge/level control register pair (0x4D0 for IRQ 0-7,
 // 0x4D1 for IRQ 8-15): storage with QEMU's masks (IRQ 0, 1, 2, 8 and 13

@@ -13,7 +13,8 @@ constexpr uint64_t kRefreshPeriodNs = 15'085;  // port B bit 4 toggles (QEMU's p
 
 }  // namespace
 
-Pit8254::Pit8254(std::function<uint64_t()> now_ns) : now_ns_(std::move(now_ns)), port_b_(*this) {
+Pit8254::Pit8254(std::function<uint64_t()> now_ns, std::function<void()> written)
+    : now_ns_(std::move(now_ns)), written_(std::move(written)), port_b_(*this) {
   // Channels 0 and 1 have their gates tied high; channel 2's is port B bit 0.
   channels_[0].gate = channels_[1].gate = true;
 }
@@ -38,6 +39,41 @@ bool Pit8254::out(const Channel& ch, uint64_t tick) const {
     case 3: return d % ch.count < (ch.count + 1) / 2;              // high for the first half
     default: return d != ch.count;                                // 4, 5: a one-tick strobe
   }
+}
+
+// From out(): the elapsed count at which OUT next differs, as a tick.
+std::optional<uint64_t> Pit8254::next_out_change_tick(const Channel& ch, uint64_t tick) const {
+  if (!ch.loaded) return std::nullopt;
+  const uint64_t d = elapsed(ch, tick), n = ch.count;
+  uint64_t next;  // the elapsed count at which OUT changes
+  switch (ch.mode) {
+    case 0:
+    case 1:
+      if (d >= n) return std::nullopt;
+      next = n;
+      break;
+    case 2:
+      if (n < 2) return std::nullopt;
+      next = d % n == n - 1 ? d + 1 : d + (n - 1 - d % n);
+      break;
+    case 3: {
+      if (n < 2) return std::nullopt;
+      const uint64_t high = (n + 1) / 2;
+      next = d % n < high ? d + (high - d % n) : d + (n - d % n);
+      break;
+    }
+    default:
+      if (d > n) return std::nullopt;
+      next = d < n ? n : n + 1;
+      break;
+  }
+  return ch.load_tick + next;
+}
+
+std::optional<uint64_t> Pit8254::next_out_change(unsigned c, uint64_t ns) const {
+  if (c >= 3) return std::nullopt;
+  const std::optional<uint64_t> tick = next_out_change_tick(channels_[c], ticks_at(ns));
+  return tick ? std::optional<uint64_t>(ns_at(*tick)) : std::nullopt;
 }
 
 uint8_t Pit8254::status(const Channel& ch, uint64_t tick) const {
@@ -145,6 +181,7 @@ void Pit8254::write(uint16_t offset, unsigned size, uint32_t value) {
   } else {
     write_count(channels_[offset], static_cast<uint8_t>(value), tick);
   }
+  if (written_) written_();
 }
 
 uint32_t Pit8254::PortB::read(uint16_t, unsigned) {

@@ -14,14 +14,14 @@
 // and 5, as in QEMU), the speaker-data bit 1 as storage, OUT2 in bit 5 and
 // the refresh toggle in bit 4 (every 15.085 us).
 //
+// Channel 0's OUT is IRQ 0: the board (emu/pc_board.cc) drives the I/O
+// APIC's pin 2 with it at the times next_out_change gives. Linux 6.1's
+// quick_pit_calibrate, which polls the counter, succeeds while an I/O exit
+// costs under about 3 us of virtual time (154 MSB steps at the default
+// 2 us); above, it falls back to pit_calibrate_tsc, which works at any
+// cost up to ~10 us (pit8254_test replays both).
+//
 // Not modelled (deliberately):
-// - Channel 0's OUT is not wired to an interrupt: nothing raises IRQ 0 (GSI
-//   2). A guest that waits for a PIT interrupt waits for good; one that
-//   polls the counter or OUT2 (Linux's PIT calibration) works. Linux 6.1's
-//   quick_pit_calibrate succeeds while an I/O exit costs under about 3 us
-//   of virtual time (154 MSB steps at the default 2 us); above, it falls
-//   back to pit_calibrate_tsc, which works at any cost up to ~10 us
-//   (pit8254_test replays both).
 // - BCD counting (the bit is kept and read back; counts are binary).
 // - A low gate does not stop the count (QEMU does not stop it either).
 #pragma once
@@ -29,6 +29,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "devices/port_bus.h"
@@ -42,8 +43,10 @@ class Pit8254 : public PortDevice {
   static constexpr uint16_t kPortB = 0x61;  // port_b() answers there
   static constexpr uint64_t kHz = 1'193'182;
 
-  // `now_ns`: the accessing vCPU's virtual time.
-  explicit Pit8254(std::function<uint64_t()> now_ns);
+  // `now_ns`: the accessing vCPU's virtual time. `written`: called after
+  // each write to ports 0x40-0x43, when OUT and its next change may have
+  // moved (the board drives IRQ 0 from channel 0's).
+  explicit Pit8254(std::function<uint64_t()> now_ns, std::function<void()> written = {});
 
   std::string name() const override { return "pit-8254"; }
   uint32_t read(uint16_t offset, unsigned size) override;
@@ -58,6 +61,15 @@ class Pit8254 : public PortDevice {
   static uint64_t ticks_at(uint64_t ns) {
     return static_cast<uint64_t>(static_cast<unsigned __int128>(ns) * kHz / 1'000'000'000u);
   }
+  // The first time (ns) at which `tick` has begun: ticks_at(ns_at(t)) == t.
+  static uint64_t ns_at(uint64_t tick) {
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(tick) * 1'000'000'000u + kHz - 1) / kHz);
+  }
+  // The first time after `ns` at which channel `c`'s OUT differs from
+  // out_at(c, ns); nullopt if it never changes again as programmed (no
+  // count loaded, a one-shot mode past its terminal count, mode 2 or 3
+  // with a count of 1).
+  std::optional<uint64_t> next_out_change(unsigned c, uint64_t ns) const;
 
   // Snapshots (base/state_archive.h). Counts are kept as the tick they were
   // loaded at, so they resume right when the machine's virtual time does.
@@ -105,6 +117,7 @@ class Pit8254 : public PortDevice {
   uint64_t elapsed(const Channel& ch, uint64_t tick) const { return tick > ch.load_tick ? tick - ch.load_tick : 0; }
   uint16_t counter(const Channel& ch, uint64_t tick) const;
   bool out(const Channel& ch, uint64_t tick) const;
+  std::optional<uint64_t> next_out_change_tick(const Channel& ch, uint64_t tick) const;
   uint8_t status(const Channel& ch, uint64_t tick) const;
   void control(uint8_t value, uint64_t tick);
   void write_count(Channel& ch, uint8_t value, uint64_t tick);
@@ -112,6 +125,7 @@ class Pit8254 : public PortDevice {
   void set_gate(Channel& ch, bool gate, uint64_t tick);
 
   std::function<uint64_t()> now_ns_;
+  std::function<void()> written_;
   std::array<Channel, 3> channels_{};
   PortB port_b_;
   bool speaker_data_ = false;

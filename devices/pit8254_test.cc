@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <climits>
+#include <optional>
 #include <vector>
 
 #include "base/state_archive.h"
@@ -13,7 +15,7 @@ namespace topolab {
 namespace {
 
 // 1 tick of 1.193182 MHz is 838.1 ns; times below are whole ticks.
-uint64_t ns_of_ticks(uint64_t ticks) { return (ticks * 1'000'000'000 + Pit8254::kHz - 1) / Pit8254::kHz; }
+uint64_t ns_of_ticks(uint64_t ticks) { return Pit8254::ns_at(ticks); }
 
 struct Rig {
   uint64_t now = 0;
@@ -95,6 +97,36 @@ TEST(Pit8254, SingleByteModesAndAGateEdgeRestartingMode2) {
   r.control(0xa0);  // channel 2, MSB only, mode 0
   r.pit.write(2, 1, 0x02);
   EXPECT_EQ(r.pit.read(2, 1), 0x02u);
+}
+
+// IRQ 0 is channel 0's OUT at the times next_out_change gives: in every
+// mode and for small and odd counts, it names exactly the first tick at
+// which out_at differs, found here by walking tick by tick.
+TEST(Pit8254, NextOutChangeIsTheFirstTickOutDiffers) {
+  for (uint8_t mode : {0, 1, 2, 3, 4, 5, 6, 7})
+    for (uint16_t count : {1, 2, 3, 4, 5, 7, 100}) {
+      Rig r;
+      r.now = ns_of_ticks(37) + 100;  // loaded part way through a tick
+      r.control(static_cast<uint8_t>(0x30 | mode << 1));
+      EXPECT_EQ(r.pit.next_out_change(0, r.now), std::nullopt) << "no count loaded yet";
+      r.count(0, count);
+      for (uint64_t tick = 30; tick < 37 + 3u * count + 5; ++tick) {
+        const uint64_t ns = ns_of_ticks(tick) + (tick % 3) * 200;  // anywhere inside the tick
+        const bool out = r.pit.out_at(0, ns);
+        std::optional<uint64_t> first;
+        for (uint64_t t = tick + 1; t < std::max<uint64_t>(tick, 37) + 2u * count + 4 && !first; ++t)
+          if (r.pit.out_at(0, ns_of_ticks(t)) != out) first = ns_of_ticks(t);
+        const std::optional<uint64_t> next = r.pit.next_out_change(0, ns);
+        if (first) {
+          EXPECT_EQ(next, first) << "mode " << int(mode) << " count " << count << " tick " << tick;
+        } else {
+          EXPECT_EQ(next, std::nullopt) << "mode " << int(mode) << " count " << count << " tick " << tick;
+        }
+        if (next) {
+          EXPECT_EQ(Pit8254::ticks_at(*next), Pit8254::ticks_at(*next - 1) + 1) << "the tick's first ns";
+        }
+      }
+    }
 }
 
 TEST(Pit8254, BadAccessesAreHarmless) {

@@ -130,7 +130,36 @@ void Machine::send_device_interrupts(const IoApicMessages& messages) {
   if (cpu && cpu->vcpu()) cpu->vcpu()->request_stop();
 }
 
+void Machine::send_timed_interrupts(const IoApicMessages& messages, uint64_t at_ns) {
+  for (const ApicMessage& message : messages)
+    ipis_to_route_.push_back(
+        IpiInFlight{.sender = IpiInFlight::kNoSender, .message = message, .sent_ns = at_ns, .from_device = true});
+}
+
 // --- Scheduling ------------------------------------------------------------------
+
+// Each call moves the event strictly later (Pit8254::next_out_change), so
+// this ends; the slices are cut at the event (slice_budget), so it rarely
+// runs more than one.
+void Machine::run_device_timers(uint64_t horizon_ns) {
+  while (const std::optional<uint64_t> at = timeline_.device_event()) {
+    if (*at > horizon_ns) return;
+    board_.run_timers(*at);
+    timeline_.set_device_event(board_.next_timer_event());
+    route_sent_ipis();
+  }
+}
+
+std::optional<uint64_t> Machine::device_event_that_may_wake() const {
+  const std::optional<uint64_t> at = timeline_.device_event();
+  if (!at) return std::nullopt;
+  const auto mode = static_cast<ApicDeliveryMode>((board_.ioapic().redirection(PcBoard::kPitGsi) >>
+                                                   ioapic::RTE_DELIVERY_MODE_SHIFT) & 7);
+  if (mode != ApicDeliveryMode::Fixed && mode != ApicDeliveryMode::LowestPriority) return at;
+  for (const auto& cpu : cpus_)
+    if (cpu->state() == Cpu::State::Halted && cpu->pending_interrupts().interrupts_end_halt()) return at;
+  return std::nullopt;
+}
 
 // Halted vCPUs whose APIC timer fires before `horizon_ns` wake at that time,
 // so a timer interrupt is never later than the vCPUs still running. Each is
@@ -170,14 +199,24 @@ Machine::Cpu* Machine::pick_next(uint64_t limit_ns) {
   std::optional<uint64_t> jumped_to;
   while (true) {
     if (std::optional<CpuAt> horizon = timeline_.earliest_clock()) {
+      run_device_timers(horizon->time);
       wake_due_timers(horizon->time);
-      const CpuAt next = *timeline_.earliest_clock();
-      timeline_.set_clock(next.cpu, std::nullopt);
-      in_slice_ = cpus_[next.cpu].get();
+      // A device's INIT may have stopped the only running vCPU.
+      const std::optional<CpuAt> next = timeline_.earliest_clock();
+      if (!next) continue;
+      timeline_.set_clock(next->cpu, std::nullopt);
+      in_slice_ = cpus_[next->cpu].get();
       return in_slice_;
     }
-    // Nobody runs: jump to the earliest APIC timer that can wake a halted vCPU.
+    // Nobody runs: jump to the board's next timed event if it comes first
+    // and could wake a vCPU (each jump moves it later), else to the
+    // earliest APIC timer that can wake a halted vCPU.
     const std::optional<CpuAt> earliest = timeline_.next_waking_timer();
+    if (const std::optional<uint64_t> device = device_event_that_may_wake();
+        device && *device < limit_ns && (!earliest || *device <= earliest->time)) {
+      run_device_timers(*device);
+      continue;
+    }
     if (!earliest || earliest->time >= limit_ns) return nullptr;
     // The invariant that makes a host hang impossible whatever a device
     // reports: each jump wakes a vCPU or moves the earliest timer later.
@@ -372,6 +411,7 @@ uint64_t Machine::slice_budget(Cpu& cpu, uint64_t now, uint64_t limit_ns) const 
   uint64_t until = limit_ns;
   if (auto timer = cpu.apic().next_timer_event()) until = std::min(until, *timer);
   if (auto arrival = timeline_.next_arrival(cpu.index())) until = std::min(until, *arrival);
+  if (auto device = timeline_.device_event(); device && *device > now) until = std::min(until, *device);
   uint64_t budget = std::max<uint64_t>(1, config_.cost.instructions_for_ns(until > now ? until - now : 0));
   // An interrupt or NMI waiting out an STI shadow goes in after one instruction.
   const Cpu::PendingInterrupts pending = cpu.pending_interrupts();
@@ -432,6 +472,8 @@ RunResult Machine::run_loop() {
   uint64_t idle_slices = 0;
   while (true) {
     route_sent_ipis();
+    // A slice's PIT or I/O APIC writes may have moved the board's next event.
+    timeline_.set_device_event(board_.next_timer_event());
     if (board_.guest_exit_value()) return finish(RunResult::Outcome::GuestExit, "");
     if (shutdown_) return finish(RunResult::Outcome::Shutdown, *shutdown_);
     if (snapshot_at_ && settled_time() >= snapshot_at_->at_ns) {

@@ -163,6 +163,11 @@ class Machine final : private CpuEvents, private BoardEvents {
   // leave at its clock and are routed, like its IPIs, when the slice ends
   // (which they end).
   void send_device_interrupts(const IoApicMessages& messages) override;
+  // A timed line's messages (the PIT's IRQ 0): they leave at its time, from
+  // no vCPU, and are routed at once (run_device_timers).
+  void send_timed_interrupts(const IoApicMessages& messages, uint64_t at_ns) override;
+  // The PIT or pin 2's entry was written: the slice ends after the access.
+  void device_timers_changed() override { guest_exit_requested(); }
   // A reset or power-off: the run ends once the running slice does.
   void request_shutdown(std::string how) override;
   void guest_exit_requested() override;
@@ -179,6 +184,13 @@ class Machine final : private CpuEvents, private BoardEvents {
   // clocks for its slice (rekey puts it back).
   Cpu* pick_next(uint64_t limit_ns);
   void wake_due_timers(uint64_t horizon_ns);
+  // The board's timed lines due at or before `horizon_ns` change, each at
+  // its own time, in time order; their interrupts are routed as they go.
+  void run_device_timers(uint64_t horizon_ns);
+  // The board's next timed event, if an interrupt it sends could end a
+  // halt: some halted vCPU takes interrupts, or pin 2 sends an NMI, INIT
+  // or ExtINT. Otherwise, with nobody running, it could change nothing.
+  std::optional<uint64_t> device_event_that_may_wake() const;
   // One halted vCPU's timer, due at or before `horizon_ns`: fires, and wakes it if it can.
   void expire_timer(Cpu& cpu, uint64_t horizon_ns);
   // Tells the timeline where `cpu` stands now: its clock if it runs, its

@@ -112,9 +112,47 @@ void PcBoard::attach_bochs_shutdown() {
 }
 
 void PcBoard::attach_pit() {
-  pit_.emplace([this] { return events_.device_now_ns(); });
+  pit_.emplace([this] { return events_.device_now_ns(); },
+               [this] { with_pit_line_synced([] {}); });
   ports_.attach(Pit8254::kBase, Pit8254::kPortCount, *pit_);
   ports_.attach(Pit8254::kPortB, 1, pit_->port_b());
+}
+
+// --- Timed lines ---------------------------------------------------------------
+
+std::optional<uint64_t> PcBoard::next_timer_event() const {
+  if (!pit_ || (ioapic_.redirection(kPitGsi) & ioapic::RTE_MASKED)) return std::nullopt;
+  return pit_next_change_;
+}
+
+void PcBoard::run_timers(uint64_t ns) {
+  if (pit_) sync_pit_line(ns, true);
+}
+
+void PcBoard::sync_pit_line(uint64_t ns, bool timed) {
+  const IoApicMessages sent = ioapic_.set_pin(kPitGsi, pit_->out_at(0, ns));
+  if (timed) {
+    events_.send_timed_interrupts(sent, ns);
+  } else {
+    events_.send_device_interrupts(sent);
+  }
+  pit_next_change_ = pit_->next_out_change(0, ns);
+}
+
+template <class Access>
+void PcBoard::with_pit_line_synced(Access access) {
+  if (!pit_) return access();
+  const std::optional<uint64_t> before = next_timer_event();
+  sync_pit_line(events_.device_now_ns(), false);
+  access();
+  if (next_timer_event() != before) events_.device_timers_changed();
+}
+
+void PcBoard::write_ioapic_page(uint64_t offset, unsigned size, uint64_t value) {
+  with_pit_line_synced([&] {
+    events_.send_device_interrupts(
+        ioapic_.mmio_write(static_cast<uint32_t>(offset), size, static_cast<uint32_t>(value)));
+  });
 }
 
 void PcBoard::attach_cmos_rtc() { ports_.attach(CmosRtc::kBase, CmosRtc::kPortCount, cmos_rtc_); }

@@ -49,13 +49,20 @@
 namespace topolab {
 
 // What the board's devices ask of the machine. Every call comes from inside
-// a guest access to a device, that is, during some vCPU's slice.
+// a guest access to a device, that is, during some vCPU's slice, except
+// send_timed_interrupts.
 class BoardEvents {
  public:
   virtual ~BoardEvents() = default;
   // Interrupt messages the I/O APIC sent (a pin changed, an entry was
-  // unmasked, an EOI found a pin still asserted).
+  // unmasked, an EOI found a pin still asserted), in a vCPU's access.
   virtual void send_device_interrupts(const IoApicMessages& messages) = 0;
+  // Messages a timed line sent at `at_ns` (PcBoard::run_timers), outside
+  // any vCPU's access.
+  virtual void send_timed_interrupts(const IoApicMessages& messages, uint64_t at_ns) = 0;
+  // A guest access moved next_timer_event(): the slice that made it ends
+  // after the access, so the next one is cut at the new time.
+  virtual void device_timers_changed() = 0;
   // The guest reset the machine or powered it off; `how` is the closing line.
   virtual void request_shutdown(std::string how) = 0;
   // The guest wrote to isa-debug-exit: its value is the board's
@@ -98,6 +105,19 @@ class PcBoard {
   // I/O APIC hears (SDM 10.8.5).
   void broadcast_eoi(uint8_t vector) { events_.send_device_interrupts(ioapic_.eoi(vector)); }
 
+  // --- Timed lines: the PIT's channel 0 OUT on ISA IRQ 0 ------------------
+  // ISA IRQ 0 is the I/O APIC's pin 2, as the MADT's interrupt source
+  // override says (firmware/acpi) and QEMU's pc machine wires it.
+  static constexpr unsigned kPitGsi = 2;
+  // When a timed line next changes level (virtual ns), nullopt for never.
+  // While pin 2's entry is masked its edges are lost (82093AA), so nothing
+  // is run: the line is brought up to date when the guest writes the PIT
+  // or the I/O APIC, before the write can unmask it.
+  std::optional<uint64_t> next_timer_event() const;
+  // Brings the timed lines to their levels at `ns` (the machine calls it at
+  // next_timer_event()); their messages leave at `ns`.
+  void run_timers(uint64_t ns);
+
   // Snapshots (base/state_archive.h): every device's state. Not the RAM,
   // which the snapshot saves on its own, nor the buses' ranges and the MMIO
   // windows, which construction attaches again. The i8042 and the measuring
@@ -107,7 +127,7 @@ class PcBoard {
   void serialize(Archive& ar) {
     ar(ports_, uart_, debug_exit_, fw_cfg_, pic_master_, pic_slave_, elcr_, ioapic_, acpi_pm_, bochs_shutdown_,
        cmos_rtc_, pci_host_, host_bridge_);
-    if (pit_) ar(*pit_);
+    if (pit_) ar(*pit_, pit_next_change_);
     if (pci_testdev_) ar(*pci_testdev_);
     if (pc_testdev_) ar(*pc_testdev_);
   }
@@ -159,13 +179,19 @@ class PcBoard {
 
   // An interrupt line into the I/O APIC: a pin's messages leave at once.
   void set_pin(unsigned gsi, bool asserted) { events_.send_device_interrupts(ioapic_.set_pin(gsi, asserted)); }
+  // IRQ 0 to channel 0's OUT at `ns`, in a guest access or (`timed`) at
+  // the line's own time; and when OUT changes next.
+  void sync_pit_line(uint64_t ns, bool timed);
+  // A guest access that may move IRQ 0 (a PIT or I/O APIC write): the line
+  // as it stands at the access, then `access`, then the machine told if
+  // the next change moved.
+  template <class Access>
+  void with_pit_line_synced(Access access);
   // The I/O APIC's page on the MMIO bus.
   uint64_t read_ioapic_page(uint64_t offset, unsigned size) {
     return ioapic_.mmio_read(static_cast<uint32_t>(offset), size);
   }
-  void write_ioapic_page(uint64_t offset, unsigned size, uint64_t value) {
-    events_.send_device_interrupts(ioapic_.mmio_write(static_cast<uint32_t>(offset), size, static_cast<uint32_t>(value)));
-  }
+  void write_ioapic_page(uint64_t offset, unsigned size, uint64_t value);
 
   BoardEvents& events_;
   GuestRam ram_;
@@ -183,6 +209,7 @@ class PcBoard {
   AcpiPm acpi_pm_;
   BochsShutdown bochs_shutdown_;
   std::optional<Pit8254> pit_;
+  std::optional<uint64_t> pit_next_change_;  // channel 0's OUT, as of the last sync
   CmosRtc cmos_rtc_;
   PciHost pci_host_;
   PciFunction host_bridge_;

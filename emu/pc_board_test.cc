@@ -22,6 +22,10 @@ class RecordingEvents final : public BoardEvents {
   void send_device_interrupts(const IoApicMessages& messages) override {
     interrupts.insert(interrupts.end(), messages.begin(), messages.end());
   }
+  void send_timed_interrupts(const IoApicMessages& messages, uint64_t at_ns) override {
+    for (const ApicMessage& message : messages) timed.emplace_back(at_ns, message);
+  }
+  void device_timers_changed() override { ++timer_changes; }
   void request_shutdown(std::string how) override { shutdowns.push_back(std::move(how)); }
   void guest_exit_requested() override { ++guest_exits; }
   uint64_t device_now_ns() override {
@@ -32,6 +36,8 @@ class RecordingEvents final : public BoardEvents {
   void measure_mark(MeasurePort::Mark mark) override { marks.push_back(mark); }
 
   IoApicMessages interrupts;
+  std::vector<std::pair<uint64_t, ApicMessage>> timed;
+  unsigned timer_changes = 0;
   std::vector<std::string> shutdowns;
   unsigned guest_exits = 0;
   uint64_t now_ns = 0;
@@ -184,6 +190,47 @@ TEST(PcBoard, AnIoApicWritesInterruptReachesTheEvents) {
   rig.board.broadcast_eoi(kVector);
   ASSERT_EQ(rig.events.interrupts.size(), 2u);
   EXPECT_EQ(rig.events.interrupts[1].vector, kVector);
+}
+
+// ISA IRQ 0 is pin 2 (the MADT's source override): channel 0's OUT drives
+// it on virtual time, an interrupt per rising edge, and only while the
+// entry is unmasked does the board ask to be run at the edges.
+TEST(PcBoard, ThePitsChannel0RaisesPin2AtEachRisingEdge) {
+  BoardRig rig(PlatformDevices{PlatformDevice::Pit});
+  MmioHandler* page = rig.window_at(IoApic::kBase);
+  ASSERT_NE(page, nullptr);
+  const uint32_t entry_low = ioapic::REG_REDIRECTION_BASE + 2 * PcBoard::kPitGsi;
+  auto write_register = [&](uint32_t index, uint32_t value) {
+    page->write(ioapic::MMIO_IOREGSEL, 4, index);
+    page->write(ioapic::MMIO_IOWIN, 4, value);
+  };
+  PortBus& ports = rig.board.ports();
+  rig.events.now_ns = 1'000;
+  ports.write(Pit8254::kBase + 3, 1, 0x34);  // channel 0, LSB then MSB, mode 2 (Linux's periodic tick)
+  ports.write(Pit8254::kBase, 1, 100);
+  ports.write(Pit8254::kBase, 1, 0);
+  EXPECT_EQ(rig.board.next_timer_event(), std::nullopt) << "pin 2 is masked: its edges are lost";
+  EXPECT_EQ(rig.events.timer_changes, 0u);
+
+  write_register(entry_low + 1, 0);
+  write_register(entry_low, 0x30);  // unmasked, edge, vector 0x30
+  EXPECT_EQ(rig.events.timer_changes, 1u) << "unmasking moved the next event: the slice must end";
+  const uint64_t load = Pit8254::ticks_at(1'000);
+  EXPECT_EQ(rig.board.next_timer_event(), Pit8254::ns_at(load + 99)) << "OUT falls the tick before the reload";
+  rig.board.run_timers(*rig.board.next_timer_event());
+  EXPECT_TRUE(rig.events.timed.empty()) << "a falling edge sends nothing";
+  const uint64_t rise = Pit8254::ns_at(load + 100);
+  EXPECT_EQ(rig.board.next_timer_event(), rise);
+  rig.board.run_timers(rise);
+  ASSERT_EQ(rig.events.timed.size(), 1u);
+  EXPECT_EQ(rig.events.timed[0].first, rise);
+  EXPECT_EQ(rig.events.timed[0].second.vector, 0x30);
+  EXPECT_EQ(rig.board.next_timer_event(), Pit8254::ns_at(load + 199)) << "and again every 100 ticks";
+
+  rig.events.now_ns = rise + 10;
+  write_register(entry_low, 0x30 | ioapic::RTE_MASKED);
+  EXPECT_EQ(rig.board.next_timer_event(), std::nullopt);
+  EXPECT_TRUE(rig.events.interrupts.empty()) << "nothing was sent from a guest access";
 }
 
 TEST(PcBoard, DevicesReachTheMachineThroughItsEvents) {

@@ -25,7 +25,7 @@ using MachineFingerprint = std::vector<std::pair<std::string, std::string>>;
 // Bumped whenever the file's layout or any class's serialize changes. A
 // state that still parses but ends early or late is refused too
 // (restore_snapshot), which catches a bump forgotten.
-inline constexpr uint32_t kSnapshotFormat = 1;
+inline constexpr uint32_t kSnapshotFormat = 2;  // 2: the PIT's next OUT change, the timeline's device event
 
 struct MachineSnapshot {
   MachineFingerprint fingerprint;

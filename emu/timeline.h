@@ -11,6 +11,7 @@
 //   setting it again replaces (cancels) the one before, so a guest that
 //   reprograms its timer, or a vCPU that wakes, leaves nothing stale behind.
 // - clocks of running vCPUs: the earliest one runs next.
+// - the board's timed lines (the PIT's IRQ 0): when one next changes.
 //
 // Dolphin has one "now" and so one heap. topolab has one clock per vCPU: an
 // IPI is due when its target's clock passes its time, not when the earliest
@@ -40,6 +41,8 @@ namespace topolab {
 // `from_device` set and `sender` the vCPU whose access caused it; it is not
 // counted as an IPI.
 struct IpiInFlight {
+  // `sender` of a message no vCPU's access caused (a timed device line).
+  static constexpr unsigned kNoSender = ~0u;
   unsigned sender = 0;
   ApicMessage message;
   uint64_t sent_ns = 0;
@@ -108,11 +111,16 @@ class Timeline {
   // more until it has checked its loop again.
   void wake_parked_spinners();
 
+  // --- The board's timed lines ------------------------------------------------------
+  // When one next changes (PcBoard::next_timer_event), kept by the machine.
+  void set_device_event(std::optional<uint64_t> at_ns) { device_event_ = at_ns; }
+  std::optional<uint64_t> device_event() const { return device_event_; }
+
   template <class Archive>
   void serialize(Archive& ar) {
     serialize_sized(ar, slots_, "timeline");
     serialize_sized(ar, arrivals_, "timeline");
-    ar(next_sequence_, timers_, clocks_);
+    ar(next_sequence_, timers_, clocks_, device_event_);
   }
 
  private:
@@ -136,6 +144,7 @@ class Timeline {
   uint64_t next_sequence_ = 0;
   std::array<std::set<CpuAt>, 2> timers_;  // [wakes]
   std::array<std::set<CpuAt>, 3> clocks_;  // by Clock
+  std::optional<uint64_t> device_event_;
 };
 
 }  // namespace topolab

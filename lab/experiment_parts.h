@@ -25,7 +25,7 @@ MachineConfig base_config(const ExperimentOptions& o, const char* smp, std::stri
 // The Linux guest's command line (README.md, "Linux"): the serial console,
 // a reboot at once on a panic, no IO-APIC timer check (the PIT raises no
 // IRQ 0 here), and only warnings and worse on the console.
-inline constexpr const char* kLinuxCommandLine = "console=ttyS0 panic=-1 no_timer_check quiet";
+inline constexpr const char* kLinuxCommandLine = "console=ttyS0 panic=-1 quiet";
 // A machine of the Linux guest (options.linux_dir) whose /init runs `bench`
 // (tools/linux_init.sh: messaging:G:L or pipe:L).
 MachineConfig linux_config(const ExperimentOptions& o, const char* smp, std::string cpu, const std::string& bench);

@@ -113,7 +113,7 @@ case $case in
     expect "a missing file" 'cannot read the snapshot' "$image" -smp 4 --resume "$tmp/none.snap"
     cp "$tmp/s.snap" "$tmp/v9.snap"
     printf '\x09' | dd of="$tmp/v9.snap" bs=1 seek=16 conv=notrunc status=none
-    expect "another format" 'is a snapshot of format 9; this build reads format 1' "$image" -smp 4 \
+    expect "another format" 'is a snapshot of format 9; this build reads format [0-9]*' "$image" -smp 4 \
       --resume "$tmp/v9.snap"
     expect "a bad VTIME" '--snapshot-at soon: expected a virtual time' "$image" --snapshot-at soon "$tmp/x.snap"
     run late "$image" -smp 4 --snapshot-at 100s "$tmp/late.snap"

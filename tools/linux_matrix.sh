@@ -15,7 +15,7 @@ shift || true
 mkdir -p "$out"
 tools/linux_guest.sh >/dev/null
 d=.deps/linux t=build/topolab
-append="console=ttyS0 panic=-1 no_timer_check topolab.bench=messaging:1:5"
+append="console=ttyS0 panic=-1 topolab.bench=messaging:1:5"
 
 # name|-smp|-cpu|-m MiB
 rows=(

@@ -9,7 +9,7 @@
 #
 # Usage: tools/same_runs.sh [-n N] [-j JOBS] [--topolab BIN] -- RUN-ARGUMENTS...
 #   tools/same_runs.sh -n 50 -j 2 -- .deps/linux/vmlinux --initrd .deps/linux/initramfs.cpio \
-#     -m 512 --smp 2 --cpu Skylake-Server --append "console=ttyS0 panic=-1 no_timer_check"
+#     -m 512 --smp 2 --cpu Skylake-Server --append "console=ttyS0 panic=-1"
 set -uo pipefail
 cd "$(dirname "$0")/.."
 n=10 jobs=1 topolab=build/topolab
