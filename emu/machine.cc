@@ -150,14 +150,18 @@ void Machine::run_device_timers(uint64_t horizon_ns) {
   }
 }
 
-std::optional<uint64_t> Machine::device_event_that_may_wake() const {
+std::optional<uint64_t> Machine::device_event_that_may_interrupt() const {
   const std::optional<uint64_t> at = timeline_.device_event();
   if (!at) return std::nullopt;
   const auto mode = static_cast<ApicDeliveryMode>((board_.ioapic().redirection(PcBoard::kPitGsi) >>
                                                    ioapic::RTE_DELIVERY_MODE_SHIFT) & 7);
   if (mode != ApicDeliveryMode::Fixed && mode != ApicDeliveryMode::LowestPriority) return at;
-  for (const auto& cpu : cpus_)
-    if (cpu->state() == Cpu::State::Halted && cpu->pending_interrupts().interrupts_end_halt()) return at;
+  for (const auto& cpu : cpus_) {
+    const Cpu::State state = cpu->state();
+    if ((state == Cpu::State::Halted || state == Cpu::State::Running) &&
+        cpu->pending_interrupts().interrupts_end_halt())
+      return at;
+  }
   return std::nullopt;
 }
 
@@ -212,7 +216,7 @@ Machine::Cpu* Machine::pick_next(uint64_t limit_ns) {
     // and could wake a vCPU (each jump moves it later), else to the
     // earliest APIC timer that can wake a halted vCPU.
     const std::optional<CpuAt> earliest = timeline_.next_waking_timer();
-    if (const std::optional<uint64_t> device = device_event_that_may_wake();
+    if (const std::optional<uint64_t> device = device_event_that_may_interrupt();
         device && *device < limit_ns && (!earliest || *device <= earliest->time)) {
       run_device_timers(*device);
       continue;

@@ -187,10 +187,14 @@ class Machine final : private CpuEvents, private BoardEvents {
   // The board's timed lines due at or before `horizon_ns` change, each at
   // its own time, in time order; their interrupts are routed as they go.
   void run_device_timers(uint64_t horizon_ns);
-  // The board's next timed event, if an interrupt it sends could end a
-  // halt: some halted vCPU takes interrupts, or pin 2 sends an NMI, INIT
-  // or ExtINT. Otherwise, with nobody running, it could change nothing.
-  std::optional<uint64_t> device_event_that_may_wake() const;
+  // The board's next timed event, if an interrupt it sends could be taken:
+  // some vCPU, running or halted, has its interrupt window open (or sits in
+  // an MWAIT that interrupts break), or pin 2 sends an NMI, INIT or other
+  // non-fixed message. Otherwise it only sets IRR bits nobody acts on
+  // before the next event that counts, so a halt or a spin need not stop
+  // at it: a `cli; hlt` or `cli; jmp .` guest with the PIT ticking is
+  // still a hang, found at once.
+  std::optional<uint64_t> device_event_that_may_interrupt() const;
   // One halted vCPU's timer, due at or before `horizon_ns`: fires, and wakes it if it can.
   void expire_timer(Cpu& cpu, uint64_t horizon_ns);
   // Tells the timeline where `cpu` stands now: its clock if it runs, its

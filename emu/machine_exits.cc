@@ -186,7 +186,7 @@ uint64_t Machine::spin_horizon(const Cpu& spinner, bool reads_time) const {
   if (auto storing = timeline_.earliest_storing_clock(reads_time)) t = std::min(t, *storing);
   if (auto timer = timeline_.next_waking_timer()) t = std::min(t, timer->time);
   // A timed device line's interrupt (the PIT's) may reach it or a vCPU that stores.
-  if (auto device = timeline_.device_event()) t = std::min(t, *device);
+  if (auto device = device_event_that_may_interrupt()) t = std::min(t, *device);
   return t;
 }
 

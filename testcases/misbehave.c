@@ -11,7 +11,7 @@
  *                | tsc_deadline_absent | flag | peer_flag | two_blocks
  *                | call_loop | same_branch | pause_forever | sti_spin
  *                | sti_count | count_forever | all_stuck | ends_late
- *                | rtc_wait | tsc_wait
+ *                | rtc_wait | tsc_wait | pit_halt | pit_spin | pit_no_idt
  *   halt      cli; hlt: nothing can ever wake the CPU
  *   spin      an endless loop: only the time limit ends it
  *   flag      cli, then a wait for a flag nobody sets (a loop that only
@@ -71,6 +71,13 @@
  *                      plain qemu64): #UD, with no IDT to handle it
  *   mwait_forever      cli; MONITOR; MWAIT (ECX=0) in a loop: no store, and
  *                      no interrupt may break it: the vCPU sleeps for ever
+ * The PIT's IRQ 0 at its fastest (channel 0, mode 2, count 2: 596.6 kHz)
+ * through the I/O APIC's pin 2, unmasked, to vector 0x30 of APIC 0:
+ *   pit_halt    then cli; hlt: its interrupts wait in the IRR, nothing can
+ *               take them (topolab: ends at once, halted with interrupts
+ *               off, not after 72 million edges)
+ *   pit_spin    then cli; jmp .: the same, for a loop
+ *   pit_no_idt  then sti with no IDT: the interrupt has no usable gate
  * The APIC timer (run with -cpu MODEL,+tsc-deadline --cost freq_mhz=500):
  *   tsc_deadline_far   LVT timer in TSC-deadline mode, IA32_TSC_DEADLINE =
  *                      0x80000000000003E8 (past 2^64 ns at a 500 MHz TSC),
@@ -100,6 +107,24 @@
 #define APIC_REG_LVT_TIMER	0x320
 #define LVT_TSC_DEADLINE	(2u << 17)
 #define APIC_DEFAULT_BASE	0xFEE00000u
+
+/* The PIT's channel 0 at its fastest rate, routed by the I/O APIC's pin 2
+ * (ISA IRQ 0 by the MADT's source override on QEMU's pc and topolab). */
+#define IOAPIC_BASE		0xFEC00000u
+#define PIT_VECTOR		0x30
+
+static void pit_storm(void)
+{
+	volatile uint32_t *ioapic = (volatile uint32_t *)(uintptr_t)IOAPIC_BASE;
+
+	outb(0x43, 0x34);	/* channel 0, LSB then MSB, mode 2 */
+	outb(0x40, 2);
+	outb(0x40, 0);
+	ioapic[0] = 0x10 + 2 * 2 + 1;	/* pin 2's entry, high half: APIC 0 */
+	ioapic[4] = 0;
+	ioapic[0] = 0x10 + 2 * 2;	/* low half: unmasked, edge, fixed */
+	ioapic[4] = PIT_VECTOR;
+}
 
 /* A RAM line for MONITOR to arm. */
 static volatile uint32_t monitor_line[16] __attribute__((aligned(64)));
@@ -373,6 +398,16 @@ int main(const struct multiboot_info *mbi)
 		__asm__ volatile("sti; hlt");
 	} else if (!strcmp(mode, "tsc_deadline_absent")) {
 		wrmsr(MSR_IA32_TSC_DEADLINE, 0x1000);
+	} else if (!strcmp(mode, "pit_halt")) {
+		pit_storm();
+		__asm__ volatile("cli; hlt");
+	} else if (!strcmp(mode, "pit_spin")) {
+		pit_storm();
+		__asm__ volatile("cli; 1: jmp 1b");
+	} else if (!strcmp(mode, "pit_no_idt")) {
+		*apic_reg(APIC_REG_SVR) = 0x1FF;	/* software-enabled */
+		pit_storm();
+		__asm__ volatile("sti; 1: hlt; jmp 1b");
 	} else if (!strcmp(mode, "flag")) {
 		__asm__ volatile("cli");
 		while (!never_set)

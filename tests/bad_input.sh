@@ -101,6 +101,11 @@ expect 126 "with interrupts off: interrupts are off and nothing in the loop can 
 expect 126 "every other vCPU is halted or stuck too (cpu 0 loops forever at RIP 0x" -- \
   run "$bad" -smp 2 -append mode=all_stuck
 expect 126 "nothing can end it before the time limit (60 s of virtual time)" -- run "$bad" -append mode=spin
+# The PIT's IRQ 0 at 596.6 kHz, unmasked, with nothing able to take it: a
+# hang found at once, not after 72 million edges; with no IDT, a crash.
+expect 126 "halted with interrupts disabled" -- run "$bad" -append mode=pit_halt
+expect 126 "guest hang: cpu 0 loops forever in a jump to itself at RIP 0x" -- run "$bad" -append mode=pit_spin
+expect 126 "interrupt 0x30 has no usable handler" -- run "$bad" -append mode=pit_no_idt
 # Not stuck: a loop that leaves after 2^26 turns runs them all and goes on.
 expect 1 "guest exit 1 after" -- run "$bad" -append mode=ends_late --report none
 # Not stuck either: loops on a device and on the TSC, which change with time.
