@@ -63,32 +63,6 @@ case $mode in
       { echo "FAIL: the two boots' closing lines differ"; exit 1; }
     echo "ok: two boots gave byte-identical console output, report and closing line"
     ;;
-  snapshot)
-    # A snapshot of the booting kernel at 0.9 s (its /init has run, perf is
-    # at work), and a boot resumed from it: the same console, report and
-    # closing line, byte for byte. One vCPU: with more, a vCPU's engine
-    # keeps its translations of kernel text another vCPU has since patched
-    # (alternatives, static keys; docs/debugging.md, "Snapshots"), which a
-    # resumed engine translates anew.
-    flock "$dir/.lock" true
-    "$top/tools/linux_guest.sh" >/dev/null
-    boot() {  # NAME OPTIONS...
-      local name=$1 status=0
-      shift
-      "$topolab" run "$dir/vmlinux" --initrd "$initrd" -m 512 --smp 1 --cpu $cpu --append "$append" --time-limit 30 \
-        --report-file "$out/$name.json" --report json "$@" >"$out/$name.console" 2>"$out/$name.stderr" || status=$?
-      [ "$status" = 0 ] || { echo "FAIL: $name: topolab exited with $status"; tail -5 "$out/$name.stderr"; exit 1; }
-    }
-    boot snapshot-taken --snapshot-at 0.9s "$out/linux.snap"
-    [ -s "$out/linux.snap" ] || { echo "FAIL: no snapshot written"; cat "$out/snapshot-taken.stderr"; exit 1; }
-    boot snapshot-resumed --resume "$out/linux.snap"
-    for ext in console json; do
-      cmp "$out/snapshot-taken.$ext" "$out/snapshot-resumed.$ext" || { echo "FAIL: the resumed boot's $ext differs"; exit 1; }
-    done
-    diff <(grep -v '^topolab: snapshot at' "$out/snapshot-taken.stderr") "$out/snapshot-resumed.stderr" ||
-      { echo "FAIL: the resumed boot's closing line differs"; exit 1; }
-    echo "ok: resumed from $(grep '^topolab: snapshot at' "$out/snapshot-taken.stderr" | cut -d' ' -f3-8): the same console, report and closing line"
-    ;;
   bad-input)
     expect_error() {  # STATUS PATTERN ARGS...: exits with STATUS and one stderr line matching PATTERN
       local want=$1 pattern=$2 status=0
