@@ -20,7 +20,7 @@ const char* to_string(VcpuExit::Reason reason) {
 }
 
 UnicornVcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpuModel engine_cpu)
-    : index(index), engine_cpu(engine_cpu), ram(ram), host(host), blocks(ram.size()) {
+    : index(index), engine_cpu(engine_cpu), ram(ram), host(host), blocks(ram.size()), code_map(code_map_for(ram)) {
   // Before this engine exists: the probe runs engines of its own, which
   // must never happen inside one of this engine's callbacks.
   engine_state_offsets();
@@ -37,6 +37,8 @@ UnicornVcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, Engin
                       : engine_cpu == EngineCpuModel::Epyc        ? UC_CPU_X86_EPYC
                                                                   : UC_CPU_X86_QEMU64;
     check(uc_ctl_set_cpu_model(uc, model), "uc_ctl_set_cpu_model");
+    // First, so that a ram address below ram.size() is the physical address
+    // (on_code_page, on_store).
     check(uc_mem_map_ptr(uc, 0, ram.size(), UC_PROT_ALL, ram.data()), "uc_mem_map_ptr");
     memory_map.emplace(uc, ram.size(), *this);
     sites.emplace(uc, this);
@@ -55,6 +57,7 @@ UnicornVcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, Engin
     check(uc_topolab_budget_enable(uc), "uc_topolab_budget_enable");
     uc_topolab_set_translate_hook(uc, on_translate, this);
     uc_topolab_set_block_hook(uc, false);
+    uc_topolab_set_code_hooks(uc, on_code_page, on_store, this);
     uc_hook h;
     check(uc_hook_add(uc, &h, UC_HOOK_BLOCK, reinterpret_cast<void*>(on_block), this, 1, 0), "block hook");
     check(uc_hook_add(uc, &h, UC_HOOK_INSN, reinterpret_cast<void*>(on_cpuid), this, 1, 0, UC_X86_INS_CPUID),
@@ -84,6 +87,7 @@ UnicornVcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, Engin
     check(uc_hook_add(uc, &h, UC_HOOK_MEM_UNMAPPED, reinterpret_cast<void*>(on_unmapped), this, ram.size(),
                       ~uint64_t{0}),
           "unmapped hook");
+    code_slot = code_map->join();
   } catch (...) {
     uc_close(uc);
     throw;
@@ -91,8 +95,39 @@ UnicornVcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, Engin
 }
 
 UnicornVcpu::Engine::~Engine() {
+  code_map->leave(code_slot);
   scratch_context.reset();  // before its engine closes
   uc_close(uc);
+}
+
+// ---------------------------------------------------------------------------
+// Code coherence with the other engines on this RAM (emu/vcpu_code_map.h).
+// Called inside the engine: they only record, and never throw.
+
+void UnicornVcpu::Engine::on_code_page(uc_engine*, uint64_t ram_addr, void* user) {
+  auto& e = *static_cast<Engine*>(user);
+  if (ram_addr >= e.ram.size()) return;  // an open-bus page: this engine's own
+  e.guarded([&] { e.code_map->code_added(e.code_slot, ram_addr >> CodeMap::kPageBits); });
+}
+
+bool UnicornVcpu::Engine::on_store(uc_engine*, uint64_t ram_addr, uint32_t size, void* user) {
+  auto& e = *static_cast<Engine*>(user);
+  if (ram_addr >= e.ram.size() || size == 0) return false;
+  const uint64_t last = std::min(ram_addr + size, e.ram.size()) - 1;
+  e.guarded([&] {
+    for (uint64_t page = ram_addr >> CodeMap::kPageBits; page <= last >> CodeMap::kPageBits; ++page)
+      e.code_map->stored(e.code_slot, page);
+  });
+  // The CodeMap forgot every other engine's code there: the page's stores
+  // may take the fast path until one has code there again and protects it.
+  return false;
+}
+
+void UnicornVcpu::Engine::apply_code_work() {
+  const CodeMap::Work work = code_map->take_work(code_slot);
+  for (uint64_t page : work.protect) uc_topolab_protect_code(uc, page << CodeMap::kPageBits);
+  for (uint64_t page : work.invalidate)
+    uc_topolab_invalidate_code(uc, page << CodeMap::kPageBits, uint64_t{1} << CodeMap::kPageBits);
 }
 
 // ---------------------------------------------------------------------------

@@ -311,6 +311,10 @@ struct DecodedBlock {
   // cache line the hook reads anyway. Valid while the cache lives:
   // BlockCache never frees a block before clear().
   mutable const DecodedBlock* next = nullptr;
+  // xxHash3 of the bytes decoded: a block translated again at the same start
+  // and size (the guest rewrote its code, as Linux's alternatives and static
+  // keys do) is decoded again only if they changed (on_translate).
+  uint64_t code_hash = 0;
   CodeSize code_size = CodeSize::Bits32;
   bool fully_decoded = true;  // false: Capstone stopped early; the rest counts as one
   bool ends_with_software_interrupt = false;

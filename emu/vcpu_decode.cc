@@ -3,6 +3,8 @@
 // sites and the translations they go with.
 #include "emu/vcpu_engine.h"
 
+#include <xxhash.h>
+
 namespace topolab {
 
 // ---------------------------------------------------------------------------
@@ -14,7 +16,7 @@ namespace topolab {
 void UnicornVcpu::Engine::on_translate(uc_engine*, uint64_t pc, uint32_t size, uint32_t count, void* user) {
   auto& e = *static_cast<Engine*>(user);
   e.guarded([&] {
-    if (e.blocks.find(pc, size)) return;
+    if (const DecodedBlock* known = e.blocks.find(pc, size); known && e.same_code(*known)) return;
     const DecodedBlock& block = e.decode_new_block(pc, size, count);
     // Each of the three adds its own hooks, so all three run (no ||).
     const bool trap_sites = e.hook_trap_sites(block);
@@ -127,7 +129,13 @@ const DecodedBlock& UnicornVcpu::Engine::decode_new_block(uint64_t address, uint
       }
     }
   }
+  block.code_hash = XXH3_64bits(code.data(), code.size());
   return blocks.insert(std::move(block));
+}
+
+bool UnicornVcpu::Engine::same_code(const DecodedBlock& block) {
+  const std::optional<std::vector<uint8_t>> bytes = peek_linear(block.start, block.size);
+  return bytes && XXH3_64bits(bytes->data(), bytes->size()) == block.code_hash;
 }
 
 CodeSize UnicornVcpu::Engine::code_size_from_registers() {

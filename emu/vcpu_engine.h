@@ -94,9 +94,15 @@
 //   until IRET is the machine's business (the vCPU does not see IRETs).
 // - A load or store at a physical address with no RAM and no device goes to
 //   an open-bus page (all ones, stores dropped); a fetch from one is refused.
-// - Guest code rewritten in place into a block with the same start and size
-//   keeps its old decoding (trap sites, the offsets a stop inside it is
-//   settled by) until flush_translations(); the engine counts the new one.
+// - Guest code rewritten in place keeps the trap-site hooks of its old
+//   decoding (a hook at an address where no instruction starts now is never
+//   called) until flush_translations(); the block is decoded again when its
+//   bytes changed (DecodedBlock::code_hash).
+// - Code other vCPUs rewrite: each engine has its own translations, and the
+//   engines on one RAM tell each other of stores into code through a shared
+//   CodeMap (emu/vcpu_code_map.h): an engine drops its translations of a
+//   page another engine stored to before it runs again. Host writes into
+//   RAM (uc_mem_write, a device's DMA, a snapshot's RAM) are not seen.
 // - A store into the block that is running: Unicorn abandons the block at
 //   the store and runs it again from there, so the instructions of the block
 //   from the store on are counted twice (and traced twice), the same at every
@@ -109,6 +115,7 @@
 #include "emu/vcpu_memory_map.h"
 #include "emu/vcpu_trap_sites.h"
 #include "emu/vcpu_blocks.h"
+#include "emu/vcpu_code_map.h"
 #include "emu/loop_watch.h"
 #include "arch/descriptors.h"
 #include "arch/event_delivery.h"
@@ -229,6 +236,18 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
   static void on_port_out(uc_engine*, uint32_t port, int size, uint32_t value, void* user);
   static void on_interrupt(uc_engine*, uint32_t vector, void* user);
   static bool on_unmapped(uc_engine*, uc_mem_type type, uint64_t address, int size, int64_t value, void* user);
+  // Code coherence with the other engines on this RAM (emu/vcpu_code_map.h,
+  // Unicorn patch 0004): a page's first block here, and a store that took
+  // the slow path, by ram address (RAM is the engine's first map, at
+  // physical 0, so a ram address below its size is the physical address).
+  static void on_code_page(uc_engine*, uint64_t ram_addr, void* user);
+  static bool on_store(uc_engine*, uint64_t ram_addr, uint32_t size, void* user);
+  // Before each uc_emu_start: what the other engines' code and stores left
+  // this one to do (protect pages, drop translations).
+  void sync_code() {
+    if (code_map->has_work(code_slot)) apply_code_work();
+  }
+  void apply_code_work();
 
   // An exception must not unwind through Unicorn's C frames: keep it, stop
   // the run, and let run() rethrow it.
@@ -269,6 +288,8 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
   // stopped inside a block. Once per uc_emu_start.
   void settle_at(uint64_t rip);
   const DecodedBlock& decode_new_block(uint64_t address, uint32_t size, uint32_t count);
+  // The guest's bytes at `block` are still the ones it was decoded from.
+  bool same_code(const DecodedBlock& block);
   CodeSize code_size_from_registers();
   bool hook_trap_sites(const DecodedBlock& block);
   bool hook_counted_loop(const DecodedBlock& block);
@@ -465,6 +486,8 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
   std::optional<GuestMemoryMap> memory_map;  // made with the engine
   Disassembler disassembler;
   BlockCache blocks;
+  std::shared_ptr<CodeMap> code_map;  // shared by the engines on `ram`
+  unsigned code_slot = 0;
 
   std::optional<TrapSites> sites;  // made with the engine
   void at_cr8(const HookedTrap& trap, uint64_t address);

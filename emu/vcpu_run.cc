@@ -347,6 +347,7 @@ VcpuExit UnicornVcpu::Engine::run(uint64_t budget) {
 std::optional<VcpuExit> UnicornVcpu::Engine::run_until_stop() {
   stop_cause = StopCause::None;
   if (exception_in_flight) clear_exception_in_flight(nullptr);
+  sync_code();
   counter->enter_engine();
   const uc_err err = uc_emu_start(uc, read_reg(UC_X86_REG_RIP), kNeverExecuted, 0, 0);
   counter->leave_engine();
