@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Set up, build, and run every test (unit, integration and differential),
 # then the hardening smoke runs (docs/reliability.md): the unit tests of the
-# input and hardware layers under ASan+UBSan, each fuzz harness for 4 s, and
-# 30 mutated-image runs.
+# input and hardware layers under ASan+UBSan, each fuzz harness but
+# sweep_merge for 4 s, and 30 mutated-image runs.
 # docs/reliability.md, "The CI budget", has what each step costs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
