@@ -30,10 +30,14 @@ endif()
 # The fuzz build instruments everything for libFuzzer's coverage; the test
 # binaries never run under it, and the instrumentation is a quarter of their
 # compile time. They stay under ASan+UBSan.
+# In Release the test binaries' own files are compiled at -O0 (what they
+# test is at -O2, in its library): a test file compiles in about 0.6 of its
+# time at -O2 (lab/experiments_test.cc 14 s of CPU against 22 s, gcc 12).
 set(TOPOLAB_UNIT_TEST_OPTIONS)
 if(TOPOLAB_FUZZ)
   set(TOPOLAB_UNIT_TEST_OPTIONS -fno-sanitize=fuzzer-no-link)
 endif()
+list(APPEND TOPOLAB_UNIT_TEST_OPTIONS $<$<CONFIG:Release>:-O0>)
 function(topolab_unit_test_options target)
   if(TOPOLAB_UNIT_TEST_OPTIONS)
     target_compile_options(${target} PRIVATE ${TOPOLAB_UNIT_TEST_OPTIONS})
