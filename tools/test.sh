@@ -15,7 +15,8 @@ guest=$!
 # Each unit test is built once (cmake/unit_tests.cmake): those of the
 # formatting and driver layers (report/, lab/, cli/) in build/, for ctest;
 # the others in the sanitized build, and run there (tools/sanitize_units.sh).
-tools/build.sh -DTOPOLAB_UNIT_TESTS=DRIVER
+# The measuring programs of bench/ are no test: not built here.
+tools/build.sh -DTOPOLAB_UNIT_TESTS=DRIVER -DTOPOLAB_BENCHMARKS=OFF
 wait "$guest"
 (cd build && ctest --output-on-failure -j"$(nproc)" --timeout 600)
 tools/sanitize_units.sh
