@@ -83,7 +83,13 @@ function(topolab_precompile_headers dir)
     endif()
     if((definitions OR options) AND count LESS 3)
       continue()
-    elseif(definitions OR options)
+    endif()
+    # The header is every file's first include and it includes fmt, so the
+    # target takes fmt's definitions (FMT_SHARED): gcc refuses a header made
+    # with definitions the file lacks (-Winvalid-pch), as it did for
+    # data_paths_tests, whose code does not use fmt.
+    target_link_libraries(${target} PRIVATE fmt::fmt)
+    if(definitions OR options)
       topolab_headers_for(headers ${tests})
       target_precompile_headers(${target} PRIVATE ${headers})
     else()
