@@ -7,11 +7,14 @@
 #
 # Two headers are made, each once: one for the libraries and the command,
 # one for the test binaries (with GoogleTest, and the test binaries'
-# options: cmake/unit_tests.cmake). Every target of three or more files
-# reuses its kind's; a target with compile definitions or options of its own
-# makes its own, so that no file is compiled against a header made with
-# other flags. Targets of one or two files make none: a header costs about
-# what it saves them.
+# options: cmake/unit_tests.cmake). Every target without compile
+# definitions or options of its own reuses its kind's, whatever its size (a
+# fuzz harness's one file compiles in 1.2 s with the header instead of 3.3 s,
+# clang -O0 under ASan+UBSan). A target of three or more files with flags of
+# its own makes its own, so that no file is compiled against a header made
+# with other flags; one of one or two files makes none: a header costs about
+# what it saves them. Each shared header is built only when a target in the
+# build uses it (the test binaries' is not, in a build without them).
 #
 # Every file sees these headers first. A file still includes what it uses:
 # configure with -DTOPOLAB_PRECOMPILED_HEADERS=OFF to check that it does.
@@ -36,11 +39,11 @@ function(topolab_make_shared_headers)
   set(empty ${CMAKE_BINARY_DIR}/precompiled_headers.cc)
   file(WRITE ${empty} "// The precompiled headers' own file (cmake/precompiled_headers.cmake).\n")
   topolab_headers_for(library_headers FALSE)
-  add_library(topolab_headers OBJECT ${empty})
+  add_library(topolab_headers OBJECT EXCLUDE_FROM_ALL ${empty})
   target_link_libraries(topolab_headers PRIVATE fmt::fmt)
   target_precompile_headers(topolab_headers PRIVATE ${library_headers})
   topolab_headers_for(test_headers TRUE)
-  add_library(topolab_test_headers OBJECT ${empty})
+  add_library(topolab_test_headers OBJECT EXCLUDE_FROM_ALL ${empty})
   target_link_libraries(topolab_test_headers PRIVATE fmt::fmt GTest::gtest)
   topolab_unit_test_options(topolab_test_headers)
   target_precompile_headers(topolab_test_headers PRIVATE ${test_headers})
@@ -57,7 +60,7 @@ function(topolab_precompile_headers dir)
     get_target_property(sources ${target} SOURCES)
     list(FILTER sources INCLUDE REGEX "\\.cc$")
     list(LENGTH sources count)
-    if(count LESS 3)
+    if(count EQUAL 0)
       continue()
     endif()
     set(tests FALSE)
@@ -78,6 +81,14 @@ function(topolab_precompile_headers dir)
     if(tests AND options)
       list(REMOVE_ITEM options ${TOPOLAB_UNIT_TEST_OPTIONS})
     endif()
+    if((definitions OR options) AND count LESS 3)
+      continue()
+    endif()
+    # The header is every file's first include and it includes fmt, so the
+    # target takes fmt's definitions (FMT_SHARED): gcc refuses a header made
+    # with definitions the file lacks (-Winvalid-pch), as it did for
+    # data_paths_tests, whose code does not use fmt.
+    target_link_libraries(${target} PRIVATE fmt::fmt)
     if(definitions OR options)
       topolab_headers_for(headers ${tests})
       target_precompile_headers(${target} PRIVATE ${headers})

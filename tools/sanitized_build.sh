@@ -10,13 +10,16 @@
 # share it, so that CI compiles the sources twice (this and the Release
 # build), not three times: a unit-test binary carries the coverage
 # counters unused, which the sanitizer runtime's default hooks absorb.
-# Configures build-sanitize/ once, then builds the targets named.
+# Configures build-sanitize/ once, then builds the targets named. The unit
+# tests are out of its ctest (-DTOPOLAB_UNIT_TESTS=OFF): tools/sanitize_units.sh
+# runs their binaries itself, so gtest_discover_tests would only run each one
+# once more after its link.
 # Usage: tools/sanitized_build.sh TARGET...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=build-sanitize
 if [ ! -f "$dir/CMakeCache.txt" ]; then
   CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_C_FLAGS="-O0 -g1" \
-    -DCMAKE_CXX_FLAGS="-O0 -g1" -DTOPOLAB_FUZZ=ON >/dev/null
+    -DCMAKE_CXX_FLAGS="-O0 -g1" -DTOPOLAB_FUZZ=ON -DTOPOLAB_UNIT_TESTS=OFF >/dev/null
 fi
 cmake --build "$dir" -j"$(nproc)" --target "$@" >/dev/null
