@@ -80,6 +80,9 @@ struct PcBoardConfig {
   const Topology& topology;  // what fw_cfg tells the firmware; not kept
   uint64_t ram_mib = 128;
   PlatformDevices devices;  // the optional devices it has
+  // CPUID's physical address width (CPUID.80000008H:EAX[7:0]), which must
+  // reach the RAM (memory_map::ram_size_problem); QEMU's TCG default.
+  unsigned phys_bits = 40;
 };
 
 class PcBoard {

@@ -20,7 +20,7 @@ const char* to_string(VcpuExit::Reason reason) {
 }
 
 UnicornVcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpuModel engine_cpu)
-    : index(index), engine_cpu(engine_cpu), ram(ram), host(host), blocks(ram.size()) {
+    : index(index), engine_cpu(engine_cpu), ram(ram), host(host), blocks(ram.regions().front().end()) {
   // Before this engine exists: the probe runs engines of its own, which
   // must never happen inside one of this engine's callbacks.
   engine_state_offsets();
@@ -37,8 +37,8 @@ UnicornVcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, Engin
                       : engine_cpu == EngineCpuModel::Epyc        ? UC_CPU_X86_EPYC
                                                                   : UC_CPU_X86_QEMU64;
     check(uc_ctl_set_cpu_model(uc, model), "uc_ctl_set_cpu_model");
-    check(uc_mem_map_ptr(uc, 0, ram.size(), UC_PROT_ALL, ram.data()), "uc_mem_map_ptr");
-    memory_map.emplace(uc, ram.size(), *this);
+    map_guest_ram(uc, ram, "uc_mem_map_ptr");
+    memory_map.emplace(uc, ram, *this);
     sites.emplace(uc, this);
     counter.emplace(uc);
     // An empty set of exit addresses: runs end only where we stop them. With
@@ -72,8 +72,9 @@ UnicornVcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, Engin
     check(uc_hook_add(uc, &h, UC_HOOK_INSN, reinterpret_cast<void*>(on_port_out), this, 1, 0, UC_X86_INS_OUT),
           "out hook");
     check(uc_hook_add(uc, &h, UC_HOOK_INTR, reinterpret_cast<void*>(on_interrupt), this, 1, 0), "intr hook");
-    // Only above RAM, where every unmapped physical address lies (RAM is
-    // 0..size, MMIO windows and open bus above it). A hook whose range covers
+    // Only outside RAM, where every unmapped physical address lies (MMIO
+    // windows and open bus are in the gaps and above the top), one hook per
+    // range (ranges_without_ram). A hook whose range covers
     // RAM keeps every store to it on the slow path: Unicorn 2.1.3's
     // notdirty_write marks a TLB entry dirty only for a page mapped without
     // execute permission and with no memory hook (UNMAPPED ones included)
@@ -81,9 +82,9 @@ UnicornVcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, Engin
     // With the hook over all addresses, a store loop on XD data pages ran at
     // 0.94x of the same loop on executable ones; with it above RAM, 2.9x
     // (tools/bench_compute, compute_loop64 nx=on against nx=off).
-    check(uc_hook_add(uc, &h, UC_HOOK_MEM_UNMAPPED, reinterpret_cast<void*>(on_unmapped), this, ram.size(),
-                      ~uint64_t{0}),
-          "unmapped hook");
+    for (const auto& [first, last] : ranges_without_ram(ram))
+      check(uc_hook_add(uc, &h, UC_HOOK_MEM_UNMAPPED, reinterpret_cast<void*>(on_unmapped), this, first, last),
+            "unmapped hook");
   } catch (...) {
     uc_close(uc);
     throw;

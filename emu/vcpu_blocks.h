@@ -542,12 +542,16 @@ class Disassembler {
 };
 
 // Decoded blocks by start address, in one lazily allocated table of 4 KiB
-// slots per page of RAM: the block hook runs once per executed block, and
-// this finds a block with three loads and no hashing. The table costs 8
-// bytes per 4 KiB of RAM plus 32 KiB per page that holds code.
+// slots per page of linear addresses below `direct_bytes`: the block hook
+// runs once per executed block, and this finds a block with three loads and
+// no hashing. The table costs 8 bytes per 4 KiB of that span plus 32 KiB
+// per page that holds code; code elsewhere costs a hash lookup. The vCPU
+// gives RAM's first region (all of RAM but what lies above 4 GiB), where
+// identity-mapped guests run, so that a large -m does not make every vCPU
+// allocate a table for RAM no code is fetched from by its own address.
 class BlockCache {
  public:
-  explicit BlockCache(uint64_t ram_bytes) : pages_(ram_bytes / kPageSize) {}
+  explicit BlockCache(uint64_t direct_bytes) : pages_(direct_bytes / kPageSize) {}
 
   const DecodedBlock* find(uint64_t address, uint32_t size) const {
     const uint64_t page = address / kPageSize;
@@ -590,13 +594,13 @@ class BlockCache {
   struct Page {
     std::array<std::unique_ptr<DecodedBlock>, kPageSize> slots;
   };
-  // Code at linear addresses beyond the size of RAM (a higher-half kernel):
+  // Code at linear addresses beyond the table (a higher-half kernel):
   // one hash lookup per block there.
   [[gnu::noinline]] const Page* find_far(uint64_t page) const {
     const auto it = far_pages_.find(page);
     return it == far_pages_.end() ? nullptr : it->second.get();
   }
-  std::vector<std::unique_ptr<Page>> pages_;  // linear addresses below the size of RAM
+  std::vector<std::unique_ptr<Page>> pages_;  // linear addresses below direct_bytes
   std::unordered_map<uint64_t, std::unique_ptr<Page>> far_pages_;
   std::vector<std::unique_ptr<DecodedBlock>> replaced_;
 };

@@ -128,7 +128,7 @@ TEST(LinuxBoot, RefusesACommandLineThatWouldReachTheKernel) {
   GuestRam fresh(64 << 20);
   EXPECT_EQ(expect_error(fresh, k.build(), std::string(0xe0000, 'x')),
             "the kernel command line is 917504 bytes; topolab has room for 917503 below the kernel");
-  for (uint64_t at = 0; at < fresh.size(); at += 4096) ASSERT_EQ(fresh.read<uint64_t>(at), 0u) << "RAM written at " << at;
+  for (uint64_t at = 0; at < fresh.top(); at += 4096) ASSERT_EQ(fresh.read<uint64_t>(at), 0u) << "RAM written at " << at;
 }
 
 TEST(LinuxBoot, RefusesKernelsAndInitrdsThatDoNotFit) {

@@ -58,7 +58,7 @@ TEST(PvhBoot, RecognisesTheEntryNote) {
 
 TEST(PvhBoot, LoadsSegmentsByPhysicalAddressAndZeroesTheBss) {
   GuestRam ram(64 << 20);
-  std::fill_n(ram.data(), ram.size(), 0xaa);
+  std::fill_n(ram.data(), ram.top(), 0xaa);
   PvhBoot boot = load_pvh(ram, FakeVmlinux{}.build(), "", {}, 0xe0000);
   EXPECT_EQ(boot.entry, 0x1000850u);
   EXPECT_EQ(boot.kernel_start, 0x1000000u);
@@ -171,7 +171,7 @@ TEST(PvhBoot, RefusesBadImagesInOneLine) {
 
 TEST(PvhBoot, ARefusedImageLeavesRamAlone) {
   GuestRam ram(64 << 20);
-  std::fill_n(ram.data(), ram.size(), 0xaa);
+  std::fill_n(ram.data(), ram.top(), 0xaa);
   FakeVmlinux above_ram;
   above_ram.segments[1].paddr = (64 << 20) - 0x1000;
   expect_error(ram, above_ram.build());
