@@ -38,8 +38,8 @@ uint64_t pc_max_used_address(uint64_t ram_bytes) {
 
 std::string ram_size_problem(uint64_t ram_mib, unsigned phys_bits) {
   if (ram_mib > kMaxRamMib)
-    return fmt::format("-m {}M: topolab's engine addresses {} bits of guest-physical memory, which hold at most {} MiB "
-                       "of RAM (the rest above the 1 GiB gap below 4 GiB)",
+    return fmt::format("-m {}M: topolab's engine addresses {} bits of guest-physical memory, so RAM ends by 1 TiB: "
+                       "at most {} MiB with the 1 GiB gap below 4 GiB",
                        ram_mib, kEnginePhysBits, kMaxRamMib);
   const uint64_t ram_bytes = ram_mib << 20;
   const uint64_t limit = phys_bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << phys_bits) - 1;
