@@ -244,19 +244,25 @@ uint32_t PhysicalMemory::read_u32(uint64_t pa) {
 void PhysicalMemory::write_u64(uint64_t pa, uint64_t v) { write(pa, &v, sizeof v); }
 void PhysicalMemory::write_u32(uint64_t pa, uint32_t v) { write(pa, &v, sizeof v); }
 
+// Byte by byte where an access straddles the end of a region (paging
+// structures are aligned, so walks never do): each byte is RAM or open bus.
 void GuestRamMemory::read(uint64_t pa, void* out, size_t len) {
-  std::memset(out, 0xff, len);
-  if (pa < ram_.size()) {
-    uint64_t n = std::min<uint64_t>(len, ram_.size() - pa);
-    std::memcpy(out, ram_.data() + pa, n);
+  if (ram_.is_ram(pa, len)) {
+    std::memcpy(out, ram_.data() + pa, len);
+    return;
   }
+  auto* bytes = static_cast<uint8_t*>(out);
+  for (size_t i = 0; i < len; ++i) bytes[i] = ram_.is_ram(pa + i, 1) ? ram_.data()[pa + i] : 0xff;
 }
 
 void GuestRamMemory::write(uint64_t pa, const void* in, size_t len) {
-  if (pa < ram_.size()) {
-    uint64_t n = std::min<uint64_t>(len, ram_.size() - pa);
-    std::memcpy(ram_.data() + pa, in, n);
+  if (ram_.is_ram(pa, len)) {
+    std::memcpy(ram_.data() + pa, in, len);
+    return;
   }
+  const auto* bytes = static_cast<const uint8_t*>(in);
+  for (size_t i = 0; i < len; ++i)
+    if (ram_.is_ram(pa + i, 1)) ram_.data()[pa + i] = bytes[i];
 }
 
 std::optional<std::string> paging_state_error(const PagingState& s) {

@@ -79,7 +79,7 @@ class PhysicalMemory {
   void write_u32(uint64_t pa, uint32_t v);
 };
 
-// The project's GuestRam as a PhysicalMemory: RAM at [0, size), open bus above.
+// The project's GuestRam as a PhysicalMemory: its RAM regions, open bus elsewhere.
 class GuestRamMemory final : public PhysicalMemory {
  public:
   explicit GuestRamMemory(GuestRam& ram) : ram_(ram) {}

@@ -563,6 +563,32 @@ TEST(GuestRamMemory, OpenBusAboveRam) {
   mem.write_u64(0x10'0000, 0);  // dropped, no throw
 }
 
+// RAM in two regions with a gap (the pc machine's below and above 4 GiB):
+// the gap is open bus, and a walk reaches tables above it.
+TEST(GuestRamMemory, GapBetweenRegionsIsOpenBus) {
+  constexpr uint64_t kHigh = uint64_t{1} << 32;
+  GuestRam guest(std::vector<RamRegion>{{0, 2 * k4K}, {kHigh, 6 * k4K}});
+  GuestRamMemory mem(guest);
+  EXPECT_EQ(mem.read_u64(3 * k4K), ~uint64_t{0});
+  mem.write_u64(3 * k4K, 0);  // dropped
+  mem.write_u32(kHigh - 2, 0x1122'3344);  // the bottom half falls into the gap
+  EXPECT_EQ(guest.read<uint16_t>(kHigh), 0x1122);
+  EXPECT_EQ(mem.read_u32(kHigh - 2), 0x1122'ffffu);
+  mem.write_u64(kHigh + 8, 0x0102'0304'0506'0708);
+  EXPECT_EQ(mem.read_u64(kHigh + 8), 0x0102'0304'0506'0708u);
+
+  // 4-level tables at 4 GiB, mapping linear 0x5000 to the page at 4 GiB + 20 KiB.
+  PagingState s = state_for(PagingMode::k4Level, kHigh + k4K);
+  s.maxphyaddr = 40;
+  guest.write<uint64_t>(kHigh + k4K, (kHigh + 2 * k4K) | 0x3);      // PML4E -> PDPT
+  guest.write<uint64_t>(kHigh + 2 * k4K, (kHigh + 3 * k4K) | 0x3);  // PDPTE -> PD
+  guest.write<uint64_t>(kHigh + 3 * k4K, (kHigh + 4 * k4K) | 0x3);  // PDE -> PT
+  guest.write<uint64_t>(kHigh + 4 * k4K + 5 * 8, (kHigh + 5 * k4K) | 0x3);
+  const WalkResult r = walk(mem, s, 0x5123, Access::kRead, kSupervisor);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.translation.physical, kHigh + 5 * k4K + 0x123);
+}
+
 // --- PagedMemory: accesses of any length, all-or-nothing ---
 
 class Paged : public testing::Test {

@@ -105,11 +105,11 @@ void check(uc_err err, const char* what) {
 // which the engine's x86-64 CPU (Unicorn's default model, qemu64) allows.
 double run_raw_unicorn(const Variant& v, uint32_t iterations) {
   GuestRam ram(128 << 20);
-  MultibootBoot boot = load_multiboot(ram, read_image_file(v.image, ram.size()),
+  MultibootBoot boot = load_multiboot(ram, read_image_file(v.image, ram.top()),
                                       std::filesystem::path(v.image).filename().string(), append_for(v, iterations), {});
   uc_engine* uc = nullptr;
   check(uc_open(UC_ARCH_X86, UC_MODE_32, &uc), "uc_open");
-  check(uc_mem_map_ptr(uc, 0, ram.size(), UC_PROT_ALL, ram.data()), "uc_mem_map_ptr");
+  check(uc_mem_map_ptr(uc, 0, ram.top(), UC_PROT_ALL, ram.data()), "uc_mem_map_ptr");
   bool done = false;
   uc_hook in_hook, out_hook;
   check(uc_hook_add(uc, &in_hook, UC_HOOK_INSN, reinterpret_cast<void*>(raw_port_in), nullptr, 1, 0, UC_X86_INS_IN),

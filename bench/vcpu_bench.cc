@@ -127,7 +127,7 @@ double raw_unicorn_seconds(const Loop& loop) {
   load(ram.data(), loop);
   uc_engine* uc = nullptr;
   check(uc_open(UC_ARCH_X86, UC_MODE_32, &uc), "uc_open");
-  check(uc_mem_map_ptr(uc, 0, ram.size(), UC_PROT_ALL, ram.data()), "uc_mem_map_ptr");
+  check(uc_mem_map_ptr(uc, 0, ram.top(), UC_PROT_ALL, ram.data()), "uc_mem_map_ptr");
   const auto start = std::chrono::steady_clock::now();
   const uc_err err = uc_emu_start(uc, kEntry, 0xFFFF'FFFF'0000'0000, 0, 0);
   const double elapsed = seconds_since(start);

@@ -27,8 +27,9 @@ inline constexpr int kExitBadInput = 125;
 inline constexpr int kExitGuestFailed = 126;
 inline constexpr int kExitInternalError = 70;  // sysexits' EX_SOFTWARE: a topolab bug
 
-// The smallest guest RAM the command accepts for -m (the largest is
-// memory_map::kMaxRamMib, the machine's own limit).
+// The smallest guest RAM the command accepts for -m (the largest is what
+// -cpu's phys-bits reaches, memory_map::ram_size_problem, and at most
+// memory_map::kMaxRamMib, the engine's reach).
 inline constexpr uint64_t kMinRamMib = 2;
 
 // --smp, --cpu and --machine (QEMU's -smp, -cpu, -machine) into `spec`.

@@ -106,10 +106,12 @@ std::string MachineMonitor::snapshot_load(std::string_view name) { return snapsh
 std::string MachineMonitor::snapshot_list() { return snapshots_.list_snapshots(); }
 
 size_t MachineMonitor::read_physical(uint64_t address, std::span<uint8_t> out) {
+  // Up to the end of the RAM region `address` is in: the bytes after it are
+  // not RAM (a gap, or above the top).
   const GuestRam& ram = machine_.ram();
-  if (address >= ram.size()) return 0;
-  const size_t n = std::min<uint64_t>(out.size(), ram.size() - address);
-  std::memcpy(out.data(), ram.bytes(address, n).data(), n);
+  size_t n = 0;
+  while (n < out.size() && ram.is_ram(address + n, 1)) ++n;
+  if (n) std::memcpy(out.data(), ram.bytes(address, n).data(), n);
   return n;
 }
 

@@ -22,12 +22,13 @@ namespace topolab::cli {
 
 namespace {
 
-// -m as the machine takes it, checked before the kernel is looked at.
-void check_ram_size(uint64_t mib) {
-  if (mib < kMinRamMib || mib > memory_map::kMaxRamMib)
-    throw ConfigError(fmt::format("-m {}M: topolab's guest RAM is {} to {} MiB (it stays below the 32-bit PCI hole; "
-                                  "no RAM above 4 GiB yet)",
-                                  mib, kMinRamMib, memory_map::kMaxRamMib));
+// -m as the machine takes it, checked before the kernel is looked at: at
+// least kMinRamMib, and within what -cpu's phys-bits reaches (QEMU's own
+// check, base/memory_map.h).
+void check_ram_size(uint64_t mib, unsigned phys_bits) {
+  if (mib < kMinRamMib) throw ConfigError(fmt::format("-m {}M: topolab's guest RAM is at least {} MiB", mib, kMinRamMib));
+  if (const std::string problem = memory_map::ram_size_problem(mib, phys_bits); !problem.empty())
+    throw ConfigError(problem);
 }
 
 // The answers QEMU gives without running (-version, -help, -device help,
@@ -94,9 +95,9 @@ int run_qemu(const std::vector<std::string>& args) {
   // QEMU checks the whole configuration before it loads the kernel, and
   // says so in these words when it cannot: kvm-unit-tests tries each
   // command line with a missing kernel, and a refusal here (-cpu host,
-  // -m 4096) becomes the test's SKIP with this line as the reason.
+  // -m beyond phys-bits) becomes the test's SKIP with this line as the reason.
   run.configure();
-  check_ram_size(run.machine.ram_mib);
+  check_ram_size(run.machine.ram_mib, run.machine.cpu.phys_bits);
   if (std::FILE* f = std::fopen(q.kernel.c_str(), "rb")) {
     std::fclose(f);
   } else {

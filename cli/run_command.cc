@@ -13,6 +13,7 @@
 #include "base/memory_map.h"
 #include "cli/command_line.h"
 #include "cli/output_files.h"
+#include "cli/qemu_command.h"
 #include "cli/snapshot_run.h"
 #include "emu/machine.h"
 #include "emu/unicorn_vcpu.h"
@@ -277,9 +278,18 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& run) {
   CLI::App* run_cmd = app.add_subcommand("run", "boot a Multiboot image (as qemu-system-x86_64 -kernel would)");
   run_cmd->add_option("image", run.machine.image, "the Multiboot image (ELF32)")->required();
   add_machine_options(run_cmd, run.spec);
-  run_cmd->add_option("-m", run.machine.ram_mib, "guest RAM in MiB")
-      ->check(CLI::Range(kMinRamMib, memory_map::kMaxRamMib))
-      ->capture_default_str();
+  // QEMU's spelling (cli/qemu_command.h): MiB, or K, M, G, T; how much the
+  // machine can have is the board's check (-cpu's phys-bits).
+  run_cmd
+      ->add_option_function<std::string>(
+          "-m",
+          [&run](const std::string& text) {
+            run.machine.ram_mib = parse_qemu_ram_size(text);
+            if (run.machine.ram_mib < kMinRamMib)
+              throw ConfigError(fmt::format("-m {}: topolab's guest RAM is at least {} MiB", text, kMinRamMib));
+          },
+          "guest RAM: MiB, or a size with QEMU's K, M, G or T (16G); up to what -cpu's phys-bits reaches")
+      ->default_str(std::to_string(run.machine.ram_mib));
   run_cmd->add_option("--append", run.machine.append, "the kernel command line the guest reads");
   run_cmd->add_option("--initrd", run.machine.initrd, "Multiboot modules: FILE[ ARGS][,FILE[ ARGS]...]")->delimiter(',');
   run_cmd->add_option("--serial", run.serial, "where COM1 goes: stdio or file:PATH")->capture_default_str();

@@ -61,7 +61,8 @@ Machine::Machine(const MachineConfig& config, std::optional<BootFiles> files, st
       board_(PcBoardConfig{.topology = config_.topology,
                            .ram_mib = config.ram_mib,
                            .devices = config.devices,
-                           .ioapic_extended_destination = config.cpu.offers_ext_dest_id()},
+                           .ioapic_extended_destination = config.cpu.offers_ext_dest_id(),
+                           .phys_bits = config.cpu.phys_bits},
              std::move(serial_out), *this),
       stats_(config_.topology.cpus()),
       activity_(config_.topology.cpus()),
@@ -80,7 +81,7 @@ Machine::Machine(const MachineConfig& config, std::optional<BootFiles> files, st
     files = read_boot_files(
         config.image,
         config.image_name.empty() ? std::filesystem::path(config.image).filename().string() : config.image_name,
-        config.append, config.initrd, board_.ram().size());
+        config.append, config.initrd, board_.ram().regions().front().size);
   // Before any vCPU exists, so before any read of a clock.
   clock_.set_synced(config.synced_clocks.value_or(files->is_linux_kernel()));
   const BootEntry boot = load_boot_image(board_.ram(), *files, acpi.rsdp);

@@ -5,21 +5,13 @@
 #include <istream>
 #include <sstream>
 
-#include <xxhash.h>
-
 #include "base/state_archive.h"
 #include "emu/machine.h"
 
 namespace topolab {
 namespace {
 
-constexpr uint64_t kPage = 4096;
-
-std::vector<uint64_t> hash_pages(const GuestRam& ram) {
-  std::vector<uint64_t> hashes(ram.size() / kPage);
-  for (size_t page = 0; page < hashes.size(); ++page) hashes[page] = XXH3_64bits(ram.data() + page * kPage, kPage);
-  return hashes;
-}
+constexpr uint64_t kPage = ram_pages::kPageBytes;
 
 }  // namespace
 
@@ -28,7 +20,7 @@ void MachineCheckpoints::between_slices(Machine& machine, uint64_t output_positi
   if (!started_) {
     started_ = true;
     start_instructions_ = total;
-    page_hashes_ = hash_pages(machine.ram());
+    page_hashes_ = ram_pages::hash_pages(machine.ram());
     return;
   }
   const uint64_t last = checkpoints_.empty() ? start_instructions_ : checkpoints_.back().total_instructions;
@@ -42,10 +34,9 @@ void MachineCheckpoints::take(Machine& machine, uint64_t output_position) {
   c.output_position = output_position;
   c.state = save_state_bytes(machine);
   const GuestRam& ram = machine.ram();
-  std::vector<uint64_t> hashes = hash_pages(ram);
-  for (size_t page = 0; page < hashes.size(); ++page)
-    if (hashes[page] != page_hashes_[page])
-      c.pages.emplace_back(page, std::string(reinterpret_cast<const char*>(ram.data() + page * kPage), kPage));
+  ram_pages::PageHashes hashes = ram_pages::hash_pages(ram);
+  for (const uint64_t address : ram_pages::changed_pages(page_hashes_, hashes))
+    c.pages.emplace_back(address / kPage, std::string(reinterpret_cast<const char*>(ram.data() + address), kPage));
   page_hashes_ = std::move(hashes);
   saved_bytes_ += c.state.size() + c.pages.size() * kPage;
   checkpoints_.push_back(std::move(c));
@@ -63,7 +54,7 @@ void MachineCheckpoints::restore(Machine& machine, size_t index) const {
   // Each page as the latest checkpoint up to `index` that changed it left it;
   // the others are as the machine was built.
   GuestRam& ram = machine.ram();
-  std::vector<bool> written(ram.size() / kPage, false);
+  std::vector<bool> written(ram.top() / kPage, false);
   for (size_t i = index + 1; i-- > 0;)
     for (const auto& [page, bytes] : checkpoints_[i].pages)
       if (!written[page]) {

@@ -205,7 +205,7 @@ void MachineCpu::sync_apic_page() {
           "cpu {} moved its APIC page onto a device window at {:#x} (IA32_APIC_BASE): unsupported", index_, *want));
       return;
     }
-  if (want && platform_.ram.contains(*want, LocalApic::kMmioSize)) {
+  if (want && platform_.ram.is_ram(*want, LocalApic::kMmioSize)) {
     // Hardware would overlay the page on RAM for this CPU; the engine
     // cannot, so say so rather than let APIC writes land in memory.
     platform_.events.guest_error(

@@ -423,7 +423,7 @@ size_t MachineDebugger::read_memory(unsigned vcpu, AddressSpace space, uint64_t 
       const uint64_t at = address + done;
       const size_t chunk = std::min<uint64_t>(out.size() - done, kPageSize - at % kPageSize);
       const std::optional<uint64_t> physical = physical_of(vcpu, space, at);
-      if (!physical || !ram.contains(*physical, chunk)) break;
+      if (!physical || !ram.is_ram(*physical, chunk)) break;
       std::memcpy(out.data() + done, ram.bytes(*physical, chunk).data(), chunk);
       done += chunk;
     }
@@ -442,7 +442,7 @@ bool MachineDebugger::write_memory(unsigned vcpu, AddressSpace space, uint64_t a
       const uint64_t at = address + done;
       const size_t chunk = std::min<uint64_t>(in.size() - done, kPageSize - at % kPageSize);
       const std::optional<uint64_t> physical = physical_of(vcpu, space, at);
-      if (!physical || !ram.contains(*physical, chunk)) {
+      if (!physical || !ram.is_ram(*physical, chunk)) {
         ok = false;
         return;
       }

@@ -137,3 +137,32 @@ TEST(MachineDebugger, RegistersOfAVcpuNotStartedAreUnavailable) {
 
 }  // namespace
 }  // namespace topolab
+
+namespace topolab {
+namespace {
+
+using namespace machine_test;
+
+// A 16 GiB machine (3 GiB from 0, 13 GiB from 4 GiB): the start of
+// history hashes RAM (the base every checkpoint compares with; a fake vCPU
+// cannot be saved, so no checkpoint is taken here: emu/ram_pages_test.cc
+// and gdb.reverse_checkpoints cover that) and reads no page the host never
+// backed. Such a read would map the zero page there, which
+// GuestRam::backed_pages() would then list: the list does not grow.
+TEST(MachineCheckpoints, ASixteenGiBGuestIsNotReadWhole) {
+  constexpr uint64_t kGiB = uint64_t{1} << 30;
+  Rig rig("1", {{guest_exit(0)}}, "", true, [](MachineConfig& c) { c.ram_mib = 16 * 1024; });
+  GuestRam& ram = rig.machine->ram();
+  ASSERT_EQ(ram.top(), 17 * kGiB);
+  ram.write<uint64_t>(2 * kGiB, 1);
+  ram.write<uint64_t>(12 * kGiB + 8, 2);
+  const std::vector<uint64_t> backed = ram.backed_pages();
+  ASSERT_LT(backed.size(), 4096u) << "the loader and two writes backed 16 MiB or more";
+  MachineCheckpoints checkpoints(1'000'000);
+  checkpoints.between_slices(*rig.machine, 0);
+  EXPECT_EQ(checkpoints.size(), 0u);
+  EXPECT_EQ(ram.backed_pages(), backed);
+}
+
+}  // namespace
+}  // namespace topolab

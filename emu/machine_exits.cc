@@ -82,7 +82,7 @@ std::optional<RunResult> Machine::raise_gp_for(Cpu& cpu, const VcpuExit& exit, c
 std::optional<RunResult> Machine::emulate_monitor(Cpu& cpu, const VcpuExit& exit) {
   if (exit.operands.ecx != 0) return raise_gp_for(cpu, exit, "MONITOR", exit.operands.ecx);
   const uint64_t line = exit.address & ~(Cpu::kMonitorLine - 1);
-  if (!board_.ram().contains(line, Cpu::kMonitorLine))
+  if (!board_.ram().is_ram(line, Cpu::kMonitorLine))
     return finish(RunResult::Outcome::Crashed,
                   fmt::format("guest error: cpu {} MONITOR at RIP {:#x} on {:#x}, which is not RAM ({}); topolab "
                               "watches stores to RAM only",

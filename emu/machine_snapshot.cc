@@ -11,12 +11,13 @@
 #include "base/errors.h"
 #include "base/state_archive.h"
 #include "emu/machine.h"
+#include "emu/ram_pages.h"
 #include "emu/unicorn_vcpu.h"
 
 namespace topolab {
 namespace {
 
-constexpr uint64_t kPage = 4096;
+constexpr uint64_t kPage = ram_pages::kPageBytes;
 std::string hex64(uint64_t value) { return fmt::format("{:016x}", value); }
 
 std::string cpuid_digest(const Machine& machine) {
@@ -39,11 +40,6 @@ std::string devices_of(const MachineConfig& config) {
   return names;
 }
 
-bool all_zero(const uint8_t* page) {
-  static const std::array<uint8_t, kPage> zero{};
-  return std::memcmp(page, zero.data(), kPage) == 0;
-}
-
 }  // namespace
 
 MachineFingerprint machine_fingerprint(const Machine& machine) {
@@ -63,7 +59,7 @@ MachineFingerprint machine_fingerprint(const Machine& machine) {
       {"clocks", !c.synced_clocks ? "by image" : *c.synced_clocks ? "synced" : "per vCPU"},
       {"devices", devices_of(c)},
       {"CPUID", cpuid_digest(machine)},
-      {"memory at start (image, initrd, tables)", hex64(XXH3_64bits(ram.data(), ram.size()))},
+      {"memory at start (image, initrd, tables)", hex64(ram_pages::digest(ram))},
   };
 }
 
@@ -85,17 +81,15 @@ MachineSnapshot take_snapshot(Machine& machine, MachineFingerprint fingerprint, 
                     .state = save_state_bytes(machine),
                     .pages = {}};
   const GuestRam& ram = machine.ram();
-  for (uint64_t page = 0; page < ram.size() / kPage; ++page) {
-    const uint8_t* bytes = ram.data() + page * kPage;
-    if (!all_zero(bytes)) s.pages.emplace_back(page, std::string(reinterpret_cast<const char*>(bytes), kPage));
-  }
+  for (const uint64_t address : ram_pages::nonzero_pages(ram))
+    s.pages.emplace_back(address / kPage, std::string(reinterpret_cast<const char*>(ram.data() + address), kPage));
   return s;
 }
 
 void restore_snapshot(Machine& machine, const MachineSnapshot& snapshot) {
   GuestRam& ram = machine.ram();
   for (const auto& [page, bytes] : snapshot.pages)
-    if (bytes.size() != kPage || page >= ram.size() / kPage)
+    if (bytes.size() != kPage || page >= ram.top() / kPage || !ram.is_ram(page * kPage, kPage))
       throw InputError(fmt::format("the snapshot holds a page at {:#x} that this machine's RAM does not", page * kPage));
   try {
     load_state_bytes(machine, snapshot.state);

@@ -13,12 +13,13 @@ namespace topolab {
 
 namespace {
 
-using memory_map::kMaxRamMib;
-
-uint64_t checked_ram_bytes(uint64_t mib) {
+// RAM as QEMU's pc machine lays it out (base/memory_map.h), once -m fits
+// the board and the CPU's physical address width.
+std::vector<RamRegion> checked_ram_regions(uint64_t mib, unsigned phys_bits) {
   if (mib < 2) throw ConfigError(fmt::format("-m {}: guest RAM must be at least 2 MiB", mib));
-  if (mib > kMaxRamMib) throw ConfigError(fmt::format("-m {}: at most {} MiB of guest RAM is supported", mib, kMaxRamMib));
-  return mib << 20;
+  if (const std::string problem = memory_map::ram_size_problem(mib, phys_bits); !problem.empty())
+    throw ConfigError(problem);
+  return memory_map::pc_ram_regions(mib << 20);
 }
 
 FwCfg::Config fw_cfg_config(const Topology& topology, uint64_t ram_bytes) {
@@ -32,10 +33,10 @@ FwCfg::Config fw_cfg_config(const Topology& topology, uint64_t ram_bytes) {
 
 PcBoard::PcBoard(const PcBoardConfig& config, std::function<void(uint8_t)> serial_out, BoardEvents& events)
     : events_(events),
-      ram_(checked_ram_bytes(config.ram_mib)),
+      ram_(checked_ram_regions(config.ram_mib, config.phys_bits)),
       uart_(std::move(serial_out), [this](bool asserted) { set_pin(Uart16550::kCom1Gsi, asserted); }),
       debug_exit_([this] { events_.guest_exit_requested(); }),
-      fw_cfg_(fw_cfg_config(config.topology, ram_.size())),
+      fw_cfg_(fw_cfg_config(config.topology, ram_.total_bytes())),
       pic_master_(PicStub::Role::kMaster),
       pic_slave_(PicStub::Role::kSlave),
       measure_port_([this](MeasurePort::Mark mark) { events_.measure_mark(mark); }),
@@ -47,8 +48,9 @@ PcBoard::PcBoard(const PcBoardConfig& config, std::function<void(uint8_t)> seria
                [this] { events_.request_shutdown("the guest powered the machine off (ACPI S5 through PM1a_CNT)"); }),
       bochs_shutdown_(
           [this] { events_.request_shutdown("the guest powered the machine off (\"Shutdown\" to port 0x8900)"); }),
-      // RAM stays below 4 GiB (memory_map::kMaxRamMib), all of it "below 4G".
-      cmos_rtc_([this] { return events_.device_now_ns(); }, CmosRtc::Config{.below_4g_ram_bytes = ram_.size()}),
+      cmos_rtc_([this] { return events_.device_now_ns(); },
+                CmosRtc::Config{.below_4g_ram_bytes = memory_map::pc_ram_split(ram_.total_bytes()).below_4g,
+                                .above_4g_ram_bytes = memory_map::pc_ram_split(ram_.total_bytes()).above_4g}),
       pci_host_([this] {
         events_.request_shutdown("the guest reset the machine through the reset control register (0xCF9)");
       }),

@@ -82,6 +82,9 @@ struct PcBoardConfig {
   PlatformDevices devices;  // the optional devices it has
   // The I/O APIC takes APIC IDs past 255 (CpuConfig::offers_ext_dest_id).
   bool ioapic_extended_destination = false;
+  // CPUID's physical address width (CPUID.80000008H:EAX[7:0]), which must
+  // reach the RAM (memory_map::ram_size_problem); QEMU's TCG default.
+  unsigned phys_bits = 40;
 };
 
 class PcBoard {

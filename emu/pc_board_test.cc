@@ -47,8 +47,8 @@ class RecordingEvents final : public BoardEvents {
 };
 
 struct BoardRig {
-  explicit BoardRig(PlatformDevices devices = {}, uint64_t ram_mib = 16)
-      : board(PcBoardConfig{.topology = topology, .ram_mib = ram_mib, .devices = devices},
+  explicit BoardRig(PlatformDevices devices = {}, uint64_t ram_mib = 16, unsigned phys_bits = 40)
+      : board(PcBoardConfig{.topology = topology, .ram_mib = ram_mib, .devices = devices, .phys_bits = phys_bits},
               [this](uint8_t b) { serial.push_back(static_cast<char>(b)); }, events) {}
 
   std::string port_owner(uint16_t port) {
@@ -93,7 +93,7 @@ TEST(PcBoard, EveryBoardHasTheDevicesNothingTurnsOff) {
   ASSERT_EQ(rig.board.mmio_windows().size(), 1u);
   EXPECT_EQ(rig.board.mmio_windows()[0].base, IoApic::kBase);
   EXPECT_EQ(rig.board.mmio_windows()[0].size, IoApic::kMmioSize);
-  EXPECT_EQ(rig.board.ram().size(), 16u << 20);
+  EXPECT_EQ(rig.board.ram().regions(), (std::vector<RamRegion>{{0, 16u << 20}}));
 }
 
 TEST(PcBoard, OptionalDevicesAreThereOnlyWhenConfigured) {
@@ -160,7 +160,61 @@ TEST(PcBoard, ItsBusesRejectADeviceOverAnother) {
 
 TEST(PcBoard, RefusesRamItCannotHave) {
   EXPECT_THROW(BoardRig({}, 1), ConfigError);
-  EXPECT_THROW(BoardRig({}, memory_map::kMaxRamMib + 1), ConfigError);
+  EXPECT_THROW(BoardRig({}, memory_map::kMaxRamMib + 1, 52), ConfigError);
+  try {
+    BoardRig({}, 64 * 1024, 36);
+    ADD_FAILURE() << "64 GiB with phys-bits=36 was taken";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("phys-bits too low (36)"), std::string::npos) << e.what();
+  }
+}
+
+// What the firmware's view of RAM reads through the ports: the CMOS
+// memory-size bytes (QEMU's pc_cmos_init) and fw_cfg's RAM size.
+struct RamSizes {
+  uint16_t above_16m_64k;  // CMOS 0x34/0x35
+  uint32_t above_4g_64k;   // CMOS 0x5b-0x5d
+  uint64_t fw_cfg_ram;
+};
+
+RamSizes ram_sizes(BoardRig& rig) {
+  PortBus& ports = rig.board.ports();
+  auto cmos = [&](uint8_t index) {
+    ports.write(CmosRtc::kBase, 1, index);
+    return ports.read(CmosRtc::kBase + 1, 1);
+  };
+  ports.write(FwCfg::kBase, 2, FwCfg::kRamSize);
+  uint64_t fw_cfg_ram = 0;
+  for (unsigned i = 0; i < 8; ++i) fw_cfg_ram |= uint64_t{ports.read(FwCfg::kBase + 1, 1)} << (8 * i);
+  return {static_cast<uint16_t>(cmos(0x34) | cmos(0x35) << 8), cmos(0x5b) | cmos(0x5c) << 8 | cmos(0x5d) << 16,
+          fw_cfg_ram};
+}
+
+TEST(PcBoard, RamAbove4GiBAsQemusPcLaysItOut) {
+  struct Case {
+    uint64_t mib;
+    std::vector<RamRegion> regions;
+    uint16_t above_16m_64k;
+    uint32_t above_4g_64k;
+  };
+  constexpr uint64_t kMiB = 1 << 20, kGiB = uint64_t{1} << 30;
+  const std::vector<Case> cases = {
+      {512, {{0, 512 * kMiB}}, (512 - 16) * 16, 0},
+      {3072, {{0, 3 * kGiB}}, (3072 - 16) * 16, 0},
+      {3583, {{0, 3583 * kMiB}}, (3583 - 16) * 16, 0},  // just below 0xE0000000: all low
+      {3584, {{0, 3 * kGiB}, {4 * kGiB, 512 * kMiB}}, (3072 - 16) * 16, 512 * 16},
+      {4096, {{0, 3 * kGiB}, {4 * kGiB, 1 * kGiB}}, (3072 - 16) * 16, 1024 * 16},
+      {16384, {{0, 3 * kGiB}, {4 * kGiB, 13 * kGiB}}, (3072 - 16) * 16, 13 * 1024 * 16},
+      {65536, {{0, 3 * kGiB}, {4 * kGiB, 61 * kGiB}}, (3072 - 16) * 16, 61 * 1024 * 16},
+  };
+  for (const Case& c : cases) {
+    BoardRig rig({}, c.mib);
+    EXPECT_EQ(rig.board.ram().regions(), c.regions) << c.mib;
+    const RamSizes sizes = ram_sizes(rig);
+    EXPECT_EQ(sizes.above_16m_64k, c.above_16m_64k) << c.mib;
+    EXPECT_EQ(sizes.above_4g_64k, c.above_4g_64k) << c.mib;
+    EXPECT_EQ(sizes.fw_cfg_ram, c.mib << 20) << c.mib;
+  }
 }
 
 // An I/O APIC register write whose interrupt leaves at once: a level pin

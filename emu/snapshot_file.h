@@ -25,7 +25,10 @@ using MachineFingerprint = std::vector<std::pair<std::string, std::string>>;
 // Bumped whenever the file's layout or any class's serialize changes. A
 // state that still parses but ends early or late is refused too
 // (restore_snapshot), which catches a bump forgotten.
-inline constexpr uint32_t kSnapshotFormat = 2;  // 2: the PIT's next OUT change, the timeline's device event
+// 2: the PIT's next OUT change, the timeline's device event; 3: the
+// fingerprint's memory digest covers RAM's regions and its non-zero pages
+// (emu/ram_pages.h), not every byte from 0.
+inline constexpr uint32_t kSnapshotFormat = 3;
 
 struct MachineSnapshot {
   MachineFingerprint fingerprint;

@@ -20,7 +20,7 @@ const char* to_string(VcpuExit::Reason reason) {
 }
 
 UnicornVcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, EngineCpuModel engine_cpu)
-    : index(index), engine_cpu(engine_cpu), ram(ram), host(host), blocks(ram.size()), code_map(code_map_for(ram)) {
+    : index(index), engine_cpu(engine_cpu), ram(ram), host(host), blocks(ram.regions().front().end()), code_map(code_map_for(ram)) {
   // Before this engine exists: the probe runs engines of its own, which
   // must never happen inside one of this engine's callbacks.
   engine_state_offsets();
@@ -37,10 +37,8 @@ UnicornVcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, Engin
                       : engine_cpu == EngineCpuModel::Epyc        ? UC_CPU_X86_EPYC
                                                                   : UC_CPU_X86_QEMU64;
     check(uc_ctl_set_cpu_model(uc, model), "uc_ctl_set_cpu_model");
-    // First, so that a ram address below ram.size() is the physical address
-    // (on_code_page, on_store).
-    check(uc_mem_map_ptr(uc, 0, ram.size(), UC_PROT_ALL, ram.data()), "uc_mem_map_ptr");
-    memory_map.emplace(uc, ram.size(), *this);
+    map_guest_ram(uc, ram, "uc_mem_map_ptr");
+    memory_map.emplace(uc, ram, *this);
     sites.emplace(uc, this);
     counter.emplace(uc);
     // An empty set of exit addresses: runs end only where we stop them. With
@@ -75,8 +73,9 @@ UnicornVcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, Engin
     check(uc_hook_add(uc, &h, UC_HOOK_INSN, reinterpret_cast<void*>(on_port_out), this, 1, 0, UC_X86_INS_OUT),
           "out hook");
     check(uc_hook_add(uc, &h, UC_HOOK_INTR, reinterpret_cast<void*>(on_interrupt), this, 1, 0), "intr hook");
-    // Only above RAM, where every unmapped physical address lies (RAM is
-    // 0..size, MMIO windows and open bus above it). A hook whose range covers
+    // Only outside RAM, where every unmapped physical address lies (MMIO
+    // windows and open bus are in the gaps and above the top), one hook per
+    // range (ranges_without_ram). A hook whose range covers
     // RAM keeps every store to it on the slow path: Unicorn 2.1.3's
     // notdirty_write marks a TLB entry dirty only for a page mapped without
     // execute permission and with no memory hook (UNMAPPED ones included)
@@ -84,9 +83,9 @@ UnicornVcpu::Engine::Engine(unsigned index, GuestRam& ram, VcpuHost& host, Engin
     // With the hook over all addresses, a store loop on XD data pages ran at
     // 0.94x of the same loop on executable ones; with it above RAM, 2.9x
     // (tools/bench_compute, compute_loop64 nx=on against nx=off).
-    check(uc_hook_add(uc, &h, UC_HOOK_MEM_UNMAPPED, reinterpret_cast<void*>(on_unmapped), this, ram.size(),
-                      ~uint64_t{0}),
-          "unmapped hook");
+    for (const auto& [first, last] : ranges_without_ram(ram))
+      check(uc_hook_add(uc, &h, UC_HOOK_MEM_UNMAPPED, reinterpret_cast<void*>(on_unmapped), this, first, last),
+            "unmapped hook");
     code_slot = code_map->join();
   } catch (...) {
     uc_close(uc);
@@ -106,14 +105,14 @@ UnicornVcpu::Engine::~Engine() {
 
 void UnicornVcpu::Engine::on_code_page(uc_engine*, uint64_t ram_addr, void* user) {
   auto& e = *static_cast<Engine*>(user);
-  if (ram_addr >= e.ram.size()) return;  // an open-bus page: this engine's own
+  if (ram_addr >= e.ram.total_bytes()) return;  // an open-bus page: this engine's own
   e.guarded([&] { e.code_map->code_added(e.code_slot, ram_addr >> CodeMap::kPageBits); });
 }
 
 bool UnicornVcpu::Engine::on_store(uc_engine*, uint64_t ram_addr, uint32_t size, void* user) {
   auto& e = *static_cast<Engine*>(user);
-  if (ram_addr >= e.ram.size() || size == 0) return false;
-  const uint64_t last = std::min(ram_addr + size, e.ram.size()) - 1;
+  if (ram_addr >= e.ram.total_bytes() || size == 0) return false;
+  const uint64_t last = std::min(ram_addr + size, e.ram.total_bytes()) - 1;
   e.guarded([&] {
     for (uint64_t page = ram_addr >> CodeMap::kPageBits; page <= last >> CodeMap::kPageBits; ++page)
       e.code_map->stored(e.code_slot, page);

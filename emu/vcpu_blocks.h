@@ -7,12 +7,15 @@
 #pragma once
 
 #include <capstone/capstone.h>
+#include <sys/mman.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <optional>
 #include <span>
 #include <string>
@@ -545,17 +548,33 @@ class Disassembler {
   std::array<Handle, kCodeSizes.size()> handles_;
 };
 
-// Decoded blocks by start address, in one lazily allocated table of 4 KiB
-// slots per page of RAM: the block hook runs once per executed block, and
-// this finds a block with three loads and no hashing. The table costs 8
-// bytes per 4 KiB of RAM plus 32 KiB per page that holds code.
+// Decoded blocks by start address, in one table of 4 KiB slots per page of
+// linear addresses below `direct_bytes`: the block hook runs once per
+// executed block, and this finds a block with three loads and no hashing.
+// The table is 8 bytes per 4 KiB of that span, in an anonymous mapping the
+// kernel backs only where an entry is written (untouched, it reads zeros:
+// null pointers), plus 32 KiB per page that holds code; code elsewhere
+// costs a hash lookup. The vCPU gives RAM's first region (all of RAM but
+// what lies above 4 GiB), where identity-mapped guests run: a vCPU of a
+// large guest pays for the pages it runs code from, not for its RAM.
 class BlockCache {
  public:
-  explicit BlockCache(uint64_t ram_bytes) : pages_(ram_bytes / kPageSize) {}
+  explicit BlockCache(uint64_t direct_bytes) : direct_pages_(direct_bytes / kPageSize) {
+    if (direct_pages_ == 0) return;
+    void* p = mmap(nullptr, direct_pages_ * sizeof(Page*), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    direct_ = static_cast<Page**>(p);  // pointers, an implicit-lifetime type: all null
+  }
+  ~BlockCache() {
+    if (direct_) munmap(direct_, direct_pages_ * sizeof(Page*));
+  }
+  BlockCache(const BlockCache&) = delete;
+  BlockCache& operator=(const BlockCache&) = delete;
 
   const DecodedBlock* find(uint64_t address, uint32_t size) const {
     const uint64_t page = address / kPageSize;
-    const Page* p = page < pages_.size() ? pages_[page].get() : find_far(page);
+    const Page* p = page < direct_pages_ ? direct_[page] : find_far(page);
     if (!p) return nullptr;
     const DecodedBlock* block = p->slots[address % kPageSize].get();
     return block && block->size == size ? block : nullptr;
@@ -566,8 +585,15 @@ class BlockCache {
   // ever points at freed memory.
   const DecodedBlock& insert(DecodedBlock block) {
     const uint64_t number = block.start / kPageSize;
-    std::unique_ptr<Page>& page = number < pages_.size() ? pages_[number] : far_pages_[number];
-    if (!page) page = std::make_unique<Page>();
+    Page* page = number < direct_pages_ ? direct_[number] : nullptr;
+    if (number < direct_pages_ && !page) {
+      direct_owned_.emplace_back(number, std::make_unique<Page>());
+      page = direct_[number] = direct_owned_.back().second.get();
+    } else if (number >= direct_pages_) {
+      std::unique_ptr<Page>& far = far_pages_[number];
+      if (!far) far = std::make_unique<Page>();
+      page = far.get();
+    }
     auto& slot = page->slots[block.start % kPageSize];
     if (slot) replaced_.push_back(std::move(slot));
     slot = std::make_unique<DecodedBlock>(std::move(block));
@@ -575,7 +601,8 @@ class BlockCache {
   }
 
   void clear() {
-    for (auto& page : pages_) page.reset();
+    for (const auto& [number, page] : direct_owned_) direct_[number] = nullptr;
+    direct_owned_.clear();
     far_pages_.clear();
     replaced_.clear();
   }
@@ -583,9 +610,8 @@ class BlockCache {
   // Linear addresses of the pages where some block starts.
   std::vector<uint64_t> code_pages() const {
     std::vector<uint64_t> addresses;
-    for (uint64_t page = 0; page < pages_.size(); ++page)
-      if (pages_[page]) addresses.push_back(page * kPageSize);
-    for (const auto& [page, p] : far_pages_) addresses.push_back(page * kPageSize);
+    for (const auto& [number, page] : direct_owned_) addresses.push_back(number * kPageSize);
+    for (const auto& [number, page] : far_pages_) addresses.push_back(number * kPageSize);
     std::sort(addresses.begin(), addresses.end());
     return addresses;
   }
@@ -594,13 +620,15 @@ class BlockCache {
   struct Page {
     std::array<std::unique_ptr<DecodedBlock>, kPageSize> slots;
   };
-  // Code at linear addresses beyond the size of RAM (a higher-half kernel):
+  // Code at linear addresses beyond the table (a higher-half kernel):
   // one hash lookup per block there.
   [[gnu::noinline]] const Page* find_far(uint64_t page) const {
     const auto it = far_pages_.find(page);
     return it == far_pages_.end() ? nullptr : it->second.get();
   }
-  std::vector<std::unique_ptr<Page>> pages_;  // linear addresses below the size of RAM
+  uint64_t direct_pages_;
+  Page** direct_ = nullptr;  // linear addresses below direct_bytes, by page
+  std::vector<std::pair<uint64_t, std::unique_ptr<Page>>> direct_owned_;  // the pages direct_ points at
   std::unordered_map<uint64_t, std::unique_ptr<Page>> far_pages_;
   std::vector<std::unique_ptr<DecodedBlock>> replaced_;
 };

@@ -3,6 +3,7 @@
 
 #include "arch/descriptors.h"
 #include "arch/x86_arch.h"
+#include "emu/vcpu_memory_map.h"
 
 #include <cstring>
 #include <vector>
@@ -13,14 +14,14 @@ namespace topolab::vcpu_internal {
 // Segment loads with a privilege change (see ProtectedModeSegmentLoader).
 
 void ProtectedModeSegmentLoader::map(GuestRam& ram) {
-  if (engine_ && mapped_data_ == ram.data() && mapped_size_ == ram.size()) return;
+  if (engine_ && mapped_data_ == ram.data() && mapped_regions_ == ram.regions()) return;
   context_.reset();
   engine_ = std::make_unique<UcHandle>(UC_MODE_32);
   context_ = std::make_unique<UcContext>(engine_->get());
-  mapped_size_ = 0;
-  check(uc_mem_map_ptr(engine_->get(), 0, ram.size(), UC_PROT_ALL, ram.data()), "uc_mem_map_ptr (segment loader)");
+  mapped_regions_.clear();
+  map_guest_ram(engine_->get(), ram, "uc_mem_map_ptr (segment loader)");
   mapped_data_ = ram.data();
-  mapped_size_ = ram.size();
+  mapped_regions_ = ram.regions();
 }
 
 std::optional<std::string> ProtectedModeSegmentLoader::load(uc_engine* uc, GuestRam& ram, uint16_t cs, uint16_t ss) {

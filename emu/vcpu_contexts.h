@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <cstddef>
+#include <vector>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -145,7 +146,7 @@ class ProtectedModeSegmentLoader {
   std::unique_ptr<UcHandle> engine_;
   std::unique_ptr<UcContext> context_;
   uint8_t* mapped_data_ = nullptr;
-  uint64_t mapped_size_ = 0;
+  std::vector<RamRegion> mapped_regions_;
 };
 
 // Two fields of the engine's CPU state that Unicorn 2.1.3 has no API for,

@@ -297,7 +297,7 @@ void UnicornVcpu::Engine::invalidate_translated_code() {
   for (uint64_t page : pages) remove_cache(page, page + kPageSize);
   write_reg(UC_X86_REG_CR0, read_reg(UC_X86_REG_CR0) & ~x86::kCr0Pg);
   for (uint64_t page : pages)
-    if (page < ram.size()) remove_cache(page, page + kPageSize);
+    if (ram.is_ram(page, kPageSize)) remove_cache(page, page + kPageSize);
   saved.restore_into(uc);
   // The context brings paging back but not the TLB, which now holds entries
   // made with paging off; reloading CR3 flushes it (cpu_x86_update_cr3).

@@ -10,6 +10,20 @@
 
 namespace topolab::vcpu_internal {
 
+void map_guest_ram(uc_engine* uc, GuestRam& ram, const char* what) {
+  for (const RamRegion& r : ram.regions())
+    check(uc_mem_map_ptr(uc, r.base, r.size, UC_PROT_ALL, ram.data() + r.base), what);
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> ranges_without_ram(const GuestRam& ram) {
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  const std::vector<RamRegion>& regions = ram.regions();
+  for (size_t i = 0; i + 1 < regions.size(); ++i)
+    if (regions[i].end() < regions[i + 1].base) ranges.emplace_back(regions[i].end(), regions[i + 1].base - 1);
+  ranges.emplace_back(ram.top(), ~uint64_t{0});
+  return ranges;
+}
+
 uint64_t GuestMemoryMap::on_device_read(uc_engine*, uint64_t offset, unsigned size, void* user) {
   auto& w = *static_cast<DeviceWindow*>(user);
   return w.map->owner_.device_read(*w.device, offset, size);
@@ -23,8 +37,10 @@ void GuestMemoryMap::on_device_write(uc_engine*, uint64_t offset, unsigned size,
 void GuestMemoryMap::map_device(uint64_t base, uint64_t size, MmioHandler& device) {
   if (size == 0 || base % kPageSize || size % kPageSize || base + size < base)
     throw std::invalid_argument(fmt::format("MMIO window {:#x}+{:#x} is not whole 4 KiB pages", base, size));
-  if (base < ram_bytes_)
-    throw std::invalid_argument(fmt::format("MMIO window at {:#x} overlaps RAM (0..{:#x})", base, ram_bytes_));
+  for (const RamRegion& r : ram_.regions())
+    if (base < r.end() && r.base < base + size)
+      throw std::invalid_argument(
+          fmt::format("MMIO window at {:#x} overlaps RAM ({:#x}..{:#x})", base, r.base, r.end()));
   for (auto it = open_bus_pages_.lower_bound(base); it != open_bus_pages_.end() && *it < base + size;) {
     check(uc_mem_unmap(uc_, *it, kPageSize), "uc_mem_unmap (open bus)");
     it = open_bus_pages_.erase(it);

@@ -16,8 +16,21 @@
 #include <memory>
 #include <set>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace topolab::vcpu_internal {
+
+// Maps each of RAM's regions into the engine at its guest-physical address,
+// on the host pages every engine shares (uc_mem_map_ptr); the gaps between
+// them stay unmapped. `what` names the engine in an error.
+void map_guest_ram(uc_engine* uc, GuestRam& ram, const char* what);
+
+// The guest-physical ranges without RAM, as uc_hook_add takes a range (first
+// and last address, inclusive): each gap between regions, and everything
+// above the top. An unmapped-access hook over exactly these leaves RAM's
+// stores on the engine's fast path (see UnicornVcpu::Engine's constructor).
+std::vector<std::pair<uint64_t, uint64_t>> ranges_without_ram(const GuestRam& ram);
 
 class GuestMemoryMap {
  public:
@@ -33,12 +46,12 @@ class GuestMemoryMap {
     ~Owner() = default;
   };
 
-  // RAM is 0..ram_bytes: windows and open bus lie above it.
-  GuestMemoryMap(uc_engine* uc, uint64_t ram_bytes, Owner& owner) : uc_(uc), ram_bytes_(ram_bytes), owner_(owner) {}
+  // Windows and open bus lie outside RAM's regions.
+  GuestMemoryMap(uc_engine* uc, const GuestRam& ram, Owner& owner) : uc_(uc), ram_(ram), owner_(owner) {}
   GuestMemoryMap(const GuestMemoryMap&) = delete;
   GuestMemoryMap& operator=(const GuestMemoryMap&) = delete;
 
-  // Whole 4 KiB pages above RAM; a device put on a page that was open bus
+  // Whole 4 KiB pages outside RAM; a device put on a page that was open bus
   // takes it over. Bad windows throw std::invalid_argument.
   void map_device(uint64_t base, uint64_t size, MmioHandler& device);
   void unmap_device(uint64_t base, uint64_t size);
@@ -64,7 +77,7 @@ class GuestMemoryMap {
   static void on_open_bus_write(uc_engine*, uint64_t offset, unsigned size, uint64_t value, void* user);
 
   uc_engine* const uc_;
-  const uint64_t ram_bytes_;
+  const GuestRam& ram_;
   Owner& owner_;
   std::unordered_map<uint64_t, std::unique_ptr<DeviceWindow>> devices_;  // by base
   std::set<uint64_t> open_bus_pages_;                                     // mapped now

@@ -37,6 +37,61 @@ TEST_F(VcpuTest, FetchFromOpenBusIsUnsupportedAtTheTarget) {
   EXPECT_EQ(cpu.instructions(), 2u);
 }
 
+// --- RAM above 4 GiB ------------------------------------------------------
+
+// RAM in two regions as the pc machine lays out a large -m (kRamBytes from
+// 0, then 4 MiB from 4 GiB): the engine maps each region on the shared
+// host pages, and the gap and what lies above the top are open bus.
+class HighRamVcpuTest : public VcpuTest {
+ protected:
+  static constexpr uint64_t kHigh = uint64_t{1} << 32;
+  static constexpr uint64_t kPdHigh = 0x14000, kPdAlias = 0x15000;
+  HighRamVcpuTest() : VcpuTest({{0, kRamBytes}, {kHigh, 4 << 20}}) {
+    adjust_tables = [this] {
+      // Linear 4 GiB up, identity, in 2 MiB pages: RAM, RAM, then above the top.
+      ram.write<uint64_t>(kPdpt + 8 * 4, kPdHigh | 0x3);
+      for (uint64_t i = 0; i < 3; ++i) ram.write<uint64_t>(kPdHigh + 8 * i, (kHigh + (i << 21)) | 0x83);
+      // Linear 1 GiB -> the 2 MiB page at 4 GiB + 2 MiB: not an identity map.
+      ram.write<uint64_t>(kPdpt + 8 * 1, kPdAlias | 0x3);
+      ram.write<uint64_t>(kPdAlias, (kHigh + (1 << 21)) | 0x83);
+    };
+  }
+};
+
+TEST_F(HighRamVcpuTest, ReadsAndWritesRamAbove4GiBThroughPaging) {
+  boot64({
+      0x48, 0xb8, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,  // mov rax, 0x100000000
+      0xc7, 0x00, 0x78, 0x56, 0x34, 0x12,                          // mov dword [rax], 0x12345678
+      0x48, 0xbb, 0x00, 0x00, 0x00, 0x40, 0x00, 0x00, 0x00, 0x00,  // mov rbx, 0x40000000
+      0xc7, 0x03, 0xef, 0xbe, 0xad, 0xde,                          // mov dword [rbx], 0xdeadbeef
+      0x8b, 0x08,                                                  // mov ecx, [rax]
+      0x48, 0xba, 0x00, 0x00, 0x20, 0x00, 0x01, 0x00, 0x00, 0x00,  // mov rdx, 0x100200000
+      0x8b, 0x12,                                                  // mov edx, [rdx]
+      0x48, 0xbe, 0x00, 0x00, 0x40, 0x00, 0x01, 0x00, 0x00, 0x00,  // mov rsi, 0x100400000 (above the top)
+      0x8b, 0x36,                                                  // mov esi, [rsi]
+      0xf4,                                                        // hlt
+  });
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(ram.read<uint32_t>(kHigh), 0x12345678u);
+  EXPECT_EQ(ram.read<uint32_t>(kHigh + (1 << 21)), 0xdeadbeefu);
+  EXPECT_EQ(cpu.state().rcx, 0x12345678u);
+  EXPECT_EQ(cpu.state().rdx, 0xdeadbeefu) << "the store through the alias is the identity map's byte";
+  EXPECT_EQ(cpu.state().rsi, 0xffffffffu);
+  EXPECT_EQ(host.open_bus, (std::vector<std::tuple<uint64_t, unsigned, bool>>{{kHigh + (4 << 20), 4, false}}));
+}
+
+TEST_F(HighRamVcpuTest, TheGapBelow4GiBIsOpenBus) {
+  boot32({
+      0xa1, 0x00, 0x00, 0x00, 0x10,  // 1000: mov eax, [0x10000000]
+      0xa3, 0x00, 0x00, 0x00, 0x10,  // 1005: mov [0x10000000], eax
+      0xf4,                          // 100a: hlt
+  });
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(cpu.state().rax, 0xFFFF'FFFFu);
+  EXPECT_EQ(host.open_bus, (std::vector<std::tuple<uint64_t, unsigned, bool>>{{kUnmapped, 4, false},
+                                                                            {kUnmapped, 4, true}}));
+}
+
 // --- MMIO -----------------------------------------------------------------
 
 class FakeMmio final : public MmioHandler {

@@ -496,7 +496,7 @@ std::optional<VcpuExit> UnicornVcpu::Engine::exit_for_error(uc_err err) {
                              : walk.ok()                  ? walk.translation.physical
                                                           : linear;
       settle_at(linear);
-      if (err == UC_ERR_FETCH_PROT && where < ram.size())
+      if (err == UC_ERR_FETCH_PROT && ram.is_ram(where, 1))
         throw std::runtime_error(fmt::format("cpu{}: the engine refused a fetch at {:#x} from RAM at {:#x} ({})", index,
                                              linear, where, uc_strerror(err)));
       return exit_at(VcpuExit::Reason::Unsupported, rip,

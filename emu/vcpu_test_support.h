@@ -198,6 +198,9 @@ class MemoryStream {
 
 class VcpuTest : public ::testing::Test {
  protected:
+  VcpuTest() = default;
+  // RAM in regions of its own (kRamBytes from 0 by default).
+  explicit VcpuTest(std::vector<RamRegion> regions) : ram(std::move(regions)) {}
   void SetUp() override { host.cpu = &cpu; }
 
   void load(uint64_t address, const Bytes& code) {

@@ -249,9 +249,9 @@ void put_facs(Image& img, uint32_t addr) {
 
 AcpiTables build_acpi_tables(GuestRam& ram, const Topology& topology, AcpiWindow window) {
   uint64_t window_end = uint64_t{window.base} + window.size;
-  if (!ram.contains(window.base, window.size))
+  if (!ram.is_ram(window.base, window.size))
     throw AcpiError(fmt::format("ACPI window [{:#x}, {:#x}) is outside guest RAM ({:#x} bytes)", window.base,
-                                window_end, ram.size()));
+                                window_end, ram.total_bytes()));
 
   AcpiTables t;
   t.rsdp = align_up(window.base, kRsdpAlignment);

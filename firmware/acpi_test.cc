@@ -260,7 +260,7 @@ TEST(Acpi, TablesThatDoNotFitAreAOneLineError) {
 
 TEST(Acpi, WritesNothingOutsideItsTables) {
   GuestRam ram(kRamSize);
-  std::memset(ram.data(), 0xaa, ram.size());
+  std::memset(ram.data(), 0xaa, ram.top());
   AcpiTables t = build_acpi_tables(ram, Topology::parse("4"));
   EXPECT_EQ(ram.read<uint8_t>(t.rsdp - 1), 0xaa);
   EXPECT_EQ(ram.read<uint8_t>(t.end), 0xaa);

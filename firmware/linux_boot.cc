@@ -79,8 +79,9 @@ void write_boot_params(GuestRam& ram, std::span<const uint8_t> header, uint64_t 
   ram.write<uint32_t>(kBootParamsAddress + kCmdLinePtr, kCmdlineAddress);
   ram.write<uint32_t>(kBootParamsAddress + kRamdiskImage, static_cast<uint32_t>(initrd_start));
   ram.write<uint32_t>(kBootParamsAddress + kRamdiskSize, static_cast<uint32_t>(initrd_size));
-  const auto regions = memory_map::e820_regions(ram.size());
-  static_assert(regions.size() <= kE820MaxEntries);
+  const auto regions = memory_map::e820_regions(ram.regions());
+  if (regions.size() > kE820MaxEntries)
+    throw ImageError(fmt::format("guest RAM has {} e820 entries; boot_params holds {}", regions.size(), kE820MaxEntries));
   ram.write<uint8_t>(kBootParamsAddress + kE820Entries, static_cast<uint8_t>(regions.size()));
   for (size_t i = 0; i < regions.size(); ++i) {
     const uint64_t at = kBootParamsAddress + kE820Table + 20 * i;  // struct boot_e820_entry, packed
@@ -123,9 +124,13 @@ LinuxBoot load_linux(GuestRam& ram, std::span<const uint8_t> image, const std::s
   const uint64_t work_start =
       std::max({uint64_t{kKernelAddress}, load_le<uint64_t>(image, kPrefAddress), kMinDecompressAddress});
   const uint64_t kernel_end = std::max(kKernelAddress + kernel_bytes, work_start + init_size);
-  if (kernel_end > ram.size())
+  // The kernel, its boot data and the initrd stay in the RAM from 0 up (all
+  // of it below 4 GiB, or the part below the gap): the protocol's 32-bit
+  // fields address them, and the initrd must stay under initrd_addr_max.
+  const uint64_t low_ram_end = ram.regions().front().end();
+  if (kernel_end > low_ram_end)
     throw ImageError(fmt::format("guest RAM ({}) is too small for this Linux kernel, which needs {} to decompress",
-                                 mib(ram.size()), mib(kernel_end)));
+                                 mib(low_ram_end), mib(kernel_end)));
 
   const uint32_t cmdline_max = load_le<uint32_t>(image, kCmdlineSize);
   if (cmdline.size() > cmdline_max)
@@ -139,13 +144,13 @@ LinuxBoot load_linux(GuestRam& ram, std::span<const uint8_t> image, const std::s
 
   // The initrd goes as high as the kernel allows, page-aligned, as QEMU puts it.
   const uint64_t initrd_limit =
-      std::min<uint64_t>(ram.size(), uint64_t{protocol >= 0x203 ? load_le<uint32_t>(image, kInitrdAddrMax)
+      std::min<uint64_t>(low_ram_end, uint64_t{protocol >= 0x203 ? load_le<uint32_t>(image, kInitrdAddrMax)
                                                                 : kOldInitrdAddrMax} + 1);
   uint64_t initrd_start = 0;
   if (!initrd.empty()) {
     if (initrd.size() > initrd_limit || (initrd_limit - initrd.size()) / kPage * kPage < kernel_end)
       throw ImageError(fmt::format("the initrd ({}) does not fit in guest RAM ({}) above the kernel ({})",
-                                   mib(initrd.size()), mib(ram.size()), mib(kernel_end)));
+                                   mib(initrd.size()), mib(low_ram_end), mib(kernel_end)));
     initrd_start = (initrd_limit - initrd.size()) / kPage * kPage;
     std::memcpy(ram.bytes(initrd_start, initrd.size()).data(), initrd.data(), initrd.size());
   }

@@ -73,6 +73,25 @@ TEST(LinuxBoot, E820MapMatchesTheMachine) {
   }
 }
 
+// -m 16G as the pc machine lays it out: the e820 map gains the RAM from
+// 4 GiB, and the initrd goes to the top of the RAM below the gap, not of all
+// RAM, even when the kernel would take it anywhere below 4 GiB.
+TEST(LinuxBoot, RamAbove4GiBIsInTheE820MapAndTheInitrdStaysBelowTheGap) {
+  constexpr uint64_t kGiB = uint64_t{1} << 30;
+  GuestRam ram(memory_map::pc_ram_regions(16 * kGiB));
+  FakeKernel k;
+  k.initrd_addr_max = 0xffffffff;
+  LinuxBoot boot = load_linux(ram, k.build(), "", std::vector<uint8_t>(10000, 0x5a));
+  const uint64_t bp = boot.boot_params;
+  ASSERT_EQ(ram.read<uint8_t>(bp + 0x1e8), 5);
+  EXPECT_EQ(ram.read<uint64_t>(bp + 0x2d0 + 20 * 3), 0x100000u);
+  EXPECT_EQ(ram.read<uint64_t>(bp + 0x2d0 + 20 * 3 + 8), 3 * kGiB - 0x100000);
+  EXPECT_EQ(ram.read<uint64_t>(bp + 0x2d0 + 20 * 4), 4 * kGiB);
+  EXPECT_EQ(ram.read<uint64_t>(bp + 0x2d0 + 20 * 4 + 8), 13 * kGiB);
+  EXPECT_EQ(ram.read<uint32_t>(bp + 0x2d0 + 20 * 4 + 16), 1u);
+  EXPECT_EQ(boot.initrd_start, (3 * kGiB - 10000) / 4096 * 4096);
+}
+
 TEST(LinuxBoot, InitrdGoesPageAlignedToTheTopOfRam) {
   GuestRam ram(64 << 20);
   std::vector<uint8_t> initrd(10000, 0x5a);
@@ -128,7 +147,7 @@ TEST(LinuxBoot, RefusesACommandLineThatWouldReachTheKernel) {
   GuestRam fresh(64 << 20);
   EXPECT_EQ(expect_error(fresh, k.build(), std::string(0xe0000, 'x')),
             "the kernel command line is 917504 bytes; topolab has room for 917503 below the kernel");
-  for (uint64_t at = 0; at < fresh.size(); at += 4096) ASSERT_EQ(fresh.read<uint64_t>(at), 0u) << "RAM written at " << at;
+  for (uint64_t at = 0; at < fresh.top(); at += 4096) ASSERT_EQ(fresh.read<uint64_t>(at), 0u) << "RAM written at " << at;
 }
 
 TEST(LinuxBoot, RefusesKernelsAndInitrdsThatDoNotFit) {

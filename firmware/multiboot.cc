@@ -76,9 +76,9 @@ void check_target(const GuestRam& ram, uint64_t start, uint64_t size, const std:
     throw ImageError(fmt::format("{} [{:#x}, {:#x}) overlaps what the firmware keeps in the first MiB (below {:#x}, "
                                  "or from the EBDA at {:#x} up)",
                                  what, start, start + size, kLowestLoad, memory_map::kEbdaBase));
-  if (!ram.contains(start, size))
+  if (!ram.is_ram(start, size))
     throw ImageError(fmt::format("{} [{:#x}, {:#x}) lies outside the {} MiB of guest RAM (see -m)", what, start,
-                                 start + size, ram.size() >> 20));
+                                 start + size, ram.total_bytes() >> 20));
 }
 
 struct Loaded {
@@ -146,9 +146,10 @@ class BootDataWriter {
   BootDataWriter(GuestRam& ram, uint32_t cursor) : ram_(ram), cursor_(cursor) {}
   uint32_t put(std::span<const uint8_t> bytes, uint32_t align) {
     const auto at = static_cast<uint32_t>(align_up(cursor_, align));
-    if (!ram_.contains(at, bytes.size() + 1))
+    // Below 4 GiB: the information block's addresses are 32-bit.
+    if (!ram_.is_ram(at, bytes.size() + 1))
       throw ImageError(fmt::format("the image, its modules and the boot information do not fit in {} MiB of RAM (see -m)",
-                                   ram_.size() >> 20));
+                                   ram_.regions().front().size >> 20));
     std::memcpy(ram_.bytes(at, bytes.size()).data(), bytes.data(), bytes.size());
     cursor_ = at + static_cast<uint32_t>(bytes.size());
     return at;
@@ -169,9 +170,9 @@ void put32(std::vector<uint8_t>& v, uint32_t x) {
 }
 
 // The e820 map in the Multiboot layout: each entry preceded by its size.
-std::vector<uint8_t> e820_map(uint64_t ram_size) {
+std::vector<uint8_t> e820_map(const GuestRam& ram) {
   std::vector<uint8_t> out;
-  for (const memory_map::E820Region& r : memory_map::e820_regions(ram_size)) {
+  for (const memory_map::E820Region& r : memory_map::e820_regions(ram.regions())) {
     put32(out, 20);  // size of the entry, not counting this field
     put32(out, static_cast<uint32_t>(r.base));
     put32(out, static_cast<uint32_t>(r.base >> 32));
@@ -187,7 +188,9 @@ std::vector<uint8_t> e820_map(uint64_t ram_size) {
 MultibootBoot load_multiboot(GuestRam& ram, std::span<const uint8_t> image, const std::string& image_name,
                              const std::string& cmdline, const std::vector<MultibootModule>& modules) {
   if (image.empty()) throw ImageError("the image file is empty");
-  if (ram.size() <= kFirstMiB + kPage) throw ImageError("guest RAM must be larger than 1 MiB");
+  // RAM from 0 up: all of it below 4 GiB, or the part below the gap.
+  const uint64_t low_ram_end = ram.regions().front().end();
+  if (low_ram_end <= kFirstMiB + kPage) throw ImageError("guest RAM must be larger than 1 MiB");
   Header h = find_header(image);
   uint32_t unknown = h.flags & 0xffff & ~kHeaderKnownRequired;
   if (unknown) throw ImageError(fmt::format("the Multiboot header requires features {:#x} that no loader here knows", unknown));
@@ -208,14 +211,16 @@ MultibootBoot load_multiboot(GuestRam& ram, std::span<const uint8_t> image, cons
   uint32_t cmdline_at = out.put_string(full_cmdline);
   uint32_t loader_name_at = out.put_string("topolab");
   uint32_t mods_at = mods.empty() ? 0 : out.put(mods, 4);
-  std::vector<uint8_t> mmap = e820_map(ram.size());
+  std::vector<uint8_t> mmap = e820_map(ram);
   uint32_t mmap_at = out.put(mmap, 4);
 
   std::vector<uint8_t> info(kInfoSize, 0);
   auto set = [&](size_t off, uint32_t v) { std::memcpy(info.data() + off, &v, 4); };
   set(0, kInfoMemory | kInfoBootDevice | kInfoCmdline | kInfoModules | kInfoMmap | kInfoLoaderName);
   set(4, 640);                                           // mem_lower, KiB below 640 KiB
-  set(8, static_cast<uint32_t>((ram.size() - kFirstMiB) >> 10));  // mem_upper, KiB from 1 MiB
+  // mem_upper, KiB from 1 MiB up to the first hole, as QEMU gives it (hw/i386/multiboot.c:
+  // below_4g_mem_size / 1024 - 1024); RAM above 4 GiB is in the mmap only.
+  set(8, static_cast<uint32_t>((low_ram_end - kFirstMiB) >> 10));
   set(12, kBootDeviceNone);
   set(16, cmdline_at);
   set(20, static_cast<uint32_t>(modules.size()));

@@ -75,6 +75,22 @@ TEST(Multiboot, InfoBlockAsQemuFillsIt) {
   EXPECT_STREQ(reinterpret_cast<const char*>(ram.bytes(ram.read<uint32_t>(info + 64), 1).data()), "topolab");
 }
 
+// -m 16G as the pc machine lays it out: mem_upper counts the RAM from
+// 1 MiB below 4 GiB, as QEMU's (below_4g_mem_size / 1024 - 1024), and the
+// memory map gains the RAM from 4 GiB.
+TEST(Multiboot, RamAbove4GiBIsInTheMemoryMapNotInMemUpper) {
+  constexpr uint64_t kGiB = uint64_t{1} << 30;
+  GuestRam ram(memory_map::pc_ram_regions(16 * kGiB));
+  MultibootBoot boot = load_multiboot(ram, make_elf(0x100000, {0xf4}), "x.elf", "", {});
+  const uint32_t info = boot.info_address;
+  EXPECT_EQ(ram.read<uint32_t>(info + 8), (3u << 20) - 1024);
+  const uint32_t mmap_len = ram.read<uint32_t>(info + 44), mmap = ram.read<uint32_t>(info + 48);
+  ASSERT_EQ(mmap_len, 5u * 24);
+  EXPECT_EQ(ram.read<uint64_t>(mmap + 4 * 24 + 4), 4 * kGiB);
+  EXPECT_EQ(ram.read<uint64_t>(mmap + 4 * 24 + 12), 13 * kGiB);
+  EXPECT_EQ(ram.read<uint32_t>(mmap + 4 * 24 + 20), 1u);
+}
+
 TEST(Multiboot, AoutKludgeLoadsByHeaderAddresses) {
   // Flat binary: header at file offset 0, loaded at 2 MiB, entry 32 bytes in.
   std::vector<uint8_t> f;

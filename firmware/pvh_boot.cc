@@ -50,7 +50,8 @@ constexpr uint32_t kMemmapAddress = 0x7000;
 constexpr uint32_t kCmdlineAddress = 0x20000;
 static_assert(kStartInfoAddress + kInfoSize <= kModlistAddress);
 static_assert(kModlistAddress + kModlistEntrySize <= kMemmapAddress);
-static_assert(kMemmapAddress + memory_map::e820_regions(0).size() * kMemmapEntrySize <= kCmdlineAddress);
+// The memory map's room, up to the command line.
+constexpr uint32_t kMemmapEntries = (kCmdlineAddress - kMemmapAddress) / kMemmapEntrySize;
 
 // Linux's COMMAND_LINE_SIZE on x86, the terminating NUL included: what
 // its PVH entry copies of the command line.
@@ -89,7 +90,10 @@ void write_start_info(GuestRam& ram, uint64_t initrd_start, size_t initrd_size, 
   std::fill(modlist.begin(), modlist.end(), 0);
   ram.write<uint64_t>(kModlistAddress, initrd_start);
   ram.write<uint64_t>(kModlistAddress + 8, initrd_size);
-  const auto regions = memory_map::e820_regions(ram.size());
+  const auto regions = memory_map::e820_regions(ram.regions());
+  if (regions.size() > kMemmapEntries)
+    throw ImageError(fmt::format("guest RAM has {} memory map entries; topolab's start_info holds {}", regions.size(),
+                                 kMemmapEntries));
   for (size_t i = 0; i < regions.size(); ++i) {
     const uint64_t at = kMemmapAddress + kMemmapEntrySize * i;
     ram.write<uint64_t>(at, regions[i].base);
@@ -140,9 +144,9 @@ PvhBoot load_pvh(GuestRam& ram, std::span<const uint8_t> image, const std::strin
       throw ImageError(fmt::format("the ELF is truncated: segment {} [{:#x}+{:#x}] runs past the end of the "
                                    "{}-byte file", i, segment.offset, segment.filesz, image.size()));
     if (segment.memsz == 0) continue;
-    if (segment.paddr < kFirstMiB || !ram.contains(segment.paddr, segment.memsz))
+    if (segment.paddr < kFirstMiB || !ram.is_ram(segment.paddr, segment.memsz))
       throw ImageError(fmt::format("ELF segment {} [{:#x}, {:#x}) lies outside guest RAM above 1 MiB ({}, see -m)", i,
-                                   segment.paddr, segment.paddr + segment.memsz, mib(ram.size())));
+                                   segment.paddr, segment.paddr + segment.memsz, mib(ram.total_bytes())));
     kernel_start = std::min(kernel_start, segment.paddr);
     kernel_end = std::max(kernel_end, segment.paddr + segment.memsz);
     if (segment.contains(*entry)) entry_is_loaded = true;
@@ -150,13 +154,16 @@ PvhBoot load_pvh(GuestRam& ram, std::span<const uint8_t> image, const std::strin
   if (kernel_end == 0) throw ImageError("the ELF has no loadable segment");
   if (!entry_is_loaded) throw ImageError(fmt::format("the PVH entry point {:#x} is in no loaded segment", *entry));
 
-  // The initrd goes at the top of RAM, page-aligned, as firmware/linux_boot.cc puts it.
+  // The initrd goes at the top of the RAM from 0 up (below 4 GiB: the
+  // module list's Linux reads with a 32-bit entry point), page-aligned, as
+  // firmware/linux_boot.cc puts it and QEMU's PVH boot does (below_4g_mem_size).
+  const uint64_t low_ram_end = ram.regions().front().end();
   uint64_t initrd_start = 0;
   if (!initrd.empty()) {
-    if (initrd.size() > ram.size() || (ram.size() - initrd.size()) / kPage * kPage < kernel_end)
+    if (initrd.size() > low_ram_end || (low_ram_end - initrd.size()) / kPage * kPage < kernel_end)
       throw ImageError(fmt::format("the initrd ({}) does not fit in guest RAM ({}) above the kernel ({})",
-                                   mib(initrd.size()), mib(ram.size()), mib(kernel_end)));
-    initrd_start = (ram.size() - initrd.size()) / kPage * kPage;
+                                   mib(initrd.size()), mib(low_ram_end), mib(kernel_end)));
+    initrd_start = (low_ram_end - initrd.size()) / kPage * kPage;
   }
 
   for (const elf::Segment& segment : file.segments) {

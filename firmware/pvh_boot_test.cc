@@ -58,7 +58,7 @@ TEST(PvhBoot, RecognisesTheEntryNote) {
 
 TEST(PvhBoot, LoadsSegmentsByPhysicalAddressAndZeroesTheBss) {
   GuestRam ram(64 << 20);
-  std::fill_n(ram.data(), ram.size(), 0xaa);
+  std::fill_n(ram.data(), ram.top(), 0xaa);
   PvhBoot boot = load_pvh(ram, FakeVmlinux{}.build(), "", {}, 0xe0000);
   EXPECT_EQ(boot.entry, 0x1000850u);
   EXPECT_EQ(boot.kernel_start, 0x1000000u);
@@ -107,6 +107,21 @@ TEST(PvhBoot, StartInfoCarriesCommandLineRsdpAndE820Map) {
   EXPECT_LT(si + 56, 0x9fc00u);
   EXPECT_LT(memmap + 4 * 24, 0x9fc00u);
   EXPECT_LT(boot.cmdline + 20, 0x9fc00u);
+}
+
+// -m 16G as the pc machine lays it out: the memory map gains the RAM from
+// 4 GiB; the initrd stays at the top of the RAM below the gap.
+TEST(PvhBoot, RamAbove4GiBIsInTheMemoryMapAndTheInitrdStaysBelowTheGap) {
+  constexpr uint64_t kGiB = uint64_t{1} << 30;
+  GuestRam ram(memory_map::pc_ram_regions(16 * kGiB));
+  PvhBoot boot = load_pvh(ram, FakeVmlinux{}.build(), "", std::vector<uint8_t>(10000, 0x5a), 0xe0000);
+  const uint64_t si = boot.start_info, memmap = ram.read<uint64_t>(si + 40);
+  ASSERT_EQ(ram.read<uint32_t>(si + 48), 5u);
+  EXPECT_EQ(ram.read<uint64_t>(memmap + 24 * 3 + 8), 3 * kGiB - 0x100000);
+  EXPECT_EQ(ram.read<uint64_t>(memmap + 24 * 4), 4 * kGiB);
+  EXPECT_EQ(ram.read<uint64_t>(memmap + 24 * 4 + 8), 13 * kGiB);
+  EXPECT_EQ(ram.read<uint32_t>(memmap + 24 * 4 + 16), 1u);
+  EXPECT_EQ(boot.initrd_start, (3 * kGiB - 10000) / 4096 * 4096);
 }
 
 TEST(PvhBoot, InitrdIsModuleZeroPageAlignedAtTheTopOfRam) {
@@ -171,7 +186,7 @@ TEST(PvhBoot, RefusesBadImagesInOneLine) {
 
 TEST(PvhBoot, ARefusedImageLeavesRamAlone) {
   GuestRam ram(64 << 20);
-  std::fill_n(ram.data(), ram.size(), 0xaa);
+  std::fill_n(ram.data(), ram.top(), 0xaa);
   FakeVmlinux above_ram;
   above_ram.segments[1].paddr = (64 << 20) - 0x1000;
   expect_error(ram, above_ram.build());

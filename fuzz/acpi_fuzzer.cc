@@ -89,7 +89,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const Topology& topology = *parsed;
 
-  std::memset(ram.data(), 0, ram.size());
+  std::memset(ram.data(), 0, ram.top());
   AcpiTables t;
   try {
     t = build_acpi_tables(ram, topology, window);
@@ -97,14 +97,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(custom, "the default window refused {}: {}", smp, e.what());
     const std::string what = e.what();
     FUZZ_CHECK(!what.empty() && what.find('\n') == std::string::npos, "AcpiError not one line: {}", what);
-    FUZZ_CHECK(zero(ram, 0, ram.size()), "a refused build wrote to RAM");
+    FUZZ_CHECK(zero(ram, 0, ram.top()), "a refused build wrote to RAM");
     return 0;
   }
 
   // Placement.
   FUZZ_CHECK(t.rsdp % 16 == 0 && t.rsdp >= window.base && t.rsdp - window.base < 16, "RSDP at {:#x}", t.rsdp);
-  FUZZ_CHECK(t.end <= uint64_t{window.base} + window.size && t.end <= ram.size(), "tables end at {:#x}", t.end);
-  FUZZ_CHECK(zero(ram, 0, t.rsdp) && zero(ram, t.end, ram.size()), "a byte written outside the tables [{:#x}, {:#x})",
+  FUZZ_CHECK(t.end <= uint64_t{window.base} + window.size && t.end <= ram.top(), "tables end at {:#x}", t.end);
+  FUZZ_CHECK(zero(ram, 0, t.rsdp) && zero(ram, t.end, ram.top()), "a byte written outside the tables [{:#x}, {:#x})",
              t.rsdp, t.end);
 
   // RSDP -> RSDT.

@@ -96,7 +96,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // boot_params.
   const uint32_t bp = boot.boot_params;
-  FUZZ_CHECK(bp + 4096 <= ram.size(), "boot_params at {:#x}", bp);
+  FUZZ_CHECK(bp + 4096 <= ram.top(), "boot_params at {:#x}", bp);
   for (size_t i = 0x1f1; i < header_end; ++i) {
     const bool loader_field = (i >= 0x210 && i < 0x211) || (i >= 0x214 && i < 0x220) || (i >= 0x228 && i < 0x22c);
     if (!loader_field)
@@ -113,17 +113,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (unsigned i = 0; i < e820_entries; ++i) {
     const uint64_t base = ram.read<uint64_t>(bp + 0x2d0 + 20 * i), length = ram.read<uint64_t>(bp + 0x2d0 + 20 * i + 8);
     const uint32_t type = ram.read<uint32_t>(bp + 0x2d0 + 20 * i + 16);
-    if (type == 1) FUZZ_CHECK(base + length <= ram.size() && length > 0, "e820 RAM [{:#x}, +{:#x})", base, length);
+    if (type == 1) FUZZ_CHECK(base + length <= ram.top() && length > 0, "e820 RAM [{:#x}, +{:#x})", base, length);
   }
 
   // The command line.
   FUZZ_CHECK(cmdline.size() <= cmdline_size, "a {}-byte command line past cmdline_size {}", cmdline.size(), cmdline_size);
-  FUZZ_CHECK(uint64_t{boot.cmdline} + cmdline.size() + 1 <= ram.size() &&
+  FUZZ_CHECK(uint64_t{boot.cmdline} + cmdline.size() + 1 <= ram.top() &&
                  std::memcmp(ram.data() + boot.cmdline, cmdline.c_str(), cmdline.size() + 1) == 0,
              "the command line at {:#x}", boot.cmdline);
 
   // The GDT.
-  FUZZ_CHECK(boot.gdt_limit >= LinuxBoot::kBootDataSelector + 7 && boot.gdt + boot.gdt_limit + 1u <= ram.size(),
+  FUZZ_CHECK(boot.gdt_limit >= LinuxBoot::kBootDataSelector + 7 && boot.gdt + boot.gdt_limit + 1u <= ram.top(),
              "GDT at {:#x} limit {:#x}", boot.gdt, boot.gdt_limit);
   FUZZ_CHECK(flat(ram.read<uint64_t>(boot.gdt + LinuxBoot::kBootCodeSelector), 0x5) &&
                  flat(ram.read<uint64_t>(boot.gdt + LinuxBoot::kBootDataSelector), 0x1),
@@ -139,7 +139,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint64_t start = boot.initrd_start, end = start + initrd.size();
     FUZZ_CHECK(start % 4096 == 0 && end <= uint64_t{initrd_addr_max} + 1, "initrd [{:#x}, {:#x}), max {:#x}", start,
                end, initrd_addr_max);
-    FUZZ_CHECK(end <= ram.size() && std::memcmp(ram.data() + start, initrd.data(), initrd.size()) == 0,
+    FUZZ_CHECK(end <= ram.top() && std::memcmp(ram.data() + start, initrd.data(), initrd.size()) == 0,
                "the initrd at {:#x}", start);
     const uint64_t work = std::max<uint64_t>(0x100000, pref_address);
     FUZZ_CHECK(start >= work + init_size || end <= work, "initrd [{:#x}, {:#x}) in the decompression area [{:#x}, +{:#x})",

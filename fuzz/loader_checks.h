@@ -3,8 +3,6 @@
 // RAM a refusal must not have touched, and where boot data may lie.
 #pragma once
 
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <cstdint>
 #include <algorithm>
@@ -35,18 +33,13 @@ inline bool all_zero(const uint8_t* p, uint64_t n) {
 }
 
 // Whether `ram` (fresh from its mmap, zero and not yet backed) is still as
-// it was: every page the kernel backed since is all zero. mincore() lists
+// it was: every page the kernel backed since is all zero. GuestRam lists
 // the backed pages, so a refusal costs a look at the pages it touched, not
 // at all of RAM.
 inline bool untouched(const GuestRam& ram) {
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  std::vector<unsigned char> resident((ram.size() + page - 1) / page);
-  FUZZ_CHECK(mincore(const_cast<uint8_t*>(ram.data()), ram.size(), resident.data()) == 0, "mincore");
-  for (size_t p = 0; p < resident.size(); ++p) {
-    if (!(resident[p] & 1)) continue;
-    const size_t at = p * page;
-    if (!all_zero(ram.data() + at, std::min<size_t>(page, ram.size() - at))) return false;
-  }
+  constexpr size_t kPage = 4096;
+  for (const uint64_t at : ram.backed_pages())
+    if (!all_zero(ram.data() + at, kPage)) return false;
   return true;
 }
 
@@ -60,10 +53,10 @@ struct Span {
 // firmware's tables are.
 inline void check_in_ram(const GuestRam& ram, const Span& s) {
   if (s.start == s.end) return;  // nothing placed
-  FUZZ_CHECK(s.start < s.end && s.end <= ram.size(), "{} [{:#x}, {:#x}) outside RAM ({:#x})", s.name, s.start, s.end,
-             ram.size());
+  FUZZ_CHECK(s.start < s.end && ram.is_ram(s.start, s.end - s.start), "{} [{:#x}, {:#x}) outside RAM (top {:#x})",
+             s.name, s.start, s.end, ram.top());
   bool inside = false;
-  for (const auto& r : memory_map::e820_regions(ram.size()))
+  for (const auto& r : memory_map::e820_regions(ram.regions()))
     if (r.type == memory_map::kE820Ram && s.start >= r.base && s.end <= r.base + r.length) inside = true;
   FUZZ_CHECK(inside, "{} [{:#x}, {:#x}) is not in one RAM region of the e820 map", s.name, s.start, s.end);
 }

@@ -25,8 +25,8 @@ uint32_t u32(const GuestRam& ram, uint64_t at) { return ram.read<uint32_t>(at); 
 
 // The NUL-terminated string at `at`, checked to end inside RAM.
 std::string string_at(const GuestRam& ram, uint32_t at) {
-  FUZZ_CHECK(at >= kFirstMiB && at < ram.size(), "string at {:#x}", at);
-  const void* end = std::memchr(ram.data() + at, 0, ram.size() - at);
+  FUZZ_CHECK(at >= kFirstMiB && at < ram.top(), "string at {:#x}", at);
+  const void* end = std::memchr(ram.data() + at, 0, ram.top() - at);
   FUZZ_CHECK(end, "string at {:#x} has no NUL in RAM", at);
   return std::string(reinterpret_cast<const char*>(ram.data() + at));
 }
@@ -47,7 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(boot.image_start >= 0x500 && boot.image_start < boot.image_end, "image [{:#x}, {:#x})",
              boot.image_start, boot.image_end);
   FUZZ_CHECK(boot.info_address >= kFirstMiB, "info block at {:#x}, inside the first MiB", boot.info_address);
-  FUZZ_CHECK(boot.image_end <= boot.end_of_boot_data && boot.end_of_boot_data <= ram.size(), "boot data end {:#x}",
+  FUZZ_CHECK(boot.image_end <= boot.end_of_boot_data && boot.end_of_boot_data <= ram.top(), "boot data end {:#x}",
              boot.end_of_boot_data);
   FUZZ_CHECK(boot.entry >= boot.image_start && boot.entry < boot.image_end, "entry {:#x}", boot.entry);
   const uint32_t info = boot.info_address;

@@ -109,12 +109,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // start_info (hvm_start_info, version 1).
   const uint32_t si = boot.start_info;
-  FUZZ_CHECK(uint64_t{si} + 56 <= ram.size(), "start_info at {:#x}", si);
+  FUZZ_CHECK(uint64_t{si} + 56 <= ram.top(), "start_info at {:#x}", si);
   FUZZ_CHECK(ram.read<uint32_t>(si) == PvhBoot::kStartInfoMagic && ram.read<uint32_t>(si + 4) == 1 &&
                  ram.read<uint32_t>(si + 8) == 0,
              "start_info magic/version/flags");
   FUZZ_CHECK(ram.read<uint64_t>(si + 24) == boot.cmdline && ram.read<uint64_t>(si + 32) == rsdp, "cmdline/rsdp");
-  FUZZ_CHECK(uint64_t{boot.cmdline} + cmdline.size() + 1 <= ram.size() &&
+  FUZZ_CHECK(uint64_t{boot.cmdline} + cmdline.size() + 1 <= ram.top() &&
                  std::memcmp(ram.data() + boot.cmdline, cmdline.c_str(), cmdline.size() + 1) == 0,
              "the command line at {:#x}", boot.cmdline);
   std::vector<Span> spans = {{si, si + 56u, "start_info"},
@@ -124,11 +124,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(modules == (initrd.empty() ? 0u : 1u) && boot.initrd_size == initrd.size(), "{} modules", modules);
   if (modules) {
     const uint64_t modlist = ram.read<uint64_t>(si + 16);
-    FUZZ_CHECK(modlist + 32 <= ram.size(), "modlist at {:#x}", modlist);
+    FUZZ_CHECK(modlist + 32 <= ram.top(), "modlist at {:#x}", modlist);
     const uint64_t start = ram.read<uint64_t>(modlist), length = ram.read<uint64_t>(modlist + 8);
     FUZZ_CHECK(start == boot.initrd_start && length == initrd.size() && ram.read<uint64_t>(modlist + 16) == 0,
                "module 0 [{:#x}, +{:#x})", start, length);
-    FUZZ_CHECK(start % 4096 == 0 && start >= boot.kernel_end && start + length <= ram.size() &&
+    FUZZ_CHECK(start % 4096 == 0 && start >= boot.kernel_end && start + length <= ram.top() &&
                    std::memcmp(ram.data() + start, initrd.data(), length) == 0,
                "the initrd at {:#x}", start);
     spans.push_back({modlist, modlist + 32, "module list"});
@@ -136,11 +136,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const uint64_t memmap = ram.read<uint64_t>(si + 40);
   const uint32_t entries = ram.read<uint32_t>(si + 48);
-  FUZZ_CHECK(entries >= 1 && entries <= 128 && memmap + 24 * entries <= ram.size(), "memmap {:#x} x {}", memmap, entries);
+  FUZZ_CHECK(entries >= 1 && entries <= 128 && memmap + 24 * entries <= ram.top(), "memmap {:#x} x {}", memmap, entries);
   for (uint32_t i = 0; i < entries; ++i) {
     const uint64_t base = ram.read<uint64_t>(memmap + 24 * i), length = ram.read<uint64_t>(memmap + 24 * i + 8);
     if (ram.read<uint32_t>(memmap + 24 * i + 16) == 1)
-      FUZZ_CHECK(length > 0 && base + length <= ram.size(), "memmap RAM [{:#x}, +{:#x})", base, length);
+      FUZZ_CHECK(length > 0 && base + length <= ram.top(), "memmap RAM [{:#x}, +{:#x})", base, length);
   }
   spans.push_back({memmap, memmap + 24 * entries, "memory map"});
   for (const Span& s : spans) fuzz::check_in_ram(ram, s);

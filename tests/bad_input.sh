@@ -45,8 +45,14 @@ expect 125 "no Multiboot header" -- run "$tmp/truncated.elf"
 expect 125 "program headers run past the end" -- run "$tmp/corrupt.elf"
 expect 125 "no Multiboot header" -- run /bin/true
 expect 125 "outside the 2 MiB of guest RAM" -- run "$good" -m 2
-expect 125 "-m: Value 0 not in range 2 to 3072" -- run "$good" -m 0
-expect 125 "-m: Value 99999 not in range" -- run "$good" -m 99999
+expect 125 "-m 0: not a size" -- run "$good" -m 0
+expect 125 "-m 1: topolab's guest RAM is at least 2 MiB" -- run "$good" -m 1
+expect 125 "-m 4x: unknown size suffix 'x'" -- run "$good" -m 4x
+expect 125 "-m 65536M: address space limit 0xfffffffff < 0x10bfffffff phys-bits too low (36)" -- \
+  run "$good" -m 64G --cpu qemu64,phys-bits=36
+expect 125 "-m 2097152M: topolab's engine addresses 40 bits" -- run "$good" -m 2T --cpu qemu64,phys-bits=52
+expect 1 "-m 65536M: address space limit 0xfffffffff < 0x10bfffffff phys-bits too low (36)" -- \
+  qemu -kernel "$good" -m 64G -cpu qemu64,phys-bits=36
 expect 125 "not a regular file" -- run /dev/zero
 mkfifo "$tmp/fifo.elf"
 expect 125 "not a regular file" -- run "$tmp/fifo.elf"

@@ -9,6 +9,8 @@
 #       (tools/linux_check.py); keep the console and report as
 #       OUT/NAME.{console,json}. KERNEL: vmlinuz (the bzImage, the default)
 #       or vmlinux (the same kernel uncompressed, booted by PVH)
+#   linux_boot.sh TOPOLAB OUT high-ram    boot with -m 16G (RAM above 4 GiB);
+#       the e820 map, Linux's present pages and MemTotal match -m
 #   linux_boot.sh TOPOLAB OUT same A B    the two boots gave the same bytes
 #   linux_boot.sh TOPOLAB OUT bad-input   one-line refusals of broken input
 #
@@ -54,6 +56,30 @@ case $mode in
     python3 "$top/tools/linux_check.py" --console "$out/$name.console" --expect "$out/$name.expected" \
       --report "$out/$name.json"
     ;;
+  high-ram)
+    # -m 16G: 3 GiB of RAM from 0 and 13 GiB from 4 GiB (docs/machine.md,
+    # "Memory map"), booted by PVH. A wrapper init in a second cpio
+    # (the kernel unpacks archives one after the other) prints MemTotal and
+    # goes on to the guest's own /init; tests/linux_memory_check.py holds the
+    # e820 map, Linux's count of present pages and MemTotal against -m.
+    flock "$dir/.lock" true
+    "$top/tools/linux_guest.sh" >/dev/null
+    printf '%s\n' '#!/bin/sh' 'mount -t proc proc /proc' \
+      'echo "topolab-meminfo $(grep MemTotal /proc/meminfo)"' 'umount /proc' 'exec /init' >"$out/meminit"
+    python3 "$top/tools/make_initramfs.py" --file /topolab-meminit="$out/meminit" --mode /topolab-meminit=0755 \
+      -o "$out/meminit.cpio"
+    cat "$initrd" "$out/meminit.cpio" >"$out/high-ram-initramfs.cpio"
+    status=0
+    "$topolab" run "$dir/vmlinux" --initrd "$out/high-ram-initramfs.cpio" -m 16G --smp $smp --cpu $cpu \
+      --append "$append rdinit=/topolab-meminit" --time-limit 30 >"$out/high-ram.console" 2>"$out/high-ram.stderr" ||
+      status=$?
+    if [ "$status" != 0 ]; then
+      echo "FAIL: topolab exited with $status"; tail -20 "$out/high-ram.console"; cat "$out/high-ram.stderr"; exit 1
+    fi
+    grep -q "powered the machine off (ACPI S5" "$out/high-ram.stderr" || { echo "FAIL: no ACPI power-off"; exit 1; }
+    grep -q "^topolab-init: done" "$out/high-ram.console" || { echo "FAIL: /init did not finish"; exit 1; }
+    python3 "$top/tests/linux_memory_check.py" "$out/high-ram.console" 16384
+    ;;
   same)
     for ext in console json; do
       cmp "$out/$4.$ext" "$out/$5.$ext" || { echo "FAIL: the two boots' $ext differ"; exit 1; }
@@ -86,5 +112,5 @@ case $mode in
     expect_error 125 "Linux takes at most 2047" "$dir/vmlinux" --append "$(printf 'x%.0s' $(seq 2100))"
     expect_error 125 "takes one -initrd file" "$dir/vmlinux" --initrd "$initrd,$initrd"
     ;;
-  *) echo "usage: linux_boot.sh TOPOLAB OUT boot NAME [vmlinuz|vmlinux] | same A B | bad-input" >&2; exit 2 ;;
+  *) echo "usage: linux_boot.sh TOPOLAB OUT boot NAME [vmlinuz|vmlinux] | high-ram | same A B | bad-input" >&2; exit 2 ;;
 esac

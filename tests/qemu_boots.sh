@@ -4,7 +4,7 @@
 # with the same -smp/-cpu/-append and reach its SUMMARY line. Whether its
 # checks pass there is QEMU 7.2's business (docs/deviations.md says where
 # QEMU 7.2 breaks the SDM); that the image runs there at all is ours.
-# Usage: qemu_boots.sh IMAGE SMP CPU APPEND [pass]
+# Usage: qemu_boots.sh IMAGE SMP CPU APPEND [pass]   (QEMU_BOOTS_MEM: -m, 128 by default)
 # With "pass", the guest must also exit 0 there (for images whose checks
 # QEMU 7.2 is known to get right, or SKIPs where it is known not to).
 set -euo pipefail
@@ -13,7 +13,7 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 status=0
 # -nic none: no network card, so no option ROM (package ipxe-qemu) is needed.
-timeout 120 qemu-system-x86_64 -accel tcg -kernel "$image" -display none -no-reboot -nic none -m 128 \
+timeout 120 qemu-system-x86_64 -accel tcg -kernel "$image" -display none -no-reboot -nic none -m "${QEMU_BOOTS_MEM:-128}" \
   -serial "file:$out" -device isa-debug-exit,iobase=0xf4,iosize=4 \
   -smp "$smp" -cpu "$cpu" -append "$append" 2>/dev/null || status=$?
 summary=$(grep -a '^SUMMARY:' "$out" || true)
