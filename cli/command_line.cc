@@ -28,12 +28,24 @@ void add_machine_options(CLI::App* app, MachineSpec& spec) {
       ->capture_default_str();
   app->add_option("--machine", spec.machine,
                   "QEMU -machine: [pc|q35,]smp-cache.N.cache=l1d|l1i|l2|l3,smp-cache.N.topology=core|module|die|socket");
+  // QEMU's spelling (model/qemu_options.h): MiB, or K, M, G, T; how much
+  // the machine can have is the board's check (-cpu's phys-bits).
+  app->add_option("-m", spec.memory,
+                  "guest RAM: MiB, or a size with QEMU's K, M, G or T (16G); up to what -cpu's phys-bits reaches")
+      ->default_str(std::to_string(kDefaultRamMib));
+  app->add_option("--numa", spec.numa,
+                  "QEMU -numa, once per option: node[,nodeid=N][,cpus=A[-B]]...[,memdev=ID] | dist,src=,dst=,val= | "
+                  "cpu,node-id=N[,socket-id=,die-id=,core-id=,thread-id=] (docs/numa.md)")
+      ->allow_extra_args(false);
+  app->add_option("--object", spec.objects, "QEMU -object, once per object: memory-backend-ram,id=ID,size=SIZE")
+      ->allow_extra_args(false);
 }
 
 ParsedMachine parse_machine_and_warn(const MachineSpec& spec) {
   ParsedMachine m = parse_machine_spec(spec);
   for (const std::string& why : m.cpu.dropped_requests)
     fmt::print(stderr, "topolab: warning: -cpu {}: {}\n", m.cpu.arg, why);
+  for (const std::string& why : m.numa.warnings()) fmt::print(stderr, "topolab: warning: -numa: {}\n", why);
   return m;
 }
 

@@ -17,52 +17,6 @@ namespace topolab {
 
 namespace {
 
-// "a,b=c,d" split at commas; QEMU's ",," escape for a comma inside a value.
-std::vector<std::string> split_properties(const std::string& text) {
-  std::vector<std::string> out(1);
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == ',' && i + 1 < text.size() && text[i + 1] == ',') {
-      out.back() += ',';
-      ++i;
-    } else if (text[i] == ',') {
-      out.emplace_back();
-    } else {
-      out.back() += text[i];
-    }
-  }
-  return out;
-}
-
-// QEMU's boolean property values (qapi/qobject-input-visitor.c).
-std::optional<bool> parse_qemu_bool(std::string_view v) {
-  if (v == "on" || v == "yes" || v == "true" || v == "y") return true;
-  if (v == "off" || v == "no" || v == "false" || v == "n") return false;
-  return std::nullopt;
-}
-
-std::optional<uint64_t> parse_number(std::string_view text) {
-  int base = 10;
-  if (text.starts_with("0x") || text.starts_with("0X")) {
-    base = 16;
-    text.remove_prefix(2);
-  }
-  uint64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, base);
-  if (ec != std::errc{} || end != text.data() + text.size() || text.empty()) return std::nullopt;
-  return value;
-}
-
-struct Property {
-  std::string name, value;
-  bool has_value = false;
-};
-
-Property split_property(const std::string& item) {
-  const size_t eq = item.find('=');
-  if (eq == std::string::npos) return {item, "", false};
-  return {item.substr(0, eq), item.substr(eq + 1), true};
-}
-
 // The parser's state: the command being built and the option being read.
 class Parser {
  public:
@@ -97,8 +51,6 @@ const std::map<std::string, std::string, std::less<>>& refused_options() {
       {"cdrom", "topolab has no disks"},
       {"netdev", "topolab has no network"},
       {"nic", "topolab has no network"},
-      {"numa", "topolab builds no NUMA tables (SRAT) yet"},
-      {"object", "topolab has no QOM objects to create"},
       {"qmp", "topolab has no QMP monitor"},
       {"d", "QEMU's log; topolab's instruction trace is --trace in TOPOLAB_OPTS"},
       {"D", "QEMU's log; topolab's instruction trace is --trace in TOPOLAB_OPTS"},
@@ -189,12 +141,16 @@ void Parser::option(const std::string& name, const std::optional<std::string>& v
   else if (name == "append") cmd_.append = v;
   else if (name == "initrd") {
     cmd_.initrd.clear();
-    for (const std::string& module : split_properties(v)) cmd_.initrd.push_back(module);
+    for (const std::string& module : split_qemu_properties(v)) cmd_.initrd.push_back(module);
   } else if (name == "smp") cmd_.machine.smp = v;
   else if (name == "cpu") {
     if (v == "help" || v == "?") cmd_.action = Action::ListCpus;
     else cmd_.machine.cpu = v;
-  } else if (name == "m") cmd_.ram_mib = parse_qemu_ram_size(v);
+  } else if (name == "m") {
+    cmd_.ram_mib = parse_qemu_ram_size(v);
+    cmd_.machine.memory = v;
+  } else if (name == "numa") cmd_.machine.numa.push_back(v);
+  else if (name == "object") cmd_.machine.objects.push_back(v);
   else if (name == "machine" || name == "M") machine(v, "-" + name);
   else if (name == "accel") accel(v, "-accel");
   else if (name == "device") device(v);
@@ -243,8 +199,8 @@ void Parser::gdb(const std::string& value) {
 void Parser::machine(const std::string& value, const std::string& spelled) {
   std::vector<std::string> smp_cache;
   bool first = true;
-  for (const std::string& item : split_properties(value)) {
-    const Property p = split_property(item);
+  for (const std::string& item : split_qemu_properties(value)) {
+    const QemuProperty p = split_qemu_property(item);
     if (!p.has_value) {
       if (!first) throw ConfigError(fmt::format("{} {}: {}: expected property=value", spelled, value, item));
       if (item == "help" || item == "?") {
@@ -292,7 +248,7 @@ void Parser::machine(const std::string& value, const std::string& spelled) {
 
 // -accel NAME[,props] or -machine accel=A[:B...]: TCG, which topolab is.
 void Parser::accel(const std::string& value, const std::string& spelled) {
-  const std::vector<std::string> items = split_properties(value);
+  const std::vector<std::string> items = split_qemu_properties(value);
   const std::string& names = items.front();
   if (names == "help" || names == "?") {
     cmd_.action = QemuCommand::Action::ListAccelerators;
@@ -309,7 +265,7 @@ void Parser::accel(const std::string& value, const std::string& spelled) {
   }
   if (!tcg) throw ConfigError(fmt::format("{}{}: topolab runs TCG only (its own, on Unicorn); it has no {}", spelled, value, names));
   for (size_t i = 1; i < items.size(); ++i) {
-    const Property p = split_property(items[i]);
+    const QemuProperty p = split_qemu_property(items[i]);
     // thread=single|multi, tb-size, split-wx: how QEMU runs TCG, not what
     // the guest sees; topolab schedules its vCPUs deterministically either way.
     if (p.name != "thread" && p.name != "tb-size" && p.name != "split-wx")
@@ -318,7 +274,7 @@ void Parser::accel(const std::string& value, const std::string& spelled) {
 }
 
 void Parser::device(const std::string& value) {
-  const std::vector<std::string> items = split_properties(value);
+  const std::vector<std::string> items = split_qemu_properties(value);
   const std::string& driver = items.front();
   if (driver == "help" || driver == "?") {
     cmd_.action = QemuCommand::Action::ListDevices;
@@ -329,8 +285,8 @@ void Parser::device(const std::string& value) {
   };
   if (driver == "isa-debug-exit") {
     for (size_t i = 1; i < items.size(); ++i) {
-      const Property p = split_property(items[i]);
-      const std::optional<uint64_t> n = parse_number(p.value);
+      const QemuProperty p = split_qemu_property(items[i]);
+      const std::optional<uint64_t> n = parse_qemu_number(p.value);
       if (p.name == "iobase") {
         if (n != 0xf4u)
           throw ConfigError(fmt::format("-device {}: topolab's isa-debug-exit sits at iobase=0xf4 only", value));
@@ -374,8 +330,6 @@ void Parser::serial(const std::string& value) {
   else throw ConfigError(fmt::format("-serial {}: topolab's COM1 goes to stdio, file:PATH or none", value));
 }
 
-uint64_t ram_size_of(const std::string& text);
-
 }  // namespace
 
 QemuCommand parse_qemu_command(const std::vector<std::string>& args) {
@@ -385,49 +339,6 @@ QemuCommand parse_qemu_command(const std::vector<std::string>& args) {
     throw ConfigError(one_line(e.what()));
   }
 }
-
-uint64_t parse_qemu_ram_size(const std::string& text) {
-  try {
-    return ram_size_of(text);
-  } catch (const ConfigError& e) {
-    throw ConfigError(one_line(e.what()));
-  }
-}
-
-namespace {
-
-uint64_t ram_size_of(const std::string& text) {
-  std::vector<std::string> items = split_properties(text);
-  std::string size = items.front();
-  for (size_t i = 0; i < items.size(); ++i) {
-    const Property p = split_property(items[i]);
-    if (i == 0 && !p.has_value) continue;
-    if (p.name == "size") size = p.value;
-    else throw ConfigError(fmt::format("-m {}: {}: topolab's RAM has no hotplug slots (only -m [size=]SIZE)", text, p.name));
-  }
-  if (size.empty()) throw ConfigError(fmt::format("-m {}: missing the size", text));
-  uint64_t shift = 20;  // no suffix: MiB
-  const char last = static_cast<char>(std::toupper(static_cast<unsigned char>(size.back())));
-  if (!std::isdigit(static_cast<unsigned char>(size.back()))) {
-    switch (last) {
-      case 'B': shift = 0; break;
-      case 'K': shift = 10; break;
-      case 'M': shift = 20; break;
-      case 'G': shift = 30; break;
-      case 'T': shift = 40; break;
-      default: throw ConfigError(fmt::format("-m {}: unknown size suffix '{}' (K, M, G or T)", text, size.back()));
-    }
-    size.pop_back();
-  }
-  const std::optional<uint64_t> n = parse_number(size);
-  if (!n || *n == 0) throw ConfigError(fmt::format("-m {}: not a size", text));
-  if (*n > (uint64_t{1} << (60 - shift))) throw ConfigError(fmt::format("-m {}: too large", text));
-  const uint64_t bytes = *n << shift;
-  if (bytes % (uint64_t{1} << 20)) throw ConfigError(fmt::format("-m {}: topolab's RAM is a whole number of MiB", text));
-  return bytes >> 20;
-}
-
-}  // namespace
 
 std::string qemu_version_text(const std::string& topolab_version, const std::string& engine_version) {
   // kvm-unit-tests and other scripts read "QEMU emulator version X.Y.Z" off

@@ -22,6 +22,7 @@
 
 #include "base/platform_devices.h"
 #include "model/machine_spec.h"
+#include "model/qemu_options.h"
 
 namespace topolab {
 
@@ -38,7 +39,7 @@ struct QemuCommand {
   // only (the rest are the fields below).
   MachineSpec machine;
   std::string machine_type = "pc";  // pc or q35 (their aliases pc-i440fx-7.2, pc-q35-7.2)
-  uint64_t ram_mib = 128;           // -m, QEMU's default
+  uint64_t ram_mib = kDefaultRamMib;  // -m
   std::string serial = "stdio";     // stdio, file:PATH or none; -nodefaults with no -serial: none
   bool no_reboot = false;           // -no-reboot: a reset or triple fault ends the run
   std::string gdb;                  // -gdb tcp:[HOST]:PORT, or -s (tcp::1234); empty: no stub
@@ -55,10 +56,6 @@ struct QemuCommand {
 // line names the option.
 QemuCommand parse_qemu_command(const std::vector<std::string>& args);
 
-// QEMU's -m: a size in MiB, or with a suffix K, M, G, T (KiB..TiB), QEMU's
-// "size=" spelling allowed. Throws ConfigError for a bad size or one that is
-// not a whole MiB.
-uint64_t parse_qemu_ram_size(const std::string& text);
 
 // What QEMU prints for the answers of Action.
 std::string qemu_version_text(const std::string& topolab_version, const std::string& engine_version);

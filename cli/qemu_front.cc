@@ -85,7 +85,6 @@ int run_qemu(const std::vector<std::string>& args) {
   run.machine.image = q.kernel;
   run.machine.append = q.append;
   run.machine.initrd = q.initrd;
-  run.machine.ram_mib = q.ram_mib;
   run.machine.devices = q.devices;
   run.serial = q.serial;
   run.gdb = q.gdb;

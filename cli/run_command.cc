@@ -182,6 +182,10 @@ void RunOptions::configure() {
   machine.topology = std::move(m.topology);
   machine.cpu = std::move(m.cpu);
   machine.machine_options = std::move(m.machine_options);
+  if (m.ram_mib < kMinRamMib)
+    throw ConfigError(fmt::format("-m {}: topolab's guest RAM is at least {} MiB", spec.memory, kMinRamMib));
+  machine.ram_mib = m.ram_mib;
+  machine.numa = std::move(m.numa);
   machine.cost = CostModel::parse(cost_spec, CostModel::defaults());
 }
 
@@ -278,18 +282,6 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& run) {
   CLI::App* run_cmd = app.add_subcommand("run", "boot a Multiboot image (as qemu-system-x86_64 -kernel would)");
   run_cmd->add_option("image", run.machine.image, "the Multiboot image (ELF32)")->required();
   add_machine_options(run_cmd, run.spec);
-  // QEMU's spelling (cli/qemu_command.h): MiB, or K, M, G, T; how much the
-  // machine can have is the board's check (-cpu's phys-bits).
-  run_cmd
-      ->add_option_function<std::string>(
-          "-m",
-          [&run](const std::string& text) {
-            run.machine.ram_mib = parse_qemu_ram_size(text);
-            if (run.machine.ram_mib < kMinRamMib)
-              throw ConfigError(fmt::format("-m {}: topolab's guest RAM is at least {} MiB", text, kMinRamMib));
-          },
-          "guest RAM: MiB, or a size with QEMU's K, M, G or T (16G); up to what -cpu's phys-bits reaches")
-      ->default_str(std::to_string(run.machine.ram_mib));
   run_cmd->add_option("--append", run.machine.append, "the kernel command line the guest reads");
   run_cmd->add_option("--initrd", run.machine.initrd, "Multiboot modules: FILE[ ARGS][,FILE[ ARGS]...]")->delimiter(',');
   run_cmd->add_option("--serial", run.serial, "where COM1 goes: stdio or file:PATH")->capture_default_str();

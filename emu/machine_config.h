@@ -12,6 +12,8 @@
 #include "base/platform_devices.h"
 #include "model/cost_model.h"
 #include "model/cpu_model.h"
+#include "model/machine_spec.h"
+#include "model/numa.h"
 #include "model/topology.h"
 
 namespace topolab {
@@ -22,7 +24,9 @@ struct MachineConfig {
   Topology topology = Topology::parse("1");  // QEMU's defaults
   CpuConfig cpu = parse_cpu("qemu64");
   MachineOptions machine_options;  // -machine: smp-cache scopes
-  uint64_t ram_mib = 128;
+  uint64_t ram_mib = kDefaultRamMib;
+  // -numa: the nodes the SRAT and SLIT describe (none: no SRAT).
+  NumaConfig numa;
   std::string image;
   // The name the guest sees as the first word of its command line; empty:
   // the image's file name, as QEMU passes it.

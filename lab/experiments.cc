@@ -46,7 +46,7 @@ unsigned scaled(unsigned loops, unsigned percent) { return std::max(1u, loops * 
 std::string wakelist_for(WakeList wake_list) { return wake_list == WakeList::Cal ? "cal" : "res"; }
 
 MachineConfig base_config(const ExperimentOptions& o, const char* smp, std::string cpu, std::string append) {
-  ParsedMachine machine = parse_machine_spec({smp, std::move(cpu), ""});
+  ParsedMachine machine = parse_machine_spec(MachineSpec(smp, std::move(cpu)));
   MachineConfig c;
   c.topology = std::move(machine.topology);
   c.cpu = std::move(machine.cpu);

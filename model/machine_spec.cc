@@ -7,12 +7,16 @@
 #include <fmt/format.h>
 
 #include "base/errors.h"
+#include "model/qemu_options.h"
 
 namespace topolab {
 
 std::string MachineSpec::label() const {
   std::string text = fmt::format("-smp {} -cpu {}", smp, cpu);
   if (!machine.empty()) text += fmt::format(" -machine {}", machine);
+  if (!memory.empty()) text += fmt::format(" -m {}", memory);
+  for (const std::string& o : objects) text += fmt::format(" -object {}", o);
+  for (const std::string& n : numa) text += fmt::format(" -numa {}", n);
   return text;
 }
 
@@ -20,7 +24,9 @@ ParsedMachine parse_machine_spec(const MachineSpec& spec) {
   Topology topology = Topology::parse(spec.smp);
   CpuConfig cpu = parse_cpu(spec.cpu);
   MachineOptions machine_options = spec.machine.empty() ? MachineOptions{} : parse_machine(spec.machine);
-  return {std::move(topology), std::move(cpu), std::move(machine_options)};
+  const uint64_t ram_mib = spec.memory.empty() ? kDefaultRamMib : parse_qemu_ram_size(spec.memory);
+  NumaConfig numa = NumaOptions(spec.numa, spec.objects).complete(topology, ram_mib << 20);
+  return {std::move(topology), std::move(cpu), std::move(machine_options), ram_mib, std::move(numa)};
 }
 
 MachineSpec parse_machine_words(std::string_view text, std::string_view option) {
@@ -37,11 +43,15 @@ MachineSpec parse_machine_words(std::string_view text, std::string_view option) 
     } else if (i + 1 < words.size()) {
       value = words[++i];
     }
-    std::string* field = key == "-smp" ? &spec.smp : key == "-cpu" ? &spec.cpu : key == "-machine" ? &spec.machine : nullptr;
-    if (!field || value.empty())
-      throw ConfigError(
-          fmt::format("{} \"{}\": expected \"-smp N,... -cpu MODEL,... [-machine ...]\"", option, text));
-    *field = value;
+    std::string* field = key == "-smp" ? &spec.smp : key == "-cpu" ? &spec.cpu : key == "-machine" ? &spec.machine
+                         : key == "-m" ? &spec.memory : nullptr;
+    std::vector<std::string>* list = key == "-numa" ? &spec.numa : key == "-object" ? &spec.objects : nullptr;
+    if ((!field && !list) || value.empty())
+      throw ConfigError(fmt::format(
+          "{} \"{}\": expected \"-smp N,... -cpu MODEL,... [-machine ...] [-m SIZE] [-object ...] [-numa ...]\"",
+          option, text));
+    if (field) *field = value;
+    else list->push_back(value);
   }
   return spec;
 }

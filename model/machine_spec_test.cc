@@ -48,13 +48,33 @@ TEST(MachineWords, ReadsEachSpellingOfTheThreeOptions) {
   EXPECT_EQ(parse_machine_words("", "--diff"), MachineSpec{});
 }
 
+TEST(MachineWords, TakesMemoryAndEveryNumaAndObjectInOrder) {
+  const MachineSpec spec = parse_machine_words(
+      "-smp 4 -m 2G -object memory-backend-ram,id=a,size=1G -object memory-backend-ram,id=b,size=1G "
+      "-numa node,memdev=a -numa node,memdev=b",
+      "--diff");
+  EXPECT_EQ(spec.memory, "2G");
+  EXPECT_EQ(spec.objects, (std::vector<std::string>{"memory-backend-ram,id=a,size=1G", "memory-backend-ram,id=b,size=1G"}));
+  EXPECT_EQ(spec.numa, (std::vector<std::string>{"node,memdev=a", "node,memdev=b"}));
+  EXPECT_EQ(spec.label(),
+            "-smp 4 -cpu qemu64 -m 2G -object memory-backend-ram,id=a,size=1G -object memory-backend-ram,id=b,size=1G "
+            "-numa node,memdev=a -numa node,memdev=b");
+  const ParsedMachine m = parse_machine_spec(spec);
+  EXPECT_EQ(m.ram_mib, 2048u);
+  ASSERT_EQ(m.numa.node_count(), 2u);
+  EXPECT_EQ(m.numa.nodes()[1].cpus, (std::vector<unsigned>{}));  // one socket: every CPU on node 0
+  EXPECT_EQ(m.numa.nodes()[0].cpus, (std::vector<unsigned>{0, 1, 2, 3}));
+}
+
 TEST(MachineWords, RefusesAnythingElseNamingTheText) {
-  for (const char* text : {"-smp", "-numa node", "-smp 4 extra", "-cpu="}) {
+  for (const char* text : {"-smp", "-hda disk", "-smp 4 extra", "-cpu="}) {
     try {
       parse_machine_words(text, "--diff");
       ADD_FAILURE() << text << " was accepted";
     } catch (const ConfigError& e) {
-      EXPECT_EQ(std::string(e.what()), fmt::format("--diff \"{}\": expected \"-smp N,... -cpu MODEL,... [-machine ...]\"", text));
+      EXPECT_EQ(std::string(e.what()), fmt::format("--diff \"{}\": expected \"-smp N,... -cpu MODEL,... [-machine ...] [-m SIZE] [-object ...] "
+                                                   "[-numa ...]\"",
+                                                   text));
     }
   }
 }
