@@ -73,7 +73,7 @@ Machine::Machine(const MachineConfig& config, std::optional<BootFiles> files, st
       timeline_(config_.topology.cpus()),
       mwait_line_of_(config_.topology.cpus()) {
   check_run_limits(config);
-  const AcpiTables acpi = build_acpi_tables(board_.ram(), config_.topology);
+  const AcpiTables acpi = build_acpi_tables(board_.ram(), config_.topology, config_.numa);
   // The guest sees a Multiboot image's file name without its directories
   // (QEMU passes the path as typed), so where the image sits cannot change
   // what it does.

@@ -99,6 +99,22 @@ constexpr SourceOverride kSourceOverrides[] = {
 // xAPIC broadcast ID, so QEMU and we switch to x2APIC entries at 255.
 constexpr uint32_t kMaxLocalApicEntryId = 0xfe;
 
+// SRAT (§5.2.16), as QEMU's pc builds it (hw/i386/acpi-build.c build_srat):
+// revision 1, a reserved word of 1 "for backward compatibility", one
+// processor entry per possible CPU, then memory entries.
+constexpr uint8_t kSratRevision = 1;
+constexpr uint32_t kSratEntries = kHeaderSize + 12;
+constexpr uint8_t kSratTypeLocalApic = 0, kSratLocalApicLength = 16;   // §5.2.16.1
+constexpr uint8_t kSratTypeMemory = 1, kSratMemoryLength = 40;         // §5.2.16.2
+constexpr uint8_t kSratTypeLocalX2Apic = 2, kSratLocalX2ApicLength = 24;  // §5.2.16.3
+constexpr uint32_t kSratFlagEnabled = 1u << 0;
+// QEMU's memory entries leave out the legacy hole [640 KiB, 1 MiB).
+constexpr uint64_t kLowMemoryEnd = 640 * 1024, kHighMemoryStart = 1024 * 1024;
+
+// SLIT (§5.2.17): revision 1, the node count, then the matrix row by row.
+constexpr uint8_t kSlitRevision = 1;
+constexpr uint32_t kSlitEntries = kHeaderSize + 8;
+
 using memory_map::kAcpiPm1CntOffset;
 using memory_map::kAcpiPm1EvtOffset;
 using memory_map::kAcpiPmBase;
@@ -198,6 +214,104 @@ void put_madt(Image& img, uint32_t addr, uint32_t length, const Topology& topo) 
   seal(img, addr, length);
 }
 
+// One Memory Affinity structure (§5.2.16.2).
+struct SratMemory {
+  uint64_t base = 0, length = 0;
+  uint32_t node = 0, flags = 0;
+};
+
+// QEMU 7.2's memory entries (build_srat): the nodes' memory laid end to
+// end from 0 in node order, as the backends are mapped; the range that
+// crosses 640 KiB is cut there and goes on at 1 MiB, the one that crosses
+// the top of RAM below 4 GiB goes on at 4 GiB; a node without memory has no
+// entry; and the list is padded with disabled zero entries to nodes + 2.
+std::vector<SratMemory> srat_memory(const NumaConfig& numa, uint64_t below_4g) {
+  std::vector<SratMemory> out;
+  uint64_t next_base = 0;
+  for (unsigned node = 0; node < numa.node_count(); ++node) {
+    uint64_t base = next_base, length = numa.nodes()[node].memory_bytes;
+    next_base = base + length;
+    if (base <= kLowMemoryEnd && next_base > kLowMemoryEnd) {
+      length -= next_base - kLowMemoryEnd;
+      if (length > 0) out.push_back({base, length, node, kSratFlagEnabled});
+      if (next_base <= kHighMemoryStart) {  // the rare node that ends inside the hole
+        next_base = kHighMemoryStart;
+        continue;
+      }
+      base = kHighMemoryStart;
+      length = next_base - kHighMemoryStart;
+    }
+    if (base <= below_4g && next_base > below_4g) {
+      length -= next_base - below_4g;
+      if (length > 0) out.push_back({base, length, node, kSratFlagEnabled});
+      base = uint64_t{1} << 32;
+      length = next_base - below_4g;
+      next_base = base + length;
+    }
+    if (length > 0) out.push_back({base, length, node, kSratFlagEnabled});
+  }
+  while (out.size() < numa.node_count() + 2) out.push_back({});
+  return out;
+}
+
+uint32_t srat_size(const Topology& topo, const NumaConfig& numa, uint64_t below_4g) {
+  uint32_t size = kSratEntries;
+  for (unsigned i = 0; i < topo.max_cpus(); ++i)
+    size += topo.apic_id(i) <= kMaxLocalApicEntryId ? kSratLocalApicLength : kSratLocalX2ApicLength;
+  return size + static_cast<uint32_t>(srat_memory(numa, below_4g).size()) * kSratMemoryLength;
+}
+
+void put_srat(Image& img, uint32_t addr, uint32_t length, const Topology& topo, const NumaConfig& numa,
+              uint64_t below_4g) {
+  put_header(img, addr, "SRAT", length, kSratRevision);
+  img.put<uint32_t>(addr + kHeaderSize, 1);  // reserved, 1 as QEMU and the ACPI 1.0 era
+  uint32_t at = addr + kSratEntries;
+  for (unsigned i = 0; i < topo.max_cpus(); ++i) {
+    // Every possible CPU is enabled here, as QEMU: the MADT says which
+    // are present.
+    const uint32_t apic_id = topo.apic_id(i), node = numa.node_of_cpu(i);
+    if (apic_id <= kMaxLocalApicEntryId) {
+      img.put<uint8_t>(at, kSratTypeLocalApic);
+      img.put<uint8_t>(at + 1, kSratLocalApicLength);
+      img.put<uint8_t>(at + 2, static_cast<uint8_t>(node));  // proximity domain [7:0]
+      img.put<uint8_t>(at + 3, static_cast<uint8_t>(apic_id));
+      img.put<uint32_t>(at + 4, kSratFlagEnabled);
+      // [8] local SAPIC EID, [9..11] proximity domain [31:8] (nodes < 128),
+      // [12..15] clock domain: 0.
+      at += kSratLocalApicLength;
+    } else {
+      img.put<uint8_t>(at, kSratTypeLocalX2Apic);
+      img.put<uint8_t>(at + 1, kSratLocalX2ApicLength);
+      img.put<uint32_t>(at + 4, node);
+      img.put<uint32_t>(at + 8, apic_id);
+      img.put<uint32_t>(at + 12, kSratFlagEnabled);
+      at += kSratLocalX2ApicLength;
+    }
+  }
+  for (const SratMemory& m : srat_memory(numa, below_4g)) {
+    img.put<uint8_t>(at, kSratTypeMemory);
+    img.put<uint8_t>(at + 1, kSratMemoryLength);
+    img.put<uint32_t>(at + 2, m.node);
+    img.put<uint64_t>(at + 8, m.base);
+    img.put<uint64_t>(at + 16, m.length);
+    img.put<uint32_t>(at + 28, m.flags);
+    at += kSratMemoryLength;
+  }
+  seal(img, addr, length);
+}
+
+uint32_t slit_size(const NumaConfig& numa) { return kSlitEntries + numa.node_count() * numa.node_count(); }
+
+void put_slit(Image& img, uint32_t addr, const NumaConfig& numa) {
+  const uint32_t length = slit_size(numa);
+  put_header(img, addr, "SLIT", length, kSlitRevision);
+  img.put<uint64_t>(addr + kHeaderSize, numa.node_count());
+  uint32_t at = addr + kSlitEntries;
+  for (unsigned from = 0; from < numa.node_count(); ++from)
+    for (unsigned to = 0; to < numa.node_count(); ++to) img.put<uint8_t>(at++, numa.distance(from, to));
+  seal(img, addr, length);
+}
+
 // A system-I/O Generic Address Structure (§5.2.3.2).
 void put_io_gas(Image& img, uint32_t at, uint8_t bit_width, uint8_t access_size, uint16_t port) {
   img.put<uint8_t>(at, kGasSystemIo);
@@ -247,21 +361,36 @@ void put_facs(Image& img, uint32_t addr) {
 
 }  // namespace
 
-AcpiTables build_acpi_tables(GuestRam& ram, const Topology& topology, AcpiWindow window) {
+AcpiTables build_acpi_tables(GuestRam& ram, const Topology& topology, const NumaConfig& numa, AcpiWindow window) {
   uint64_t window_end = uint64_t{window.base} + window.size;
   if (!ram.is_ram(window.base, window.size))
     throw AcpiError(fmt::format("ACPI window [{:#x}, {:#x}) is outside guest RAM ({:#x} bytes)", window.base,
                                 window_end, ram.total_bytes()));
+  // QEMU's below_4g_mem_size: where the first RAM range ends.
+  const uint64_t below_4g = ram.regions().front().end();
 
+  // The RSDT lists the FADT, the MADT, then with NUMA the SRAT and, with
+  // -numa dist, the SLIT (QEMU's order).
+  const uint32_t rsdt_entries = 2 + (numa.enabled() ? 1 : 0) + (numa.has_distance_table() ? 1 : 0);
   AcpiTables t;
   t.rsdp = align_up(window.base, kRsdpAlignment);
   t.rsdt = align_up(t.rsdp + kRsdpSize, kTableAlignment);
-  uint32_t rsdt_size = kHeaderSize + 2 * 4;
+  uint32_t rsdt_size = kHeaderSize + rsdt_entries * 4;
   t.fadt = align_up(t.rsdt + rsdt_size, kTableAlignment);
   t.dsdt = align_up(t.fadt + kFadtSize, kTableAlignment);
   t.madt = align_up(t.dsdt + kHeaderSize + sizeof(kDsdtAml), kTableAlignment);
-  uint32_t madt_bytes = madt_size(topology);
-  t.facs = align_up(t.madt + madt_bytes, kFacsAlignment);
+  uint64_t next = uint64_t{t.madt} + madt_size(topology);
+  uint64_t srat_bytes = 0;
+  if (numa.enabled()) {
+    srat_bytes = srat_size(topology, numa, below_4g);
+    t.srat = static_cast<uint32_t>(align_up(next, kTableAlignment));
+    next = t.srat + srat_bytes;
+  }
+  if (numa.has_distance_table()) {
+    t.slit = static_cast<uint32_t>(align_up(next, kTableAlignment));
+    next = t.slit + slit_size(numa);
+  }
+  t.facs = static_cast<uint32_t>(align_up(next, kFacsAlignment));
   uint64_t end = uint64_t{t.facs} + kFacsSize;
   if (end > window_end)
     throw AcpiError(fmt::format("ACPI tables for {} CPUs need {} bytes but the window [{:#x}, {:#x}) holds {}",
@@ -277,8 +406,12 @@ AcpiTables build_acpi_tables(GuestRam& ram, const Topology& topology, AcpiWindow
   img.checksum(t.rsdp, kRsdpSize, t.rsdp + kRsdpChecksum);
 
   put_header(img, t.rsdt, "RSDT", rsdt_size, kRsdtRevision);
-  img.put<uint32_t>(t.rsdt + kHeaderSize, t.fadt);
-  img.put<uint32_t>(t.rsdt + kHeaderSize + 4, t.madt);
+  uint32_t entry = t.rsdt + kHeaderSize;
+  for (uint32_t table : {t.fadt, t.madt, t.srat, t.slit})
+    if (table != 0) {
+      img.put<uint32_t>(entry, table);
+      entry += 4;
+    }
   seal(img, t.rsdt, rsdt_size);
 
   put_fadt(img, t.fadt, t.dsdt, t.facs);
@@ -288,7 +421,9 @@ AcpiTables build_acpi_tables(GuestRam& ram, const Topology& topology, AcpiWindow
   for (uint32_t i = 0; i < sizeof(kDsdtAml); ++i) img.put<uint8_t>(t.dsdt + kHeaderSize + i, kDsdtAml[i]);
   seal(img, t.dsdt, dsdt_size);
 
-  put_madt(img, t.madt, madt_bytes, topology);
+  put_madt(img, t.madt, madt_size(topology), topology);
+  if (t.srat) put_srat(img, t.srat, static_cast<uint32_t>(srat_bytes), topology, numa, below_4g);
+  if (t.slit) put_slit(img, t.slit, numa);
   put_facs(img, t.facs);
 
   auto out = ram.bytes(t.rsdp, img.bytes().size());

@@ -35,7 +35,10 @@
 //   0) and QEMU's interrupt source overrides: ISA IRQ 0 to GSI 2, and IRQs
 //   5, 9, 10 and 11 (the PCI interrupt lines) level triggered, active high.
 //
-// Not provided: local APIC NMI entries (nothing raises LINT1), SRAT, HPET,
+// - SRAT (§5.2.16) and SLIT (§5.2.17), with -numa only, as QEMU's pc
+//   builds them (firmware/acpi.cc says where QEMU's quirks are kept).
+//
+// Not provided: local APIC NMI entries (nothing raises LINT1), HMAT, HPET,
 // MCFG, MP tables.
 #pragma once
 
@@ -44,6 +47,7 @@
 
 #include "base/guest_ram.h"
 #include "base/memory_map.h"
+#include "model/numa.h"
 #include "model/topology.h"
 
 namespace topolab {
@@ -68,12 +72,14 @@ struct AcpiWindow {
 // Guest-physical addresses of what build_acpi_tables wrote.
 struct AcpiTables {
   uint32_t rsdp = 0, rsdt = 0, fadt = 0, dsdt = 0, madt = 0, facs = 0;
+  uint32_t srat = 0, slit = 0;  // 0: not built
   uint32_t end = 0;  // first byte past the last table
 };
 
 // Writes the tables into `ram` inside `window`, RSDP first at the window's
 // base (rounded up to 16 bytes). Throws AcpiError when they do not fit or
 // the window is not in RAM.
-AcpiTables build_acpi_tables(GuestRam& ram, const Topology& topology, AcpiWindow window = {});
+AcpiTables build_acpi_tables(GuestRam& ram, const Topology& topology, const NumaConfig& numa = {},
+                             AcpiWindow window = {});
 
 }  // namespace topolab

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "base/memory_map.h"
+
 namespace topolab {
 namespace {
 
@@ -247,7 +249,7 @@ TEST(Acpi, HotPluggableCpusAreListedDisabled) {
 TEST(Acpi, TablesThatDoNotFitAreAOneLineError) {
   GuestRam ram(kRamSize);
   try {
-    build_acpi_tables(ram, Topology::parse("300"), AcpiWindow{0xe0000, 0x800});
+    build_acpi_tables(ram, Topology::parse("300"), {}, AcpiWindow{0xe0000, 0x800});
     FAIL() << "accepted";
   } catch (const AcpiError& e) {
     std::string msg = e.what();
@@ -264,6 +266,133 @@ TEST(Acpi, WritesNothingOutsideItsTables) {
   AcpiTables t = build_acpi_tables(ram, Topology::parse("4"));
   EXPECT_EQ(ram.read<uint8_t>(t.rsdp - 1), 0xaa);
   EXPECT_EQ(ram.read<uint8_t>(t.end), 0xaa);
+}
+
+// One SRAT memory entry as the guest reads it.
+struct SratMemoryEntry {
+  uint32_t node;
+  uint64_t base, length;
+  uint32_t flags;
+  bool operator==(const SratMemoryEntry&) const = default;
+};
+std::ostream& operator<<(std::ostream& os, const SratMemoryEntry& e) {
+  return os << "{" << e.node << ", " << std::hex << e.base << ", " << e.length << ", " << e.flags << std::dec << "}";
+}
+
+struct SratView {
+  std::vector<std::pair<uint32_t, uint32_t>> cpus;  // (APIC ID, node), every entry enabled
+  std::vector<SratMemoryEntry> memory;
+};
+
+SratView read_srat(const GuestRam& ram) {
+  SratView out;
+  GuestView guest(ram);
+  const std::optional<uint32_t> srat = guest.find_table("SRAT");
+  if (!srat) {
+    ADD_FAILURE() << "no SRAT";
+    return out;
+  }
+  const uint32_t len = guest.checked_table(*srat, "SRAT");
+  EXPECT_EQ(ram.read<uint8_t>(*srat + 8), 1);  // revision
+  EXPECT_EQ(ram.read<uint32_t>(*srat + 36), 1u);
+  for (uint32_t off = 48; off + 2 <= len;) {
+    const uint32_t e = *srat + off;
+    const uint8_t type = ram.read<uint8_t>(e), elen = ram.read<uint8_t>(e + 1);
+    if (type == 0 && elen == 16) {
+      EXPECT_EQ(ram.read<uint32_t>(e + 4), 1u);
+      out.cpus.emplace_back(ram.read<uint8_t>(e + 3), ram.read<uint8_t>(e + 2));
+    } else if (type == 2 && elen == 24) {
+      EXPECT_EQ(ram.read<uint32_t>(e + 12), 1u);
+      out.cpus.emplace_back(ram.read<uint32_t>(e + 8), ram.read<uint32_t>(e + 4));
+    } else if (type == 1 && elen == 40) {
+      out.memory.push_back({ram.read<uint32_t>(e + 2), ram.read<uint64_t>(e + 8), ram.read<uint64_t>(e + 16),
+                            ram.read<uint32_t>(e + 28)});
+    } else {
+      ADD_FAILURE() << "unexpected SRAT entry type " << int(type) << " length " << int(elen);
+      break;
+    }
+    off += elen;
+  }
+  return out;
+}
+
+NumaConfig numa_of(const std::string& smp, uint64_t ram_bytes, std::vector<std::string> numa,
+                   std::vector<std::string> objects) {
+  return NumaOptions(std::move(numa), std::move(objects)).complete(Topology::parse(smp), ram_bytes);
+}
+
+constexpr uint64_t kMiB = uint64_t{1} << 20, kGiB = uint64_t{1} << 30;
+
+TEST(Acpi, NoNumaNoSratNoSlit) {
+  GuestRam ram(kRamSize);
+  const AcpiTables t = build_acpi_tables(ram, Topology::parse("2"));
+  EXPECT_EQ(t.srat, 0u);
+  EXPECT_EQ(t.slit, 0u);
+  EXPECT_FALSE(GuestView(ram).find_table("SRAT"));
+}
+
+// The tables QEMU 7.2 gives -m 1G with two 512 MiB nodes and
+// -numa dist,src=0,dst=1,val=21 (dumped from guest RAM under QEMU).
+TEST(Acpi, SratAndSlitAsQemuBuildsThemBelow4G) {
+  GuestRam ram(memory_map::pc_ram_regions(kGiB));
+  const Topology topo = Topology::parse("4,sockets=2,cores=2");
+  const NumaConfig numa = numa_of("4,sockets=2,cores=2", kGiB,
+                                  {"node,nodeid=0,memdev=m0", "node,nodeid=1,memdev=m1", "dist,src=0,dst=1,val=21"},
+                                  {"memory-backend-ram,id=m0,size=512M", "memory-backend-ram,id=m1,size=512M"});
+  const AcpiTables t = build_acpi_tables(ram, topo, numa);
+  const SratView srat = read_srat(ram);
+  EXPECT_EQ(srat.cpus, (std::vector<std::pair<uint32_t, uint32_t>>{{0, 0}, {1, 0}, {2, 1}, {3, 1}}));
+  EXPECT_EQ(srat.memory, (std::vector<SratMemoryEntry>{{0, 0, 0xa0000, 1},
+                                                        {0, 0x100000, 0x20000000 - 0x100000, 1},
+                                                        {1, 0x20000000, 0x20000000, 1},
+                                                        {0, 0, 0, 0}}));
+  GuestView guest(ram);
+  ASSERT_EQ(guest.find_table("SLIT"), t.slit);
+  EXPECT_EQ(guest.checked_table(t.slit, "SLIT"), 48u);
+  EXPECT_EQ(ram.read<uint64_t>(t.slit + 36), 2u);
+  EXPECT_EQ(ram.read<uint32_t>(t.slit + 44), 0x0a15150au);  // 10 21 / 21 10
+}
+
+// -m 6G as 3G + 3G: 3 GiB stay below 4 GiB, node 1 starts at 4 GiB.
+TEST(Acpi, SratFollowsRamAbove4G) {
+  GuestRam ram(memory_map::pc_ram_regions(6 * kGiB));
+  const NumaConfig numa = numa_of("2,sockets=2", 6 * kGiB, {"node,memdev=m0", "node,memdev=m1"},
+                                  {"memory-backend-ram,id=m0,size=3G", "memory-backend-ram,id=m1,size=3G"});
+  const AcpiTables t = build_acpi_tables(ram, Topology::parse("2,sockets=2"), numa);
+  EXPECT_EQ(t.slit, 0u);  // no -numa dist: no SLIT
+  EXPECT_EQ(read_srat(ram).memory, (std::vector<SratMemoryEntry>{{0, 0, 0xa0000, 1},
+                                                                  {0, 0x100000, 3 * kGiB - kMiB, 1},
+                                                                  {1, 4 * kGiB, 3 * kGiB, 1},
+                                                                  {0, 0, 0, 0}}));
+}
+
+// A node with CPUs and no memory has processor entries and no memory
+// entry; the padding grows to nodes + 2.
+TEST(Acpi, SratMemorylessNode) {
+  GuestRam ram(memory_map::pc_ram_regions(kGiB));
+  const NumaConfig numa = numa_of("4,sockets=2,cores=2", kGiB, {"node,memdev=m0", "node"},
+                                  {"memory-backend-ram,id=m0,size=1G"});
+  build_acpi_tables(ram, Topology::parse("4,sockets=2,cores=2"), numa);
+  const SratView srat = read_srat(ram);
+  EXPECT_EQ(srat.cpus, (std::vector<std::pair<uint32_t, uint32_t>>{{0, 0}, {1, 0}, {2, 1}, {3, 1}}));
+  EXPECT_EQ(srat.memory, (std::vector<SratMemoryEntry>{
+                             {0, 0, 0xa0000, 1}, {0, 0x100000, kGiB - kMiB, 1}, {0, 0, 0, 0}, {0, 0, 0, 0}}));
+}
+
+// APIC IDs from 255 on take x2APIC affinity entries (§5.2.16.3).
+TEST(Acpi, SratUsesX2ApicEntriesPast254) {
+  GuestRam ram(memory_map::pc_ram_regions(kGiB));
+  const std::string smp = "288,sockets=2,cores=72,threads=2";
+  const NumaConfig numa = numa_of(smp, kGiB, {"node,memdev=m0", "node,memdev=m1"},
+                                  {"memory-backend-ram,id=m0,size=512M", "memory-backend-ram,id=m1,size=512M"});
+  const Topology topo = Topology::parse(smp);
+  build_acpi_tables(ram, topo, numa);
+  const SratView srat = read_srat(ram);
+  ASSERT_EQ(srat.cpus.size(), 288u);
+  for (unsigned i = 0; i < 288; ++i) {
+    EXPECT_EQ(srat.cpus[i].first, topo.apic_id(i));
+    EXPECT_EQ(srat.cpus[i].second, i / 144);
+  }
 }
 
 }  // namespace

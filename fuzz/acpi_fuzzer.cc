@@ -92,7 +92,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::memset(ram.data(), 0, ram.top());
   AcpiTables t;
   try {
-    t = build_acpi_tables(ram, topology, window);
+    t = build_acpi_tables(ram, topology, {}, window);
   } catch (const AcpiError& e) {
     FUZZ_CHECK(custom, "the default window refused {}: {}", smp, e.what());
     const std::string what = e.what();
