@@ -73,8 +73,9 @@ int run_check(const CheckOptions& o) {
 std::string cpuid_diff_text(const std::vector<std::string>& sides) {
   if (sides.size() != 2) throw ConfigError("cpuid --diff: expected two machines, e.g. --diff \"-smp 4 -cpu EPYC\" \"-smp 8 -cpu EPYC\"");
   const MachineSpec a = parse_machine_words(sides[0], "--diff"), b = parse_machine_words(sides[1], "--diff");
-  const CpuidModel ma = parse_machine_and_warn(a).cpuid_model(), mb = parse_machine_and_warn(b).cpuid_model();
-  return format_cpuid_diff({a.label(), &ma}, {b.label(), &mb});
+  const ParsedMachine pa = parse_machine_and_warn(a), pb = parse_machine_and_warn(b);
+  const CpuidModel ma = pa.cpuid_model(), mb = pb.cpuid_model();
+  return format_cpuid_diff({a.label(), &ma, &pa.numa}, {b.label(), &mb, &pb.numa});
 }
 
 int run_cpuid_diff(const std::vector<std::string>& sides) {

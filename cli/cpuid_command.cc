@@ -11,11 +11,31 @@
 #include "cli/output_files.h"
 #include "lab/consumer_views.h"
 #include "lab/cpuid_dump.h"
+#include "report/numa_report.h"
 #include "lab/linux_sysfs.h"
 #include "report/cpuid_report.h"
 #include "report/html_report.h"
 
 namespace topolab::cli {
+
+namespace {
+
+// The -numa nodes after the topology table, a blank line between them.
+std::string numa_table(const ParsedMachine& machine) {
+  const std::string table = format_numa_table(machine.numa, machine.topology);
+  return table.empty() ? table : "\n" + table;
+}
+
+// What Linux's sysfs will show (lab/linux_sysfs.h), its nodes included.
+std::string linux_sysfs_text(const ParsedMachine& machine) {
+  const RawCpuid raw = raw_cpuid_of(machine.cpuid_model(), "");
+  ConsumerView linux = decode_as(Consumer::Linux6, raw);
+  LinuxNumaView numa = linux_numa_view(machine.numa, machine.topology, machine.ram_mib << 20);
+  apply_linux_numa(linux, numa, !raw.cpus.empty() && identify(raw.cpus.front()).amd);
+  return format_linux_sysfs(linux) + format_linux_nodes(numa);
+}
+
+}  // namespace
 
 CLI::App* add_cpuid_command(CLI::App& app, CpuidOptions& cpuid) {
   CLI::App* cpuid_cmd = app.add_subcommand("cpuid", "show the CPUID leaves of a topology, with no guest running");
@@ -35,10 +55,11 @@ CLI::App* add_cpuid_command(CLI::App& app, CpuidOptions& cpuid) {
 
 int run_cpuid(const CpuidOptions& o) {
   if (!o.diff.empty()) return run_cpuid_diff(o.diff);
-  const CpuidModel model = parse_machine_and_warn(o.spec).cpuid_model();
+  const ParsedMachine machine = parse_machine_and_warn(o.spec);
+  const CpuidModel model = machine.cpuid_model();
   if (o.format == "hwloc" && o.output.empty()) throw ConfigError("cpuid --format hwloc needs --output DIR");
   HtmlFile html(o.html);
-  if (html.wanted()) html.write(cpuid_html_page(model, o.command));
+  if (html.wanted()) html.write(cpuid_html_page(model, o.command, &machine.numa));
   if (o.format == "hwloc") {
     write_hwloc_cpuid_dir(model, o.output);
     fmt::print("wrote {} (read it with: HWLOC_CPUID_PATH={} HWLOC_COMPONENTS=x86,stop lstopo-no-graphics)\n", o.output,
@@ -46,8 +67,8 @@ int run_cpuid(const CpuidOptions& o) {
     return 0;
   }
   std::string text = o.format == "raw"     ? format_cpuid_raw(model)
-                     : o.format == "linux" ? format_linux_sysfs(decode_as(Consumer::Linux6, raw_cpuid_of(model, "")))
-                                           : format_topology_table(model);
+                     : o.format == "linux" ? linux_sysfs_text(machine)
+                                           : format_topology_table(model) + numa_table(machine);
   if (o.output.empty()) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return 0;

@@ -9,6 +9,7 @@
 
 #include "lab/consumer_views.h"
 #include "lab/cpuid_dump.h"
+#include "report/numa_report.h"
 #include "report/cpu_list.h"
 
 namespace topolab::cli {
@@ -75,7 +76,7 @@ std::string MachineMonitor::info_topology() {
     out += fmt::format("{:<4} {:<8} {:<7} {:<3} {:<6} {:<4} {:<6}  {}\n", i, fmt::format("{:#x}", topology.apic_id(i)),
                        c.package, c.die, c.module, c.core, c.thread, shares.empty() ? "-" : shares);
   }
-  return out;
+  return out + format_numa_table(machine_.config().numa, topology);
 }
 
 std::string MachineMonitor::info_ipis() {

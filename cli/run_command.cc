@@ -172,7 +172,7 @@ void write_run_page(HtmlFile& html, const RunOptions& o, const Machine& machine,
   if (!r.diagnosis.empty()) outcome += "; " + r.diagnosis;
   RunReportInput in{o.machine, machine.stats(), r, machine.window()};
   html.write(run_html_page({o.command, machine.topology(), machine.cpuid(), machine.stats(), machine.activity(), outcome,
-                            format_run_table(in)}));
+                            format_run_table(in), &o.machine.numa}));
 }
 
 }  // namespace

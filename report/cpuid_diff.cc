@@ -9,6 +9,7 @@
 
 #include "base/text_buffer.h"
 #include "report/cpuid_fields.h"
+#include "report/numa_report.h"
 #include "report/cpuid_report.h"
 
 namespace topolab {
@@ -168,6 +169,28 @@ void append_decoded(fmt::memory_buffer& out, const DiffSide& a, const DiffSide& 
             widest(lb) > widest(la) ? "A" : "B");
 }
 
+// The -numa nodes of each side, when either has them (SRAT is not CPUID,
+// but a topology's nodes are part of what a guest sees).
+void append_numa(fmt::memory_buffer& out, const DiffSide& a, const DiffSide& b) {
+  const NumaConfig none;
+  const NumaConfig& na = a.numa ? *a.numa : none;
+  const NumaConfig& nb = b.numa ? *b.numa : none;
+  if (!na.enabled() && !nb.enabled()) return;
+  const std::string ta = format_numa_table(na, a.model->topology()), tb = format_numa_table(nb, b.model->topology());
+  appendf(out, "\nNUMA nodes (SRAT/SLIT): {}\n", ta == tb ? "the same" : "they differ");
+  const auto indent = [](const std::string& text) {
+    std::string lines;
+    for (size_t at = 0; at < text.size();) {
+      const size_t nl = text.find('\n', at);
+      lines += "     " + text.substr(at, nl - at) + "\n";
+      at = nl == std::string::npos ? text.size() : nl + 1;
+    }
+    return lines;
+  };
+  appendf(out, "  A: {}", ta.empty() ? "no -numa: one node, no SRAT\n" : "\n" + indent(ta));
+  if (ta != tb) appendf(out, "  B: {}", tb.empty() ? "no -numa: one node, no SRAT\n" : "\n" + indent(tb));
+}
+
 }  // namespace
 
 std::string format_cpuid_diff(const DiffSide& a, const DiffSide& b) {
@@ -179,6 +202,7 @@ std::string format_cpuid_diff(const DiffSide& a, const DiffSide& b) {
   appendf(out, "\nleaves that differ (A -> B), with the CPUs each change holds on:\n");
   append_leaf_diffs(out, a, b);
   append_decoded(out, a, b);
+  append_numa(out, a, b);
   return fmt::to_string(out);
 }
 

@@ -8,12 +8,14 @@
 #include <string>
 
 #include "model/cpuid.h"
+#include "model/numa.h"
 
 namespace topolab {
 
 struct DiffSide {
   std::string label;  // "-smp 16,sockets=1,cores=8,threads=2 -cpu Skylake-Server,l3-cache=off"
   const CpuidModel* model;
+  const NumaConfig* numa = nullptr;  // the -numa nodes; null: none
 };
 
 std::string format_cpuid_diff(const DiffSide& a, const DiffSide& b);

@@ -9,6 +9,26 @@ namespace {
 
 CpuidModel make(const char* smp, const char* cpu) { return CpuidModel(Topology::parse(smp), parse_cpu(cpu)); }
 
+NumaConfig two_nodes(const Topology& t, const char* second_cpus) {
+  return NumaOptions({"node,memdev=a,cpus=0-1", fmt::format("node,memdev=b,cpus={}", second_cpus)},
+                     {"memory-backend-ram,id=a,size=64M", "memory-backend-ram,id=b,size=64M"})
+      .complete(t, uint64_t{128} << 20);
+}
+
+// The nodes are no CPUID, but the diff shows them when either side has them.
+TEST(CpuidDiff, NumaNodesWhenEitherSideHasThem) {
+  CpuidModel a = make("4,sockets=2,cores=2", "Skylake-Server");
+  EXPECT_EQ(format_cpuid_diff({"A", &a}, {"B", &a}).find("NUMA"), std::string::npos);
+  const NumaConfig numa = two_nodes(a.topology(), "2-3");
+  const std::string one_side = format_cpuid_diff({"A", &a}, {"B", &a, &numa});
+  EXPECT_NE(one_side.find("NUMA nodes (SRAT/SLIT): they differ\n  A: no -numa: one node, no SRAT\n  B: \n"
+                          "     NUMA: 2 nodes (SRAT)"),
+            std::string::npos)
+      << one_side;
+  const std::string both = format_cpuid_diff({"A", &a, &numa}, {"B", &a, &numa});
+  EXPECT_NE(both.find("NUMA nodes (SRAT/SLIT): the same\n"), std::string::npos) << both;
+}
+
 TEST(CpuidDiff, NamesEveryChangedField) {
   CpuidModel a = make("4,cores=4", "Skylake-Server"), b = make("4,cores=2,threads=2", "Skylake-Server");
   std::string text = format_cpuid_diff({"A", &a}, {"B", &b});

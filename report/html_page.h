@@ -13,6 +13,7 @@
 #include "emu/activity_log.h"
 #include "emu/stats.h"
 #include "model/cpuid.h"
+#include "model/numa.h"
 
 namespace topolab {
 
@@ -46,7 +47,8 @@ std::string html_field_table(uint32_t leaf, char reg, uint32_t value);
 // - the package / die / module / core / thread tree with APIC IDs and core types;
 // - which CPUs share each cache, drawn, and why, in words;
 // - the raw leaves with each register decoded on hover.
-HtmlSection html_topology_section(const CpuidModel& model, std::string_view prefix);
+// With -numa (`numa` not null and enabled), the nodes' table after the tree.
+HtmlSection html_topology_section(const CpuidModel& model, std::string_view prefix, const NumaConfig* numa = nullptr);
 HtmlSection html_caches_section(const CpuidModel& model, std::string_view prefix);
 HtmlSection html_leaves_section(const CpuidModel& model, std::string_view prefix);
 

@@ -8,8 +8,10 @@ namespace topolab {
 
 namespace {
 
-std::vector<HtmlSection> machine_sections(const CpuidModel& model, std::string_view prefix) {
-  return {html_topology_section(model, prefix), html_caches_section(model, prefix), html_leaves_section(model, prefix)};
+std::vector<HtmlSection> machine_sections(const CpuidModel& model, std::string_view prefix,
+                                          const NumaConfig* numa = nullptr) {
+  return {html_topology_section(model, prefix, numa), html_caches_section(model, prefix),
+          html_leaves_section(model, prefix)};
 }
 
 std::string pre_block(std::string_view id, std::string_view text) {
@@ -18,9 +20,9 @@ std::string pre_block(std::string_view id, std::string_view text) {
 
 }  // namespace
 
-std::string cpuid_html_page(const CpuidModel& model, const std::string& command) {
+std::string cpuid_html_page(const CpuidModel& model, const std::string& command, const NumaConfig* numa) {
   return html_document(fmt::format("CPUID of {} ({})", model.topology().describe(), model.cpu().model.name), command,
-                       machine_sections(model, ""));
+                       machine_sections(model, "", numa));
 }
 
 std::string run_html_page(const HtmlRunInput& in) {
@@ -32,7 +34,7 @@ std::string run_html_page(const HtmlRunInput& in) {
   sections.push_back(html_timeline_section(in.activity));
   sections.push_back(html_wakes_section(in.stats));
   sections.push_back(html_heatmap_section(in.stats, in.topology));
-  for (HtmlSection& s : machine_sections(in.cpuid, "")) sections.push_back(std::move(s));
+  for (HtmlSection& s : machine_sections(in.cpuid, "", in.numa)) sections.push_back(std::move(s));
   return html_document(fmt::format("Run on {} ({})", in.topology.describe(), in.cpuid.cpu().model.name),
                        in.command, sections);
 }

@@ -22,11 +22,13 @@
 #include "emu/activity_log.h"
 #include "emu/stats.h"
 #include "model/cpuid.h"
+#include "model/numa.h"
 
 namespace topolab {
 
 // `command`: the command line the page is about, as the user typed it.
-std::string cpuid_html_page(const CpuidModel& model, const std::string& command);
+// `numa`: the -numa nodes (null or not enabled: none).
+std::string cpuid_html_page(const CpuidModel& model, const std::string& command, const NumaConfig* numa = nullptr);
 
 struct HtmlRunInput {
   std::string command;
@@ -38,6 +40,7 @@ struct HtmlRunInput {
   const ActivityLog& activity;
   std::string outcome;       // the closing line: "guest exit 0 after ..."
   std::string report_table;  // the end-of-run table (report/run_report.h); empty: none
+  const NumaConfig* numa = nullptr;  // the -numa nodes; null: none
 };
 std::string run_html_page(const HtmlRunInput& in);
 

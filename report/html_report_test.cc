@@ -34,6 +34,21 @@ TEST(CpuidPage, HasEverySectionAndIsSelfContained) {
   EXPECT_EQ(page, cpuid_html_page(l3_debate(), "topolab cpuid -smp 16,sockets=1,cores=8,threads=2"));
 }
 
+// With -numa the topology section gains the nodes, Linux's numbers beside
+// them; without, nothing of NUMA.
+TEST(CpuidPage, NumaNodesInTheTopologySection) {
+  const CpuidModel model = l3_debate();
+  EXPECT_EQ(cpuid_html_page(model, "x").find("id=\"numa\""), std::string::npos);
+  const NumaConfig numa = NumaOptions({"node,memdev=a,cpus=8-15", "node,memdev=b,cpus=0-7"},
+                                      {"memory-backend-ram,id=a,size=64M", "memory-backend-ram,id=b,size=64M"})
+                              .complete(model.topology(), uint64_t{128} << 20);
+  const std::string page = cpuid_html_page(model, "x", &numa);
+  EXPECT_NE(page.find("<p id=\"numa\">NUMA: 2 nodes (SRAT), distances 10 local and 20 remote (no SLIT)</p>"),
+            std::string::npos);
+  EXPECT_NE(page.find("<tr><td>0</td><td>8-15</td><td>64 MiB</td><td>10 20</td><td>1</td></tr>"), std::string::npos)
+      << page;
+}
+
 TEST(CpuidPage, SaysWhyCpus0And1ShareAnL2) {
   const std::string page = cpuid_html_page(l3_debate(), "x");
   EXPECT_TRUE(has(page, "CPUID leaf 0x4, subleaf 2: <code>EAX[25:14] = 1</code> → up to 2 logical processors share "

@@ -7,6 +7,7 @@
 
 #include "base/text_buffer.h"
 #include "report/html_page.h"
+#include "report/numa_report.h"
 
 namespace topolab {
 
@@ -108,17 +109,30 @@ void append_tree(fmt::memory_buffer& out, const CpuidModel& m, std::string_view 
     appendf(out, "<p class=\"note\">The tree stops after {} of the {} CPUs.</p>\n", shown, t.cpus());
 }
 
+// The -numa nodes (report/numa_report.h), with the number Linux gives each.
+void append_numa(fmt::memory_buffer& out, const NumaConfig& numa, const Topology& topology, std::string_view prefix) {
+  appendf(out, "<p id=\"{}numa\">{}</p>\n<table>\n<tr><th>node</th><th>CPUs</th><th>memory</th><th>distances</th>"
+               "<th>Linux's node</th></tr>\n",
+          prefix, html_escape(numa_heading(numa)));
+  for (const NumaRow& r : numa_rows(numa, topology))
+    appendf(out, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", r.node, html_escape(r.cpus),
+            html_escape(r.memory), html_escape(r.distances),
+            r.linux_node ? fmt::format("{}", *r.linux_node) : std::string("none (not in the SRAT)"));
+  appendf(out, "</table>\n");
+}
+
 }  // namespace
 
 unsigned apic_id_width(const Topology& t) {
   return std::max(1u, t.package_offset() + bit_width_for_count(t.counts().sockets));
 }
 
-HtmlSection html_topology_section(const CpuidModel& model, std::string_view prefix) {
+HtmlSection html_topology_section(const CpuidModel& model, std::string_view prefix, const NumaConfig* numa) {
   fmt::memory_buffer out;
   append_summary(out, model, prefix);
   append_apic_layout(out, model, prefix);
   append_tree(out, model, prefix);
+  if (numa && numa->enabled()) append_numa(out, *numa, model.topology(), prefix);
   return {fmt::format("{}topology", prefix), "Topology and APIC IDs", fmt::to_string(out)};
 }
 

@@ -9,8 +9,9 @@
 #       (tools/linux_check.py); keep the console and report as
 #       OUT/NAME.{console,json}. KERNEL: vmlinuz (the bzImage, the default)
 #       or vmlinux (the same kernel uncompressed, booted by PVH)
-#   linux_boot.sh TOPOLAB OUT high-ram    boot with -m 16G (RAM above 4 GiB);
-#       the e820 map, Linux's present pages and MemTotal match -m
+#   linux_boot.sh TOPOLAB OUT high-ram    boot with -m 16G (RAM above 4 GiB)
+#       in two NUMA nodes; the e820 map, Linux's present pages and MemTotal
+#       match -m, and linux_check holds the nodes to topolab cpuid's
 #   linux_boot.sh TOPOLAB OUT same A B    the two boots gave the same bytes
 #   linux_boot.sh TOPOLAB OUT bad-input   one-line refusals of broken input
 #
@@ -52,7 +53,7 @@ case $mode in
       echo "FAIL: topolab exited with $status"; tail -20 "$out/$name.console"; cat "$out/$name.stderr"; exit 1
     fi
     grep -q "powered the machine off (ACPI S5" "$out/$name.stderr" || { echo "FAIL: no ACPI power-off"; cat "$out/$name.stderr"; exit 1; }
-    "$topolab" cpuid --smp $smp --cpu $cpu --format linux >"$out/$name.expected"
+    "$topolab" cpuid -m 512 --smp $smp --cpu $cpu --format linux >"$out/$name.expected"
     python3 "$top/tools/linux_check.py" --console "$out/$name.console" --expect "$out/$name.expected" \
       --report "$out/$name.json"
     ;;
@@ -70,15 +71,23 @@ case $mode in
       -o "$out/meminit.cpio"
     cat "$initrd" "$out/meminit.cpio" >"$out/high-ram-initramfs.cpio"
     status=0
-    "$topolab" run "$dir/vmlinux" --initrd "$out/high-ram-initramfs.cpio" -m 16G --smp $smp --cpu $cpu \
-      --append "$append rdinit=/topolab-meminit" --time-limit 30 >"$out/high-ram.console" 2>"$out/high-ram.stderr" ||
-      status=$?
+    # Two nodes, the first SRAT entry's node second (Linux numbers its
+    # nodes as they appear), the boundary between them above 4 GiB, a SLIT.
+    numa=(--smp 2,sockets=2 --cpu $cpu -m 16G --object memory-backend-ram,id=a,size=6G
+          --object memory-backend-ram,id=b,size=10G --numa node,memdev=a,cpus=1 --numa node,memdev=b,cpus=0
+          --numa dist,src=0,dst=1,val=31)
+    "$topolab" run "$dir/vmlinux" --initrd "$out/high-ram-initramfs.cpio" "${numa[@]}" \
+      --append "$append rdinit=/topolab-meminit" --time-limit 30 --report json --report-file "$out/high-ram.json" \
+      >"$out/high-ram.console" 2>"$out/high-ram.stderr" || status=$?
     if [ "$status" != 0 ]; then
       echo "FAIL: topolab exited with $status"; tail -20 "$out/high-ram.console"; cat "$out/high-ram.stderr"; exit 1
     fi
     grep -q "powered the machine off (ACPI S5" "$out/high-ram.stderr" || { echo "FAIL: no ACPI power-off"; exit 1; }
     grep -q "^topolab-init: done" "$out/high-ram.console" || { echo "FAIL: /init did not finish"; exit 1; }
     python3 "$top/tests/linux_memory_check.py" "$out/high-ram.console" 16384
+    "$topolab" cpuid "${numa[@]}" --format linux >"$out/high-ram.expected"
+    python3 "$top/tools/linux_check.py" --console "$out/high-ram.console" --expect "$out/high-ram.expected" \
+      --report "$out/high-ram.json"
     ;;
   same)
     for ext in console json; do

@@ -12,6 +12,14 @@ kernel's), EXPECTED what `topolab cpuid --format linux` predicts for the same
   cache's level, type and shared_cpu_list) equals the guest's, and the
   guest's physical_package_id, die_id and core_id split the CPUs into the
   same packages, dies and cores as the predicted lists;
+- NUMA: the guest has exactly the predicted nodes, each with the predicted
+  cpulist and distance row, and a MemTotal no larger than the memory the
+  SRAT gives the node and at least half of it (the kernel's own
+  reservations come out of MemTotal; a memoryless node has 0); with more
+  than one node, every CPU's scheduler domains end in a NUMA level that
+  spans every online CPU, and with one node there is no NUMA level; Linux
+  finds the SRAT it was given and takes the SLIT unless topolab predicts it
+  rejects it (then it must say so);
 - the kernel said nothing about a broken topology ("BUG: arch topology
   borken", "[Firmware Bug]", a "mismatch" from smpboot), about clocks going
   back between CPUs (a TSC warp) or about an MSR access the machine
@@ -34,7 +42,8 @@ COMPLAINTS = [
     re.compile(r"BUG: arch topology borken"),
     re.compile(r"\[Firmware Bug\]"),
     re.compile(r"smpboot: .*mismatch", re.I),
-    re.compile(r"sched: CPU #\d+'s llc-sibling CPU #\d+ is not on the same node"),
+    # NUMA tables Linux refused (docs/numa.md).
+    re.compile(r"SRAT: .*ignored|SRAT not used"),
     # Clocks that go back between vCPUs (emu/guest_clock.h) show up here.
     # ("TSCs unsynchronized" is different: Linux's rule for a CPU without an
     # invariant TSC, AMD's here, as under QEMU.)
@@ -42,6 +51,75 @@ COMPLAINTS = [
     # An MSR or register bit the machine refused where hardware takes it.
     re.compile(r"unchecked MSR access error"),
 ]
+
+
+SIBLING = re.compile(r"sched: CPU #\d+'s (\S+)-sibling CPU #\d+ is not on the same node")
+
+
+def numa_complaints(expect_lines):
+    """What the prediction's topolab-numa line says Linux must not print,
+    must print, and which sibling complaints it may print (Linux prints the
+    first only: one WARN_ONCE): ([complaints], [expected], {siblings})."""
+    for line in expect_lines:
+        if line.startswith("topolab-numa "):
+            _, kv = fields(line)
+            complaints, expected = [], []
+            if kv.get("srat") == "yes":
+                complaints.append(re.compile(r"No NUMA configuration found"))
+            slit = re.compile(r"SLIT table looks invalid")
+            (expected if kv.get("slit") == "rejected" else complaints).append(slit)
+            siblings = set(kv.get("complaints", "none").split(",")) - {"none"}
+            return complaints, expected, siblings
+    return [], [], set()
+
+
+def nodes(lines):
+    """The topolab-node lines: {'node0': {'cpulist': ..., ...}}."""
+    out = {}
+    for line in lines:
+        if line.startswith("topolab-node "):
+            key, kv = fields(line)
+            out[key] = kv
+    return out
+
+
+def check_nodes(guest, expected, findings):
+    if set(guest) != set(expected):
+        findings.append(f"numa: the guest has nodes {sorted(guest)}, topolab cpuid says {sorted(expected)}")
+    for name, want in expected.items():
+        got = guest.get(name)
+        if got is None:
+            continue
+        for k in ("cpulist", "distance"):
+            if got.get(k) != want.get(k):
+                findings.append(f"numa: {name} {k}: the guest says {got.get(k)}, topolab cpuid says {want.get(k)}")
+        size, total = int(want.get("memory_kb", "0")), got.get("memtotal_kb", "")
+        if not total.isdigit() or not (size // 2 <= int(total) <= size):
+            findings.append(f"numa: {name} MemTotal {total or '?'} kB is not within [{size // 2}, {size}] kB "
+                            "(half of the node's SRAT memory, all of it)")
+
+
+def check_numa_domains(lines, expected_nodes, findings):
+    """The NUMA level of the scheduler domains (topolab-sched-domain lines)."""
+    online = set()
+    for kv in expected_nodes.values():
+        online |= parse_cpu_list(kv.get("cpulist", ""))
+    mask = sum(1 << c for c in online)
+    domains = {}
+    for line in lines:
+        if line.startswith("topolab-sched-domain cpu"):
+            words = line.split()
+            kv = dict(w.split("=", 1) for w in words[1:] if "=" in w)
+            domains.setdefault(int(words[1][3:]), []).append((kv.get("name"), kv.get("span_map", "")))
+    if not domains:
+        return
+    for cpu, levels in sorted(domains.items()):
+        numa = [span for name, span in levels if name == "NUMA"]
+        if len(expected_nodes) > 1 and (not numa or int(numa[-1].replace(",", ""), 16) != mask):
+            findings.append(f"numa: CPU{cpu}'s domains are {[n for n, _ in levels]}, "
+                            f"expected a NUMA level spanning {mask:x} last")
+        elif len(expected_nodes) == 1 and numa:
+            findings.append(f"numa: CPU{cpu} has a NUMA domain on a machine with one node")
 
 
 def fields(line):
@@ -177,19 +255,41 @@ def main(argv=None):
                    "documented difference of another machine (QEMU 7.2's private L1: docs/deviations.md)")
     args = p.parse_args(argv)
     lines = read_lines(args.console)
+    expect_lines = read_lines(args.expect)
+    numa_bad, numa_expected, siblings = numa_complaints(expect_lines)
     findings = []
+    sibling_seen = False
     for line in lines:
-        if any(c.search(line) for c in COMPLAINTS):
+        m = SIBLING.search(line)
+        if m:
+            # Predicted (a node cut through a core or an LLC: docs/numa.md) or a finding.
+            sibling_seen = True
+            if m.group(1) not in siblings:
+                findings.append(f"kernel: {line.strip()}")
+            continue
+        if any(e.search(line) for e in numa_expected):
+            continue
+        if any(c.search(line) for c in COMPLAINTS + numa_bad):
             findings.append(f"kernel: {line.strip()}")
         if "Kernel panic - not syncing" in line:
             findings.append(f"kernel: {line.strip()}")
     if not any(line.startswith("topolab-topology-begin") for line in lines):
         findings.append("init: the guest never printed its topology (did it reach /init?)")
-    guest, expected = view(lines), view(read_lines(args.expect))
+    if siblings and not sibling_seen:
+        findings.append(f"kernel: never said a {'/'.join(sorted(siblings))}-sibling is on another node, "
+                        "as topolab cpuid predicts")
+    for pattern in numa_expected:
+        if not any(pattern.search(line) for line in lines):
+            findings.append(f"kernel: never said '{pattern.pattern}', as topolab cpuid predicts")
+    guest, expected = view(lines), view(expect_lines)
     if not expected:
         findings.append(f"{args.expect}: no predicted lines")
     check_topology(guest, expected, findings, re.compile(args.ignore) if args.ignore else None)
-    checked = f"{len(expected)} topology and cache lines"
+    expected_nodes = nodes(expect_lines)
+    check_nodes(nodes(lines), expected_nodes, findings)
+    if expected_nodes:
+        check_numa_domains(lines, expected_nodes, findings)
+    checked = f"{len(expected)} topology and cache lines, {len(expected_nodes)} nodes"
     if args.report:
         with open(args.report, encoding="utf-8") as f:
             rows = check_ipis(lines, json.load(f), findings)

@@ -18,7 +18,7 @@
 #   topolab-cpuinfo cpu0 apicid=0 initial_apicid=0 physical_id=0 core_id=0 siblings=2 cpu_cores=2
 #   topolab-topology cpu0 core_cpus=... core_cpus_list=0 ... (every file in topology/)
 #   topolab-cache cpu0 index0 level=1 type=Data shared_cpu_list=0 ... (every file)
-#   topolab-node node0 cpulist=0-1 distance=10
+#   topolab-node node0 cpulist=0-1 distance=10 memtotal_kb=N
 #   topolab-sched-domain cpu0 domain0 name=MC flags=SD_...|SD_... span_map=3 ...
 #     (span_map: a hex CPU mask; "topolab-sched-domains none" if there are none)
 #   topolab-topology-end
@@ -125,7 +125,8 @@ print_topology() {
   done
   for n in $(numbered /sys/devices/system/node node); do
     node=/sys/devices/system/node/node$n
-    echo "topolab-node node$n cpulist=$(value $node/cpulist) distance=$(value $node/distance)"
+    echo "topolab-node node$n cpulist=$(value $node/cpulist) distance=$(value $node/distance)" \
+      "memtotal_kb=$(awk '/MemTotal/ { print $4 }' $node/meminfo)"
   done
   print_sched_domains
   echo "topolab-topology-end"
