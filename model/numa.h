@@ -59,6 +59,12 @@ class NumaConfig {
   std::string arg_;
 };
 
+// The nodes in the order the SRAT first names them (firmware/acpi.h): the
+// processor entries, every possible CPU in index order, then the memory
+// entries in node order. A node with neither CPUs nor memory is not there.
+// Linux numbers its nodes in this order (acpi_map_pxm_to_node).
+std::vector<unsigned> srat_node_order(const NumaConfig& numa, const Topology& topology);
+
 // The -numa and -object options of one command line, in the order given.
 // complete() checks and completes them as QEMU does once the machine's
 // topology and RAM size are known. Every error is a ConfigError with
