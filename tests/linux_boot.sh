@@ -9,9 +9,10 @@
 #       (tools/linux_check.py); keep the console and report as
 #       OUT/NAME.{console,json}. KERNEL: vmlinuz (the bzImage, the default)
 #       or vmlinux (the same kernel uncompressed, booted by PVH)
-#   linux_boot.sh TOPOLAB OUT high-ram    boot with -m 16G (RAM above 4 GiB)
-#       in two NUMA nodes; the e820 map, Linux's present pages and MemTotal
-#       match -m, and linux_check holds the nodes to topolab cpuid's
+#   linux_boot.sh TOPOLAB OUT high-ram    boot the bzImage by the boot
+#       protocol with -m 16G (RAM above 4 GiB) in two NUMA nodes; the e820
+#       map, Linux's present pages and MemTotal match -m, and linux_check
+#       holds the topology, the nodes and the IPIs to topolab's
 #   linux_boot.sh TOPOLAB OUT same A B    the two boots gave the same bytes
 #   linux_boot.sh TOPOLAB OUT bad-input   one-line refusals of broken input
 #
@@ -76,7 +77,7 @@ case $mode in
     numa=(--smp 2,sockets=2 --cpu $cpu -m 16G --object memory-backend-ram,id=a,size=6G
           --object memory-backend-ram,id=b,size=10G --numa node,memdev=a,cpus=1 --numa node,memdev=b,cpus=0
           --numa dist,src=0,dst=1,val=31)
-    "$topolab" run "$dir/vmlinux" --initrd "$out/high-ram-initramfs.cpio" "${numa[@]}" \
+    "$topolab" run "$dir/vmlinuz" --initrd "$out/high-ram-initramfs.cpio" "${numa[@]}" \
       --append "$append rdinit=/topolab-meminit" --time-limit 30 --report json --report-file "$out/high-ram.json" \
       >"$out/high-ram.console" 2>"$out/high-ram.stderr" || status=$?
     if [ "$status" != 0 ]; then
