@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -42,7 +43,7 @@ CLI::App* add_check_command(CLI::App& app, CheckOptions& o) {
       "check", "lint a topology: decode its CPUID as Linux 6.x, Linux 4.x, hwloc and edk2 do, and report every "
                "disagreement and known-bad pattern (exit 1 with findings)");
   add_machine_options(cmd, o.spec);
-  for (const char* name : {"--smp", "--cpu", "--machine"})
+  for (const char* name : {"--smp", "--cpu", "--machine", "-m", "--numa", "--object"})
     cmd->get_option(name)->each([&o](const std::string&) { o.spec_given = true; });
   cmd->add_option("--dump", o.dump, "lint a `cpuid -r` dump instead (one \"CPU N:\" block per CPU)");
   cmd->add_option("--consumer", o.consumer, "linux-6.x, linux-4.x, hwloc, edk2 or all")->capture_default_str();
@@ -53,13 +54,15 @@ CLI::App* add_check_command(CLI::App& app, CheckOptions& o) {
 CheckResult check_topology(const CheckOptions& o) {
   std::vector<Consumer> consumers = consumers_of(o.consumer);
   RawCpuid raw;
+  std::optional<ParsedMachine> machine;  // its NUMA nodes join the lint; a dump has none
   if (!o.dump.empty()) {
-    if (o.spec_given) throw ConfigError("check: --dump reads a dump; it takes no -smp, -cpu or -machine");
+    if (o.spec_given) throw ConfigError("check: --dump reads a dump; it takes no -smp, -cpu, -machine, -m, -numa or -object");
     raw = parse_cpuid_raw_dump(read_file_text(o.dump), o.dump);
   } else {
-    raw = raw_cpuid_of(parse_machine_and_warn(o.spec).cpuid_model(), o.spec.label());
+    machine = parse_machine_and_warn(o.spec);
+    raw = raw_cpuid_of(machine->cpuid_model(), o.spec.label());
   }
-  LintInput in = decode_for_lint(raw, consumers);
+  LintInput in = decode_for_lint(raw, consumers, machine ? &machine->numa : nullptr);
   std::vector<Finding> findings = lint_topology(in);
   return {o.json ? format_check_json(in, findings) : format_check_text(in, findings), !findings.empty()};
 }

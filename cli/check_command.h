@@ -12,7 +12,7 @@
 namespace topolab::cli {
 
 struct CheckOptions {
-  MachineSpec spec;            // a topolab machine (-smp, -cpu, -machine) ...
+  MachineSpec spec;            // a topolab machine (-smp, -cpu, -machine, -m, -numa, -object) ...
   bool spec_given = false;     // ... when any of them was given
   std::string dump;            // ... or a `cpuid -r` dump
   std::string consumer = "all";

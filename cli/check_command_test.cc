@@ -4,6 +4,7 @@
 // (they once dropped it, and smp-cache with it).
 #include "cli/check_command.h"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -45,6 +46,32 @@ TEST(Check, ADumpTakesNoMachineOptions) {
   o.spec.machine = kL3PerCore;
   o.spec_given = true;
   EXPECT_THROW(check_topology(o), ConfigError);
+}
+
+// The NUMA nodes of the machine reach the lint (its NUMA patterns) and the
+// report; a dump has none, and takes no -m, -numa or -object.
+TEST(Check, NumaNodesReachTheLint) {
+  CheckOptions o;
+  o.spec = {"4", "qemu64", ""};
+  o.spec.memory = "512M";
+  o.spec.objects = {"memory-backend-ram,id=a,size=256M", "memory-backend-ram,id=b,size=256M"};
+  o.spec.numa = {"node,memdev=a,cpus=0-1", "node,memdev=b,cpus=2-3"};
+  o.spec_given = true;
+  const CheckResult r = check_topology(o);
+  EXPECT_TRUE(r.findings);
+  EXPECT_NE(r.text.find("[llc-across-nodes]"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("numa       2 nodes: 0-1 256 MiB | 2-3 256 MiB"), std::string::npos) << r.text;
+}
+
+TEST(Check, NumaOptionsMarkTheMachineGiven) {
+  for (const char* option : {"-m 1G", "--numa node", "--object memory-backend-ram,id=a,size=1G"}) {
+    CLI::App app;
+    CheckOptions o;
+    add_check_command(app, o);
+    app.parse(fmt::format("check --dump d.txt {}", option), false);
+    EXPECT_TRUE(o.spec_given) << option;
+    EXPECT_THROW(check_topology(o), ConfigError) << option;
+  }
 }
 
 }  // namespace

@@ -16,6 +16,7 @@ std::string format_check_text(const LintInput& in, const std::vector<Finding>& f
     appendf(out, "  {:<10} {}\n", "", summarize_caches(v));
     for (const auto& m : v.messages) appendf(out, "  {:<10} prints: {}\n", "", m);
   }
+  if (in.numa && in.numa->enabled()) appendf(out, "  {:<10} {}\n", "numa", summarize_numa(*in.numa, in.raw->cpus.size()));
   for (size_t i = 0; i < findings.size(); ++i) {
     const Finding& f = findings[i];
     appendf(out, "\nfinding {} [{}]: {}\n", i + 1, f.id, f.title);
@@ -46,6 +47,7 @@ std::string format_check_json(const LintInput& in, const std::vector<Finding>& f
     consumers.push_back(std::move(c));
   }
   doc["consumers"] = std::move(consumers);
+  if (in.numa && in.numa->enabled()) doc["numa"] = summarize_numa(*in.numa, in.raw->cpus.size());
   ordered_json list = ordered_json::array();
   for (const auto& f : findings) {
     ordered_json j;

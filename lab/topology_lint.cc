@@ -24,21 +24,6 @@ size_t widest(const CpuGroups& groups) {
   return w;
 }
 
-// Groups whose CPUs fall in more than one group of `outer`.
-std::vector<const std::vector<unsigned>*> groups_spanning(const CpuGroups& inner, const std::vector<uint64_t>& outer_keys) {
-  std::vector<const std::vector<unsigned>*> out;
-  for (const auto& g : inner) {
-    std::set<uint64_t> parents;
-    for (unsigned cpu : g) parents.insert(outer_keys[cpu]);
-    if (parents.size() > 1) out.push_back(&g);
-  }
-  return out;
-}
-
-// Whether a consumer's view can express dies and modules at all: only a
-// walk of leaf 0x1F names them (Linux 4.x and leaf 0xB fold them away).
-bool sees_dies(const ConsumerView& v) { return v.topology_source.starts_with("leaf 0x1F"); }
-
 std::string level_summary(const ConsumerView& v, Level l) {
   CpuGroups g = v.groups(l);
   return fmt::format("{} {}{}: {}", g.size(), level_name(l), g.size() == 1 ? "" : "s", format_groups(g));
@@ -155,6 +140,18 @@ void compare_with_intended(const LintInput& in, std::vector<Finding>& out) {
 
 }  // namespace
 
+std::vector<const std::vector<unsigned>*> groups_spanning(const CpuGroups& inner, const std::vector<uint64_t>& outer_keys) {
+  std::vector<const std::vector<unsigned>*> out;
+  for (const auto& g : inner) {
+    std::set<uint64_t> parents;
+    for (unsigned cpu : g) parents.insert(outer_keys[cpu]);
+    if (parents.size() > 1) out.push_back(&g);
+  }
+  return out;
+}
+
+bool sees_dies(const ConsumerView& v) { return v.topology_source.starts_with("leaf 0x1F"); }
+
 std::string format_groups(const CpuGroups& groups, size_t max_groups) {
   std::string out;
   for (size_t i = 0; i < groups.size() && i < max_groups; ++i) out += (i ? " | " : "") + format_cpu_list(groups[i]);
@@ -236,9 +233,10 @@ std::vector<uint64_t> group_keys_of(const CpuGroups& groups, size_t cpus) {
   return keys;
 }
 
-LintInput decode_for_lint(const RawCpuid& raw, const std::vector<Consumer>& consumers) {
+LintInput decode_for_lint(const RawCpuid& raw, const std::vector<Consumer>& consumers, const NumaConfig* numa) {
   LintInput in;
   in.raw = &raw;
+  in.numa = numa;
   std::vector<Consumer> list = consumers;
   if (list.empty()) list.assign(std::begin(kConsumers), std::end(kConsumers));
   for (Consumer c : list) in.views.push_back(decode_as(c, raw));
@@ -253,6 +251,7 @@ std::vector<Finding> lint_topology(const LintInput& in) {
   check_apic_id_patterns(in, out);
   check_count_fields(in, out);
   check_hybrid(in, out);
+  check_numa_patterns(in, out);
   return out;
 }
 

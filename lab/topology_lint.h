@@ -4,7 +4,8 @@
 // between the consumers and every known-bad pattern VMMs keep shipping.
 // Each finding names the leaves, what each consumer infers, the symptom in
 // that consumer and where the pattern was seen in the wild. Pure: the
-// formatting lives in lab/check_report.h.
+// formatting lives in lab/check_report.h. A topolab machine's NUMA nodes
+// (its -numa options) join the input; a dump has none.
 #pragma once
 
 #include <string>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "lab/consumer_views.h"
+#include "model/numa.h"
 
 namespace topolab {
 
@@ -37,10 +39,14 @@ inline Finding new_finding(std::string id, std::string title, std::vector<std::s
 struct LintInput {
   const RawCpuid* raw = nullptr;
   std::vector<ConsumerView> views;  // the consumers asked for, decoded
+  // The SRAT's nodes, CPU i being raw->cpus[i]: a topolab machine's -numa
+  // options; null for a dump (CPUID does not carry them).
+  const NumaConfig* numa = nullptr;
 };
 
-// Decodes `raw` for each of `consumers` (kConsumers when empty).
-LintInput decode_for_lint(const RawCpuid& raw, const std::vector<Consumer>& consumers);
+// Decodes `raw` for each of `consumers` (kConsumers when empty); `numa`
+// must outlive the result.
+LintInput decode_for_lint(const RawCpuid& raw, const std::vector<Consumer>& consumers, const NumaConfig* numa = nullptr);
 
 // Every finding, in a fixed order: disagreements first, then the patterns.
 std::vector<Finding> lint_topology(const LintInput& in);
@@ -53,8 +59,16 @@ std::string summarize_caches(const ConsumerView& v);
 std::vector<uint64_t> group_keys_of(const CpuGroups& groups, size_t cpus);
 // "0-1 | 2-3 | 4-5"
 std::string format_groups(const CpuGroups& groups, size_t max_groups = 8);
+// The groups of `inner` whose CPUs fall in more than one group of `outer`.
+std::vector<const std::vector<unsigned>*> groups_spanning(const CpuGroups& inner, const std::vector<uint64_t>& outer_keys);
+// Whether a consumer's view names dies at all: only a walk of leaf 0x1F
+// does (Linux 4.x and leaf 0xB fold them into the package).
+bool sees_dies(const ConsumerView& v);
+// "2 nodes: 0-3 512 MiB | 4-7 512 MiB; SLIT" (topology_lint_numa.cc).
+std::string summarize_numa(const NumaConfig& numa, size_t cpus);
 
-// ---- the checks, by family (topology_lint.cc, topology_lint_leaves.cc) -----
+// ---- the checks, by family (topology_lint.cc, topology_lint_leaves.cc,
+// topology_lint_fields.cc, topology_lint_numa.cc) ---------------------------
 
 void check_disagreements(const LintInput& in, std::vector<Finding>& out);
 void check_cache_patterns(const LintInput& in, std::vector<Finding>& out);
@@ -62,5 +76,7 @@ void check_amd_patterns(const LintInput& in, std::vector<Finding>& out);
 void check_apic_id_patterns(const LintInput& in, std::vector<Finding>& out);
 void check_count_fields(const LintInput& in, std::vector<Finding>& out);
 void check_hybrid(const LintInput& in, std::vector<Finding>& out);
+// Only with in.numa: the nodes against the CPUID groupings, and on their own.
+void check_numa_patterns(const LintInput& in, std::vector<Finding>& out);
 
 }  // namespace topolab

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "lab/topology_lint.h"
+#include "lab/topology_lint_test_util.h"
 
 #include <algorithm>
 #include <functional>
@@ -136,12 +137,7 @@ TEST(TopologyLint, EveryFindingNamesLeavesConsumersSymptomAndBugs) {
   });
   auto findings = lint_topology(decode_for_lint(raw, {}));
   ASSERT_GE(findings.size(), 3u);
-  for (const auto& f : findings) {
-    EXPECT_FALSE(f.leaves.empty()) << f.id;
-    EXPECT_FALSE(f.inferences.empty()) << f.id;
-    EXPECT_FALSE(f.symptom.empty()) << f.id;
-    EXPECT_FALSE(f.seen_in.empty()) << f.id;
-  }
+  expect_complete(findings);
 }
 
 }  // namespace
