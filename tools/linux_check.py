@@ -129,9 +129,33 @@ def fields(line):
     return key, dict(w.split("=", 1) for w in words[1:] if "=" in w)
 
 
+KMSG = re.compile(r"\[ *\d+\.\d{6}\] ")
+
+
 def read_lines(path):
+    """The console's lines, with /init's lines whole again: the kernel's
+    console messages (a clocksource switch on a big machine, say) can land
+    in the middle of a line /init is writing, and the rest of that line
+    follows the kernel's lines."""
     with open(path, encoding="utf-8", errors="replace") as f:
-        return [line.rstrip("\r\n").replace("\r", "") for line in f]
+        raw = [line.rstrip("\r\n").replace("\r", "") for line in f]
+    out, pending = [], None
+    for line in raw:
+        m = KMSG.search(line)
+        if pending is not None:
+            if m and m.start() == 0:
+                out.append(line)
+                continue
+            line, pending = pending + line, None
+            m = KMSG.search(line)
+        if line.startswith("topolab-") and m and m.start() > 0:
+            pending = line[:m.start()]
+            out.append(line[m.start():])
+            continue
+        out.append(line)
+    if pending is not None:
+        out.append(pending)
+    return out
 
 
 def view(lines):
