@@ -165,7 +165,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   for (unsigned cpu = 0; cpu < topology.max_cpus(); ++cpu) FUZZ_CHECK(seen[cpu] == 1, "CPU {} in {} nodes", cpu, seen[cpu]);
   FUZZ_CHECK(memory == ram_bytes, "nodes' memory {:#x}, RAM {:#x}", memory, ram_bytes);
-  const std::vector<unsigned> order = srat_node_order(numa, topology);
+  const std::vector<unsigned> order = srat_node_order(numa);
   std::vector<unsigned> named(numa.node_count(), 0);
   for (unsigned n : order) ++named[n];
   for (unsigned n = 0; n < numa.node_count(); ++n)

@@ -66,7 +66,7 @@ LinuxNumaView linux_numa_view(const NumaConfig& numa, const Topology& topology, 
   view.srat = true;
   view.slit = numa.has_distance_table();
   std::vector<int> linux_of(numa.node_count(), -1);
-  for (unsigned proximity : srat_node_order(numa, topology)) {
+  for (unsigned proximity : srat_node_order(numa)) {
     linux_of[proximity] = static_cast<int>(view.nodes.size());
     LinuxNode node;
     node.node = static_cast<unsigned>(view.nodes.size());

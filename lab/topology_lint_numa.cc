@@ -37,6 +37,16 @@ constexpr const char* kSeenLlcAcrossNodes =
     "sharing count makes one L3 over all packages); QEMU gitlab #2270; oxidecomputer/propolis #921 (an SMT "
     "panic: every thread one core) and #940 (vCPU-many sockets)";
 
+// Linux's node numbers (the SRAT's order, model/numa.h), which its
+// messages print.
+std::vector<uint64_t> linux_node_numbers(const NumaConfig& numa, const std::vector<uint64_t>& nodes) {
+  std::vector<uint64_t> linux_of(numa.node_count(), 0), out;
+  const std::vector<unsigned> order = srat_node_order(numa);
+  for (unsigned i = 0; i < order.size(); ++i) linux_of[order[i]] = i;
+  for (uint64_t n : nodes) out.push_back(n < linux_of.size() ? linux_of[n] : n);
+  return out;
+}
+
 std::vector<uint64_t> node_keys(const NumaConfig& numa, size_t cpus) {
   std::vector<uint64_t> keys(cpus);
   for (unsigned cpu = 0; cpu < cpus; ++cpu) keys[cpu] = numa.node_of_cpu(cpu);
@@ -75,7 +85,7 @@ std::string hwloc_nesting(const std::vector<const std::vector<unsigned>*>& group
 
 // The first warning topology_sane() prints (WARN_ONCE): CPUs come up in
 // index order, each compared with those already up, lowest first; an
-// `exempt` pair is passed over silently.
+// `exempt` pair is passed over silently. `nodes` in Linux's numbers.
 std::string topology_sane_warning(const std::vector<uint64_t>& keys, const std::vector<uint64_t>& nodes, const char* what,
                                   const std::function<bool(unsigned, unsigned)>& exempt) {
   for (unsigned c = 0; c < keys.size(); ++c)
@@ -135,7 +145,7 @@ void check_llc_across_nodes(const LintInput& in, const std::vector<uint64_t>& no
     if (is_linux(v.consumer) && llc_spans) {
       const std::vector<uint64_t>& pkg = v.keys[static_cast<size_t>(Level::Package)];
       bool snc = intel_snc && v.consumer == Consumer::Linux6;
-      std::string w = topology_sane_warning(group_keys_of(v.llc, nodes.size()), nodes, "llc",
+      std::string w = topology_sane_warning(group_keys_of(v.llc, nodes.size()), linux_node_numbers(*in.numa, nodes), "llc",
                                             [&](unsigned c, unsigned o) { return snc && pkg[c] == pkg[o]; });
       if (!w.empty()) parts.push_back("prints \"" + w + "\"; the LLC mask is cut at the node"), warnings[v.consumer] = w;
       else if (snc) parts.push_back("no warning: an Intel package's LLC over nodes is taken for SNC and split at the node "
@@ -172,7 +182,8 @@ void check_smt_across_nodes(const LintInput& in, const std::vector<uint64_t>& no
     if (over.empty()) continue;
     std::string text = fmt::format("core {}", spanning_text(over, nodes));
     if (is_linux(v.consumer)) {
-      std::string w = topology_sane_warning(v.keys[static_cast<size_t>(Level::Core)], nodes, "smt",
+      std::string w = topology_sane_warning(v.keys[static_cast<size_t>(Level::Core)], linux_node_numbers(*in.numa, nodes),
+                                            "smt",
                                             [](unsigned, unsigned) { return false; });
       if (warning.empty()) warning = w;
       text += fmt::format("; prints \"{}\"; the SMT mask is cut at the node", w);

@@ -16,7 +16,7 @@ uint8_t NumaConfig::distance(unsigned from, unsigned to) const {
   return from == to ? kNumaDistanceLocal : kNumaDistanceRemote;
 }
 
-std::vector<unsigned> srat_node_order(const NumaConfig& numa, const Topology& topology) {
+std::vector<unsigned> srat_node_order(const NumaConfig& numa) {
   std::vector<unsigned> order;
   std::vector<bool> named(numa.node_count(), false);
   const auto appear = [&](unsigned node) {
@@ -24,7 +24,7 @@ std::vector<unsigned> srat_node_order(const NumaConfig& numa, const Topology& to
     named[node] = true;
     order.push_back(node);
   };
-  for (unsigned cpu = 0; cpu < topology.max_cpus(); ++cpu) appear(numa.node_of_cpu(cpu));
+  for (unsigned cpu = 0; cpu < numa.possible_cpus(); ++cpu) appear(numa.node_of_cpu(cpu));
   for (unsigned n = 0; n < numa.node_count(); ++n)
     if (numa.nodes()[n].memory_bytes) appear(n);
   return order;

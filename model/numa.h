@@ -39,6 +39,8 @@ class NumaConfig {
   const std::vector<NumaNode>& nodes() const { return nodes_; }
   // The node of every possible CPU (0 without NUMA).
   unsigned node_of_cpu(unsigned index) const { return index < node_of_cpu_.size() ? node_of_cpu_[index] : 0; }
+  // The CPUs node_of_cpu() knows: every possible one (maxcpus) with NUMA.
+  unsigned possible_cpus() const { return static_cast<unsigned>(node_of_cpu_.size()); }
   // -numa dist given: the guest gets a SLIT. Otherwise distance() is what
   // a guest assumes without one (10 local, 20 remote).
   bool has_distance_table() const { return !distance_.empty(); }
@@ -63,7 +65,7 @@ class NumaConfig {
 // processor entries, every possible CPU in index order, then the memory
 // entries in node order. A node with neither CPUs nor memory is not there.
 // Linux numbers its nodes in this order (acpi_map_pxm_to_node).
-std::vector<unsigned> srat_node_order(const NumaConfig& numa, const Topology& topology);
+std::vector<unsigned> srat_node_order(const NumaConfig& numa);
 
 // The -numa and -object options of one command line, in the order given.
 // complete() checks and completes them as QEMU does once the machine's

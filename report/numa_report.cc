@@ -26,7 +26,7 @@ std::string memory_text(uint64_t bytes) {
 
 std::vector<NumaRow> numa_rows(const NumaConfig& numa, const Topology& topology) {
   // Linux numbers the nodes in the SRAT's order.
-  const std::vector<unsigned> order = srat_node_order(numa, topology);
+  const std::vector<unsigned> order = srat_node_order(numa);
   std::vector<std::optional<unsigned>> linux(numa.node_count());
   for (unsigned i = 0; i < order.size(); ++i) linux[order[i]] = i;
   std::vector<NumaRow> rows;
