@@ -375,7 +375,7 @@ void NumaCompletion::hmat_lb(const OptionText& o, const std::vector<Property>& p
   const uint8_t hierarchy = f.choice("hierarchy", {"memory", "first-level", "second-level", "third-level"});
   const uint8_t data_type = f.choice("data-type", {"access-latency", "read-latency", "write-latency",
                                                    "access-bandwidth", "read-bandwidth", "write-bandwidth"});
-  const std::optional<uint64_t> latency = f.number("latency", "uint64", UINT64_MAX, false);
+  const std::optional<uint64_t> latency = f.number("latency", "a uint64 value", UINT64_MAX, false);
   const std::optional<uint64_t> bandwidth = f.size("bandwidth", false);
   f.check_all_taken();
   if (!hmat_) o.fail(kHmatDisabled);

@@ -130,6 +130,8 @@ compare refuse "${HN[@]}" -numa $BW,initiator=0,target=0,bandwidth=1M -numa $BW,
 compare refuse "${HN[@]}" -numa $LB,data-type=fastest,initiator=0,target=0,latency=1
 compare refuse "${HN[@]}" -numa hmat-lb,initiator=0,target=0,hierarchy=fourth-level,data-type=read-latency,latency=1
 compare refuse "${HN[@]}" -numa $LAT,target=0,latency=1
+compare refuse "${HN[@]}" -numa $LAT,initiator=0,target=0,latency=soon
+compare refuse "${HN[@]}" -numa $BW,initiator=0,target=0,bandwidth=lots
 compare refuse "${HN[@]}" -numa $LAT,initiator=0,target=0,latency=1,speed=3
 compare refuse "${HN[@]}" -numa hmat-cache,node-id=0,$L1
 compare refuse "${HN[@]}" "${LBS[@]}" -numa hmat-cache,node-id=2,$L1
