@@ -27,7 +27,8 @@ void add_machine_options(CLI::App* app, MachineSpec& spec) {
                   "[,x-force-cpuid-0x1f=on]")
       ->capture_default_str();
   app->add_option("--machine", spec.machine,
-                  "QEMU -machine: [pc|q35,]smp-cache.N.cache=l1d|l1i|l2|l3,smp-cache.N.topology=core|module|die|socket");
+                  "QEMU -machine: [pc|q35,]smp-cache.N.cache=l1d|l1i|l2|l3,smp-cache.N.topology=core|module|die|socket,"
+                  "hmat=on|off");
   // QEMU's spelling (model/qemu_options.h): MiB, or K, M, G, T; how much
   // the machine can have is the board's check (-cpu's phys-bits).
   app->add_option("-m", spec.memory,
@@ -35,7 +36,7 @@ void add_machine_options(CLI::App* app, MachineSpec& spec) {
       ->default_str(std::to_string(kDefaultRamMib));
   app->add_option("--numa", spec.numa,
                   "QEMU -numa, once per option: node[,nodeid=N][,cpus=A[-B]]...[,memdev=ID] | dist,src=,dst=,val= | "
-                  "cpu,node-id=N[,socket-id=,die-id=,core-id=,thread-id=] (docs/numa.md)")
+                  "cpu,node-id=N[,socket-id=,die-id=,core-id=,thread-id=] | hmat-lb,... | hmat-cache,... (docs/numa.md)")
       ->allow_extra_args(false);
   app->add_option("--object", spec.objects, "QEMU -object, once per object: memory-backend-ram,id=ID,size=SIZE")
       ->allow_extra_args(false);

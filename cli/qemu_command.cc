@@ -194,10 +194,11 @@ void Parser::gdb(const std::string& value) {
   cmd_.gdb = value;
 }
 
-// -machine [TYPE,]prop=value,...: the type, accel=, pit=, smp-cache.*, and
-// properties that only matter for what topolab does not have.
+// -machine [TYPE,]prop=value,...: the type, accel=, pit=, smp-cache.* and
+// hmat= (which the MachineSpec's parse_machine reads), and properties that
+// only matter for what topolab does not have.
 void Parser::machine(const std::string& value, const std::string& spelled) {
-  std::vector<std::string> smp_cache;
+  std::vector<std::string> for_spec;
   bool first = true;
   for (const std::string& item : split_qemu_properties(value)) {
     const QemuProperty p = split_qemu_property(item);
@@ -225,8 +226,8 @@ void Parser::machine(const std::string& value, const std::string& spelled) {
       const std::optional<bool> on = parse_qemu_bool(p.value);
       if (!on) throw ConfigError(fmt::format("{} {}: pit={}: expected on or off", spelled, value, p.value));
       cmd_.devices.set(PlatformDevice::Pit, *on);
-    } else if (p.name.starts_with("smp-cache.")) {
-      smp_cache.push_back(item);
+    } else if (p.name.starts_with("smp-cache.") || p.name == "hmat") {
+      for_spec.push_back(item);
     } else if (p.name == "kernel-irqchip" || p.name == "kernel_irqchip" || p.name == "vmport" || p.name == "hpet" ||
                p.name == "usb" || p.name == "graphics" || p.name == "dump-guest-core" || p.name == "mem-merge" ||
                p.name == "sata" || p.name == "smbus" || p.name == "suppress-vmdesc") {
@@ -239,9 +240,9 @@ void Parser::machine(const std::string& value, const std::string& spelled) {
       throw ConfigError(fmt::format("{} {}: property '{}' is not one of this machine's", spelled, value, p.name));
     }
   }
-  if (!smp_cache.empty()) {
+  if (!for_spec.empty()) {
     std::string joined;
-    for (const std::string& s : smp_cache) joined += (joined.empty() ? "" : ",") + s;
+    for (const std::string& s : for_spec) joined += (joined.empty() ? "" : ",") + s;
     cmd_.machine.machine = cmd_.machine.machine.empty() ? joined : cmd_.machine.machine + "," + joined;
   }
 }
@@ -360,7 +361,7 @@ std::string qemu_help_text(const std::string& topolab_version, const std::string
          "-initrd FILE[ ARGS][,FILE...]  Multiboot modules\n"
          "-append TEXT      the kernel command line\n"
          "-smp, -cpu, -m    as QEMU's (-cpu help lists the models)\n"
-         "-machine [pc|q35][,accel=tcg][,pit=on|off][,smp-cache.N.*]\n"
+         "-machine [pc|q35][,accel=tcg][,pit=on|off][,smp-cache.N.*][,hmat=on|off]\n"
          "-accel tcg[,thread=single|multi]\n"
          "-device isa-debug-exit,iobase=0xf4,iosize=4 | pc-testdev | pci-testdev (-device help lists them)\n"
          "-serial stdio|file:PATH|none, -nodefaults, -nographic, -no-reboot\n"

@@ -99,6 +99,13 @@ TEST(QemuCommand, MachineProperties) {
   EXPECT_NE(refusal({"-kernel", "k", "-machine", "sparc"}).find("unsupported machine type"), std::string::npos);
 }
 
+// hmat= goes to the MachineSpec, which lets -numa hmat-lb/hmat-cache in.
+TEST(QemuCommand, MachineHmatReachesTheNumaNodes) {
+  const QemuCommand q = parse({"-kernel", "k", "-machine", "pc,hmat=on,smp-cache.0.cache=l3,smp-cache.0.topology=core"});
+  EXPECT_EQ(q.machine.machine, "hmat=on,smp-cache.0.cache=l3,smp-cache.0.topology=core");
+  EXPECT_TRUE(parse_machine(q.machine.machine).hmat);
+}
+
 TEST(QemuCommand, DevicesTopolabDoesNotEmulateAreRefusedByName) {
   EXPECT_NE(refusal({"-kernel", "k", "-device", "intel-iommu"}).find("topolab does not emulate intel-iommu"),
             std::string::npos);

@@ -115,6 +115,26 @@ constexpr uint64_t kLowMemoryEnd = 640 * 1024, kHighMemoryStart = 1024 * 1024;
 constexpr uint8_t kSlitRevision = 1;
 constexpr uint32_t kSlitEntries = kHeaderSize + 8;
 
+// HMAT (ACPI 6.3 §5.2.27), with -machine hmat=on, as QEMU 7.2 builds it
+// (hw/acpi/hmat.c): revision 2, a reserved u32, then the structures.
+constexpr uint8_t kHmatRevision = 2;
+constexpr uint32_t kHmatEntries = kHeaderSize + 4;
+// Memory Proximity Domain Attributes (§5.2.27.3): one per node. A node
+// with no initiator gets flags 0 and QEMU's MAX_NODES (128) in the field.
+constexpr uint16_t kHmatTypeProximity = 0;
+constexpr uint32_t kHmatProximityLength = 40;
+constexpr uint16_t kHmatInitiatorValid = 1u << 0;
+constexpr uint32_t kHmatNoInitiator = kMaxNumaNodes;
+// System Locality Latency and Bandwidth Information (§5.2.27.4): 32 bytes
+// to the entry base unit, then the initiator and target lists and the
+// 16-bit entries.
+constexpr uint16_t kHmatTypeLocality = 1;
+constexpr uint32_t kHmatLocalityHeader = 32;
+constexpr uint64_t kPsPerNs = 1000, kBytesPerMb = 1 << 20;
+// Memory Side Cache Information (§5.2.27.5), no SMBIOS handles.
+constexpr uint16_t kHmatTypeCache = 2;
+constexpr uint32_t kHmatCacheLength = 32;
+
 using memory_map::kAcpiPm1CntOffset;
 using memory_map::kAcpiPm1EvtOffset;
 using memory_map::kAcpiPmBase;
@@ -312,6 +332,84 @@ void put_slit(Image& img, uint32_t addr, const NumaConfig& numa) {
   seal(img, addr, length);
 }
 
+// QEMU's initiators: the nodes with CPUs, in node order.
+std::vector<uint32_t> hmat_initiators(const NumaConfig& numa) {
+  std::vector<uint32_t> list;
+  for (unsigned n = 0; n < numa.node_count(); ++n)
+    if (!numa.nodes()[n].cpus.empty()) list.push_back(n);
+  return list;
+}
+
+uint32_t hmat_locality_size(uint32_t initiators, uint32_t targets) {
+  return kHmatLocalityHeader + 4 * initiators + 4 * targets + 2 * initiators * targets;
+}
+
+uint32_t hmat_size(const NumaConfig& numa) {
+  const Hmat& hmat = numa.hmat();
+  const uint32_t initiators = static_cast<uint32_t>(hmat_initiators(numa).size());
+  return kHmatEntries + numa.node_count() * kHmatProximityLength +
+         static_cast<uint32_t>(hmat.localities.size()) * hmat_locality_size(initiators, numa.node_count()) +
+         static_cast<uint32_t>(hmat.caches.size()) * kHmatCacheLength;
+}
+
+void put_hmat(Image& img, uint32_t addr, const NumaConfig& numa) {
+  const Hmat& hmat = numa.hmat();
+  const uint32_t length = hmat_size(numa), nodes = numa.node_count();
+  put_header(img, addr, "HMAT", length, kHmatRevision);
+  uint32_t at = kHmatEntries + addr;
+  for (uint32_t n = 0; n < nodes; ++n) {
+    const std::optional<unsigned> initiator = hmat.initiator.at(n);
+    img.put<uint16_t>(at, kHmatTypeProximity);
+    img.put<uint32_t>(at + 4, kHmatProximityLength);
+    img.put<uint16_t>(at + 8, initiator ? kHmatInitiatorValid : 0);
+    img.put<uint32_t>(at + 12, initiator ? *initiator : kHmatNoInitiator);
+    img.put<uint32_t>(at + 16, n);  // the memory's domain; the rest is reserved
+    at += kHmatProximityLength;
+  }
+  const std::vector<uint32_t> initiators = hmat_initiators(numa);
+  const uint32_t s = static_cast<uint32_t>(initiators.size());
+  for (const HmatLocality& l : hmat.localities) {
+    img.put<uint16_t>(at, kHmatTypeLocality);
+    img.put<uint32_t>(at + 4, hmat_locality_size(s, nodes));
+    img.put<uint8_t>(at + 8, l.hierarchy);  // flags [3:0]: the memory hierarchy
+    img.put<uint8_t>(at + 9, l.data_type);
+    img.put<uint32_t>(at + 12, s);
+    img.put<uint32_t>(at + 16, nodes);  // every node is a target
+    // The entry base unit in ps or MB/s. QEMU computes it in 32 bits, so a
+    // latency base of 10^7 ns or more (and its "no latency" base,
+    // UINT64_MAX) wraps; kept, as the guest reads QEMU's number.
+    const uint32_t unit = static_cast<uint32_t>(l.is_latency() ? l.base * kPsPerNs : l.base / kBytesPerMb);
+    img.put<uint64_t>(at + 24, unit);
+    uint32_t list = at + kHmatLocalityHeader;
+    for (uint32_t i = 0; i < s; ++i) img.put<uint32_t>(list + 4 * i, initiators[i]);
+    list += 4 * s;
+    for (uint32_t t = 0; t < nodes; ++t) img.put<uint32_t>(list + 4 * t, t);
+    list += 4 * nodes;
+    // Entries not given stay 0 ("not provided"); a value is value / base,
+    // cut to 16 bits as QEMU does.
+    for (const HmatLocality::Entry& e : l.entries) {
+      const uint32_t row = static_cast<uint32_t>(
+          std::find(initiators.begin(), initiators.end(), e.initiator) - initiators.begin());
+      img.put<uint16_t>(list + 2 * (row * nodes + e.target), static_cast<uint16_t>(e.value / l.base));
+    }
+    at += hmat_locality_size(s, nodes);
+  }
+  std::vector<unsigned> levels(nodes, 0);
+  for (const HmatCache& c : hmat.caches) ++levels.at(c.node);
+  for (const HmatCache& c : hmat.caches) {
+    img.put<uint16_t>(at, kHmatTypeCache);
+    img.put<uint32_t>(at + 4, kHmatCacheLength);
+    img.put<uint32_t>(at + 8, c.node);
+    img.put<uint64_t>(at + 16, c.size);
+    // Cache attributes: total levels [3:0], this level [7:4],
+    // associativity [11:8], write policy [15:12], line size [31:16].
+    img.put<uint32_t>(at + 24, levels[c.node] | c.level << 4 | uint32_t{c.associativity} << 8 |
+                                   uint32_t{c.policy} << 12 | uint32_t{c.line} << 16);
+    at += kHmatCacheLength;  // then 2 reserved bytes and 0 SMBIOS handles
+  }
+  seal(img, addr, length);
+}
+
 // A system-I/O Generic Address Structure (§5.2.3.2).
 void put_io_gas(Image& img, uint32_t at, uint8_t bit_width, uint8_t access_size, uint16_t port) {
   img.put<uint8_t>(at, kGasSystemIo);
@@ -369,9 +467,11 @@ AcpiTables build_acpi_tables(GuestRam& ram, const Topology& topology, const Numa
   // QEMU's below_4g_mem_size: where the first RAM range ends.
   const uint64_t below_4g = ram.regions().front().end();
 
-  // The RSDT lists the FADT, the MADT, then with NUMA the SRAT and, with
-  // -numa dist, the SLIT (QEMU's order).
-  const uint32_t rsdt_entries = 2 + (numa.enabled() ? 1 : 0) + (numa.has_distance_table() ? 1 : 0);
+  // The RSDT lists the FADT, the MADT, then with NUMA the SRAT, with
+  // -numa dist the SLIT and with -machine hmat=on the HMAT (QEMU's order).
+  const bool hmat = numa.enabled() && numa.hmat_enabled();
+  const uint32_t rsdt_entries =
+      2 + (numa.enabled() ? 1 : 0) + (numa.has_distance_table() ? 1 : 0) + (hmat ? 1 : 0);
   AcpiTables t;
   t.rsdp = align_up(window.base, kRsdpAlignment);
   t.rsdt = align_up(t.rsdp + kRsdpSize, kTableAlignment);
@@ -390,6 +490,10 @@ AcpiTables build_acpi_tables(GuestRam& ram, const Topology& topology, const Numa
     t.slit = static_cast<uint32_t>(align_up(next, kTableAlignment));
     next = t.slit + slit_size(numa);
   }
+  if (hmat) {
+    t.hmat = static_cast<uint32_t>(align_up(next, kTableAlignment));
+    next = t.hmat + hmat_size(numa);
+  }
   t.facs = static_cast<uint32_t>(align_up(next, kFacsAlignment));
   uint64_t end = uint64_t{t.facs} + kFacsSize;
   if (end > window_end)
@@ -407,7 +511,7 @@ AcpiTables build_acpi_tables(GuestRam& ram, const Topology& topology, const Numa
 
   put_header(img, t.rsdt, "RSDT", rsdt_size, kRsdtRevision);
   uint32_t entry = t.rsdt + kHeaderSize;
-  for (uint32_t table : {t.fadt, t.madt, t.srat, t.slit})
+  for (uint32_t table : {t.fadt, t.madt, t.srat, t.slit, t.hmat})
     if (table != 0) {
       img.put<uint32_t>(entry, table);
       entry += 4;
@@ -424,6 +528,7 @@ AcpiTables build_acpi_tables(GuestRam& ram, const Topology& topology, const Numa
   put_madt(img, t.madt, madt_size(topology), topology);
   if (t.srat) put_srat(img, t.srat, static_cast<uint32_t>(srat_bytes), topology, numa, below_4g);
   if (t.slit) put_slit(img, t.slit, numa);
+  if (t.hmat) put_hmat(img, t.hmat, numa);
   put_facs(img, t.facs);
 
   auto out = ram.bytes(t.rsdp, img.bytes().size());

@@ -37,8 +37,14 @@
 //
 // - SRAT (§5.2.16) and SLIT (§5.2.17), with -numa only, as QEMU's pc
 //   builds them (firmware/acpi.cc says where QEMU's quirks are kept).
+// - HMAT (ACPI 6.3 §5.2.27), with -numa and -machine hmat=on, revision 2,
+//   after the SLIT as QEMU 7.2's: a Memory Proximity Domain Attributes
+//   structure per node, a System Locality Latency and Bandwidth
+//   Information structure per (hierarchy, data type) given by -numa
+//   hmat-lb, and a Memory Side Cache Information structure per -numa
+//   hmat-cache.
 //
-// Not provided: local APIC NMI entries (nothing raises LINT1), HMAT, HPET,
+// Not provided: local APIC NMI entries (nothing raises LINT1), HPET,
 // MCFG, MP tables.
 #pragma once
 
@@ -72,7 +78,7 @@ struct AcpiWindow {
 // Guest-physical addresses of what build_acpi_tables wrote.
 struct AcpiTables {
   uint32_t rsdp = 0, rsdt = 0, fadt = 0, dsdt = 0, madt = 0, facs = 0;
-  uint32_t srat = 0, slit = 0;  // 0: not built
+  uint32_t srat = 0, slit = 0, hmat = 0;  // 0: not built
   uint32_t end = 0;  // first byte past the last table
 };
 

@@ -317,8 +317,8 @@ SratView read_srat(const GuestRam& ram) {
 }
 
 NumaConfig numa_of(const std::string& smp, uint64_t ram_bytes, std::vector<std::string> numa,
-                   std::vector<std::string> objects) {
-  return NumaOptions(std::move(numa), std::move(objects)).complete(Topology::parse(smp), ram_bytes);
+                   std::vector<std::string> objects, bool hmat = false) {
+  return NumaOptions(std::move(numa), std::move(objects), hmat).complete(Topology::parse(smp), ram_bytes);
 }
 
 constexpr uint64_t kMiB = uint64_t{1} << 20, kGiB = uint64_t{1} << 30;
@@ -393,6 +393,136 @@ TEST(Acpi, SratUsesX2ApicEntriesPast254) {
     EXPECT_EQ(srat.cpus[i].first, topo.apic_id(i));
     EXPECT_EQ(srat.cpus[i].second, i / 144);
   }
+}
+
+// -machine hmat=on with QEMU 7.2's verified run (docs/numa.md): node 0 has
+// the CPUs, node 1 names it as initiator; latencies 10 and 20 ns,
+// bandwidths 10G and 5G, a 10 KiB direct-mapped write-back L1 with 8-byte
+// lines before node 0's memory.
+const std::vector<std::string> kHmatRun = {
+    "node,nodeid=0,memdev=m0,cpus=0-3",
+    "node,nodeid=1,memdev=m1,initiator=0",
+    "hmat-lb,initiator=0,target=0,hierarchy=memory,data-type=access-latency,latency=10",
+    "hmat-lb,initiator=0,target=0,hierarchy=memory,data-type=access-bandwidth,bandwidth=10G",
+    "hmat-lb,initiator=0,target=1,hierarchy=memory,data-type=access-latency,latency=20",
+    "hmat-lb,initiator=0,target=1,hierarchy=memory,data-type=access-bandwidth,bandwidth=5G",
+    "hmat-cache,node-id=0,size=10K,level=1,associativity=direct,policy=write-back,line=8"};
+const std::vector<std::string> kTwoHalfGiB = {"memory-backend-ram,id=m0,size=512M",
+                                              "memory-backend-ram,id=m1,size=512M"};
+
+TEST(Acpi, HmatAsQemuBuildsIt) {
+  GuestRam ram(memory_map::pc_ram_regions(kGiB));
+  const Topology topo = Topology::parse("4");
+  const AcpiTables t = build_acpi_tables(ram, topo, numa_of("4", kGiB, kHmatRun, kTwoHalfGiB, true));
+  GuestView guest(ram);
+  ASSERT_EQ(guest.find_table("HMAT"), t.hmat);
+  // Header and reserved u32, 2 proximity structures, 2 locality
+  // structures of 32 + 4 + 8 + 4 bytes, one cache structure.
+  EXPECT_EQ(guest.checked_table(t.hmat, "HMAT"), 40u + 2 * 40 + 2 * 48 + 32);
+  EXPECT_EQ(ram.read<uint8_t>(t.hmat + 8), 2);  // revision
+  EXPECT_GT(t.hmat, t.srat);
+  uint32_t at = t.hmat + 40;
+  for (uint32_t node = 0; node < 2; ++node, at += 40) {
+    EXPECT_EQ(ram.read<uint16_t>(at), 0);
+    EXPECT_EQ(ram.read<uint32_t>(at + 4), 40u);
+    EXPECT_EQ(ram.read<uint16_t>(at + 8), 1);      // initiator valid
+    EXPECT_EQ(ram.read<uint32_t>(at + 12), 0u);    // node 0
+    EXPECT_EQ(ram.read<uint32_t>(at + 16), node);  // memory domain
+  }
+  // Access latency, then access bandwidth (data type order).
+  const struct {
+    uint8_t type;
+    uint64_t unit;
+    uint16_t to0, to1;
+  } localities[] = {{0, 10000, 1, 2}, {3, 1024, 10, 5}};
+  for (const auto& l : localities) {
+    EXPECT_EQ(ram.read<uint16_t>(at), 1);
+    EXPECT_EQ(ram.read<uint32_t>(at + 4), 48u);
+    EXPECT_EQ(ram.read<uint8_t>(at + 8), 0);  // memory hierarchy
+    EXPECT_EQ(ram.read<uint8_t>(at + 9), l.type);
+    EXPECT_EQ(ram.read<uint32_t>(at + 12), 1u);  // initiators
+    EXPECT_EQ(ram.read<uint32_t>(at + 16), 2u);  // targets: every node
+    EXPECT_EQ(ram.read<uint64_t>(at + 24), l.unit);
+    EXPECT_EQ(ram.read<uint32_t>(at + 32), 0u);  // initiator list
+    EXPECT_EQ(ram.read<uint32_t>(at + 36), 0u);  // target list
+    EXPECT_EQ(ram.read<uint32_t>(at + 40), 1u);
+    EXPECT_EQ(ram.read<uint16_t>(at + 44), l.to0);
+    EXPECT_EQ(ram.read<uint16_t>(at + 46), l.to1);
+    at += 48;
+  }
+  EXPECT_EQ(ram.read<uint16_t>(at), 2);
+  EXPECT_EQ(ram.read<uint32_t>(at + 4), 32u);
+  EXPECT_EQ(ram.read<uint32_t>(at + 8), 0u);
+  EXPECT_EQ(ram.read<uint64_t>(at + 16), 10240u);
+  EXPECT_EQ(ram.read<uint32_t>(at + 24), 0x81111u);  // 1 level, L1, direct, write-back, 8-byte lines
+  EXPECT_EQ(ram.read<uint32_t>(at + 28), 0u);        // no SMBIOS handles
+}
+
+// QEMU's quirks: a node without an initiator says 128 with flags 0; a
+// latency range checked against the old base lets 10^6 ns then 1 ns in,
+// and the first entry is cut to 16 bits; a structure whose latencies are
+// all 0 keeps the base UINT64_MAX, which in 32-bit picoseconds wraps to
+// 0xfffffc18.
+TEST(Acpi, HmatKeepsQemusQuirks) {
+  GuestRam ram(memory_map::pc_ram_regions(kGiB));
+  const AcpiTables t = build_acpi_tables(
+      ram, Topology::parse("4"),
+      numa_of("4", kGiB,
+              {"node,nodeid=0,memdev=m0,cpus=0-3", "node,nodeid=1,memdev=m1",
+               "hmat-lb,initiator=0,target=1,hierarchy=third-level,data-type=write-latency,latency=0",
+               "hmat-lb,initiator=0,target=0,hierarchy=memory,data-type=access-latency,latency=1000000",
+               "hmat-lb,initiator=0,target=1,hierarchy=memory,data-type=access-latency,latency=1"},
+              kTwoHalfGiB, true));
+  ASSERT_NE(t.hmat, 0u);
+  EXPECT_EQ(ram.read<uint32_t>(t.hmat + 4), 40u + 2 * 40 + 2 * 48);
+  EXPECT_EQ(ram.read<uint16_t>(t.hmat + 80 + 8), 0);
+  EXPECT_EQ(ram.read<uint32_t>(t.hmat + 80 + 12), 128u);
+  const uint32_t memory = t.hmat + 120, third = memory + 48;
+  EXPECT_EQ(ram.read<uint8_t>(memory + 8), 0);
+  EXPECT_EQ(ram.read<uint64_t>(memory + 24), 1000u);  // 1 ns
+  EXPECT_EQ(ram.read<uint16_t>(memory + 44), 1000000 & 0xffff);
+  EXPECT_EQ(ram.read<uint16_t>(memory + 46), 1);
+  EXPECT_EQ(ram.read<uint8_t>(third + 8), 3);
+  EXPECT_EQ(ram.read<uint8_t>(third + 9), 2);
+  EXPECT_EQ(ram.read<uint64_t>(third + 24), 0xfffffc18u);
+  EXPECT_EQ(ram.read<uint32_t>(third + 44), 0u);
+}
+
+// The RSDT lists SRAT, SLIT, HMAT in QEMU's order; no HMAT without
+// hmat=on, and none with hmat=on but no -numa.
+TEST(Acpi, HmatFollowsTheSlitInTheRsdt) {
+  GuestRam ram(memory_map::pc_ram_regions(kGiB));
+  std::vector<std::string> options = kHmatRun;
+  options.push_back("dist,src=0,dst=1,val=21");
+  const AcpiTables t = build_acpi_tables(ram, Topology::parse("4"), numa_of("4", kGiB, options, kTwoHalfGiB, true));
+  const uint32_t rsdt = ram.read<uint32_t>(t.rsdp + 16);
+  EXPECT_EQ(ram.read<uint32_t>(rsdt + 4), 36u + 5 * 4);
+  EXPECT_EQ(ram.read<uint32_t>(rsdt + 44), t.srat);
+  EXPECT_EQ(ram.read<uint32_t>(rsdt + 48), t.slit);
+  EXPECT_EQ(ram.read<uint32_t>(rsdt + 52), t.hmat);
+  GuestRam plain(memory_map::pc_ram_regions(kGiB));
+  EXPECT_EQ(build_acpi_tables(plain, Topology::parse("4"),
+                              numa_of("4", kGiB, {"node,memdev=m0", "node,memdev=m1"}, kTwoHalfGiB))
+                .hmat,
+            0u);
+  EXPECT_EQ(build_acpi_tables(plain, Topology::parse("4"), NumaOptions({}, {}, true).complete(Topology::parse("4"), kGiB))
+                .hmat,
+            0u);
+}
+
+// The HMAT counts toward the window like every table.
+TEST(Acpi, HmatThatDoesNotFitIsAnAcpiError) {
+  const NumaConfig numa = numa_of("4", kGiB, kHmatRun, kTwoHalfGiB, true);
+  GuestRam ram(memory_map::pc_ram_regions(kGiB));
+  const uint32_t end = build_acpi_tables(ram, Topology::parse("4"), numa).end;
+  GuestRam again(memory_map::pc_ram_regions(kGiB));
+  const uint32_t without = build_acpi_tables(again, Topology::parse("4"), numa_of("4", kGiB, {kHmatRun[0], "node,memdev=m1"}, kTwoHalfGiB)).end;
+  EXPECT_GT(end, without);
+  AcpiWindow window;
+  window.size = end - window.base - 1;
+  EXPECT_THROW(build_acpi_tables(again, Topology::parse("4"), numa, window), AcpiError);
+  window.size = end - window.base;
+  EXPECT_NO_THROW(build_acpi_tables(again, Topology::parse("4"), numa, window));
 }
 
 }  // namespace

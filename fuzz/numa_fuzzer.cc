@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // -numa and -object (model/numa.h) against a topology and a RAM size, and
-// the SRAT and SLIT built from what is accepted (firmware/acpi.h). The
-// input is lines: the -smp argument, -m in MiB, then options, "o " for an
-// -object and "n " for a -numa, in order.
+// the SRAT, SLIT and HMAT built from what is accepted (firmware/acpi.h).
+// The input is lines: the -smp argument, -m in MiB, then options, "o " for
+// an -object and "n " for a -numa, in order; a line "h" is -machine hmat=on.
 // Invariants:
 // - a refusal is a ConfigError of one line naming -numa or -object; an
 //   AcpiError only for tables that do not fit the BIOS area;
@@ -17,7 +17,11 @@
 //   RAM less QEMU's hole at [640 KiB, 1 MiB) (unless a node ends inside the
 //   hole: QEMU's build_srat then starts the next node at 1 MiB and its range
 //   runs past the RAM, which topolab keeps); the SLIT, when -numa dist was
-//   given, is distance() byte for byte.
+//   given, is distance() byte for byte;
+// - the HMAT is there exactly with hmat=on; its structures add up to its
+//   length, one proximity structure per node in order, every locality
+//   structure listing the nodes with CPUs as initiators and every node as a
+//   target, every cache structure naming a node.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -111,6 +115,38 @@ void check_tables(const GuestRam& ram, const AcpiTables& t, const Topology& topo
   }
 }
 
+void check_hmat(const GuestRam& ram, const AcpiTables& t, const NumaConfig& numa) {
+  FUZZ_CHECK((t.hmat != 0) == numa.hmat_enabled(), "HMAT {:#x} with hmat={}", t.hmat, numa.hmat_enabled());
+  if (!t.hmat) return;
+  const uint32_t length = ram.read<uint32_t>(t.hmat + 4), end = t.hmat + length, nodes = numa.node_count();
+  uint8_t sum = 0;
+  for (uint8_t b : ram.bytes(t.hmat, length)) sum = static_cast<uint8_t>(sum + b);
+  FUZZ_CHECK(sum == 0 && std::memcmp(ram.data() + t.hmat, "HMAT", 4) == 0, "HMAT signature or checksum");
+  std::vector<uint32_t> initiators;
+  for (uint32_t n = 0; n < nodes; ++n)
+    if (!numa.nodes()[n].cpus.empty()) initiators.push_back(n);
+  uint32_t at = t.hmat + 40, proximity = 0;
+  while (at < end) {
+    const uint16_t type = ram.read<uint16_t>(at);
+    const uint32_t len = ram.read<uint32_t>(at + 4);
+    FUZZ_CHECK(len >= 8 && at + len <= end, "HMAT structure type {} length {}", type, len);
+    if (type == 0) {
+      FUZZ_CHECK(len == 40 && ram.read<uint32_t>(at + 16) == proximity, "proximity structure {}", proximity);
+      ++proximity;
+    } else if (type == 1) {
+      const uint32_t s = ram.read<uint32_t>(at + 12), targets = ram.read<uint32_t>(at + 16);
+      FUZZ_CHECK(s == initiators.size() && targets == nodes && len == 32 + 4 * s + 4 * targets + 2 * s * targets,
+                 "locality structure of {} initiators, {} targets, {} bytes", s, targets, len);
+      for (uint32_t i = 0; i < s; ++i) FUZZ_CHECK(ram.read<uint32_t>(at + 32 + 4 * i) == initiators[i], "initiator {}", i);
+      for (uint32_t d = 0; d < targets; ++d) FUZZ_CHECK(ram.read<uint32_t>(at + 32 + 4 * s + 4 * d) == d, "target {}", d);
+    } else {
+      FUZZ_CHECK(type == 2 && len == 32 && ram.read<uint32_t>(at + 8) < nodes, "HMAT structure type {}", type);
+    }
+    at += len;
+  }
+  FUZZ_CHECK(proximity == nodes, "{} proximity structures for {} nodes", proximity, nodes);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -130,14 +166,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (ram_mib < 2 || ram_mib > kMaxRamMib) return 0;
   std::vector<std::string> numa_options, objects;
+  bool hmat = false;
   for (size_t i = 2; i < lines.size(); ++i) {
+    hmat |= lines[i] == "h";
     if (lines[i].starts_with("o ")) objects.push_back(lines[i].substr(2));
     else if (lines[i].starts_with("n ")) numa_options.push_back(lines[i].substr(2));
   }
   const uint64_t ram_bytes = ram_mib * kMiB;
   NumaConfig numa;
   try {
-    numa = NumaOptions(numa_options, objects).complete(topology, ram_bytes);
+    numa = NumaOptions(numa_options, objects, hmat).complete(topology, ram_bytes);
   } catch (const ConfigError& e) {
     const std::string what = e.what();
     FUZZ_CHECK(what.find('\n') == std::string::npos && (what.starts_with("-numa") || what.starts_with("-object")),
@@ -182,5 +220,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   check_tables(ram, t, topology, numa, ram_bytes);
+  check_hmat(ram, t, numa);
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "model/cpu_feature_table.h"
+#include "model/qemu_options.h"
 #include "model/topology.h"
 
 namespace topolab {
@@ -670,10 +671,18 @@ MachineOptions parse_machine(std::string_view arg) {
     size_t eq = prop.find('=');
     // The machine type may come first, bare: topolab is one PC machine.
     if (first && eq == std::string_view::npos && (prop == "pc" || prop == "q35" || prop.starts_with("pc-"))) continue;
-    if (eq == std::string_view::npos || !prop.starts_with("smp-cache."))
+    if (eq != std::string_view::npos && prop.substr(0, eq) == "hmat") {
+      const std::optional<bool> on = parse_qemu_bool(prop.substr(eq + 1));
+      if (!on) throw ConfigError("-machine: Parameter 'hmat' expects 'on' or 'off'");
+      options.hmat = *on;
+    } else if (eq == std::string_view::npos || !prop.starts_with("smp-cache.")) {
       throw ConfigError(fmt::format(
-          "-machine: unknown property '{}' (topolab models the machine type pc/q35 and smp-cache.N.cache/topology)", prop));
-    add_smp_cache_property(items, prop.substr(0, eq), prop.substr(eq + 1));
+          "-machine: unknown property '{}' (topolab models the machine type pc/q35, smp-cache.N.cache/topology and "
+          "hmat)",
+          prop));
+    } else {
+      add_smp_cache_property(items, prop.substr(0, eq), prop.substr(eq + 1));
+    }
     if (comma == std::string_view::npos) break;
   }
   // machine_parse_smp_cache(): each entry names a cache and a level, no

@@ -220,15 +220,17 @@ inline constexpr size_t kSmpCacheCount = static_cast<size_t>(SmpCache::L3) + 1;
 const char* smp_cache_name(SmpCache cache);
 
 // What -machine sets that topolab models: the topology level each cache is
-// shared at (nullopt: "default", the CPU model's own).
+// shared at (nullopt: "default", the CPU model's own), and hmat=on (the
+// guest gets an HMAT; -numa hmat-lb, hmat-cache and initiator= need it).
 struct MachineOptions {
   std::array<std::optional<CacheScope>, kSmpCacheCount> cache_scope;
+  bool hmat = false;
   std::string arg;  // the -machine text this came from
   const std::optional<CacheScope>& scope_of(SmpCache cache) const { return cache_scope[static_cast<size_t>(cache)]; }
 };
 
 // Parses QEMU's -machine syntax: [TYPE,]smp-cache.N.cache=l1d|l1i|l2|l3,
-// smp-cache.N.topology=core|module|die|socket|default..., with QEMU 10.0's
+// smp-cache.N.topology=core|module|die|socket|default...,hmat=on|off, with QEMU 10.0's
 // x86 rules (hw/core/machine-smp.c machine_parse_smp_cache): no cache twice,
 // no thread level, no cluster/book/drawer level. The ordering rule (L1 <=
 // L2 <= L3) needs the CPU model's defaults, so CpuidModel checks it. Throws

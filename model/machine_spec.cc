@@ -25,7 +25,7 @@ ParsedMachine parse_machine_spec(const MachineSpec& spec) {
   CpuConfig cpu = parse_cpu(spec.cpu);
   MachineOptions machine_options = spec.machine.empty() ? MachineOptions{} : parse_machine(spec.machine);
   const uint64_t ram_mib = spec.memory.empty() ? kDefaultRamMib : parse_qemu_ram_size(spec.memory);
-  NumaConfig numa = NumaOptions(spec.numa, spec.objects).complete(topology, ram_mib << 20);
+  NumaConfig numa = NumaOptions(spec.numa, spec.objects, machine_options.hmat).complete(topology, ram_mib << 20);
   return {std::move(topology), std::move(cpu), std::move(machine_options), ram_mib, std::move(numa)};
 }
 

@@ -16,6 +16,20 @@ TEST(MachineSpec, DefaultsAreQemus) {
   EXPECT_FALSE(m.machine_options.scope_of(SmpCache::L3));
 }
 
+// -machine hmat=on reaches the NUMA options: without it hmat-lb is refused.
+TEST(MachineSpec, MachineHmatReachesTheNumaOptions) {
+  const std::string words =
+      "-smp 2 -m 1G -object memory-backend-ram,id=m,size=1G -numa node,memdev=m,cpus=0-1 "
+      "-numa hmat-lb,initiator=0,target=0,hierarchy=memory,data-type=access-latency,latency=5";
+  EXPECT_THROW(parse_machine_spec(parse_machine_words(words, "test")), ConfigError);
+  const ParsedMachine m = parse_machine_spec(parse_machine_words(words + " -machine hmat=on", "test"));
+  EXPECT_TRUE(m.machine_options.hmat);
+  EXPECT_TRUE(m.numa.hmat_enabled());
+  EXPECT_EQ(m.numa.hmat().localities.size(), 1u);
+  EXPECT_FALSE(parse_machine("pc,hmat=off").hmat);
+  EXPECT_THROW(parse_machine("hmat=maybe"), ConfigError);
+}
+
 TEST(MachineSpec, LabelNamesMachineOnlyWhenGiven) {
   EXPECT_EQ((MachineSpec{"4", "EPYC", ""}).label(), "-smp 4 -cpu EPYC");
   EXPECT_EQ((MachineSpec{"4", "EPYC", "smp-cache.0.cache=l3,smp-cache.0.topology=core"}).label(),

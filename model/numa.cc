@@ -2,7 +2,10 @@
 #include "model/numa.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -112,13 +115,71 @@ std::string slot_text(const Topology& topology, unsigned index) {
   return text + fmt::format(", core-id: {}, thread-id: {}", c.core, c.thread);
 }
 
+// The properties of a -numa hmat-lb/hmat-cache option, read as QEMU's
+// options visitor reads a struct: field by field in the schema's order
+// (the last of a repeated name wins), unknown names only after that.
+class HmatFields {
+ public:
+  HmatFields(const OptionText& o, const std::vector<Property>& props) : o_(o) {
+    for (const Property& p : props) {
+      if (!fields_.contains(p.name)) order_.push_back(p.name);
+      fields_[p.name] = p;
+    }
+  }
+  std::optional<uint64_t> number(const std::string& name, std::string_view type, uint64_t max, bool mandatory) {
+    const Property* p = take(name, mandatory);
+    return p ? std::optional(o_.number(*p, type, max)) : std::nullopt;
+  }
+  std::optional<uint64_t> size(const std::string& name, bool mandatory) {
+    const Property* p = take(name, mandatory);
+    if (!p) return std::nullopt;
+    const std::optional<uint64_t> n = parse_qemu_size(p->value, 0);
+    if (!n) o_.fail(fmt::format("Parameter '{}' expects a size value", name));
+    return n;
+  }
+  // A QAPI enum: the index of its spelling in `values`.
+  uint8_t choice(const std::string& name, std::initializer_list<std::string_view> values) {
+    const Property* p = take(name, true);
+    uint8_t i = 0;
+    for (std::string_view v : values) {
+      if (p->value == v) return i;
+      ++i;
+    }
+    o_.fail(fmt::format("Parameter '{}' does not accept value '{}'", name, p->value));
+  }
+  // opts_check_struct(): what no field took.
+  void check_all_taken() const {
+    for (const std::string& name : order_)
+      if (!taken_.contains(name)) o_.fail(fmt::format("Invalid parameter '{}'", name));
+  }
+
+ private:
+  const Property* take(const std::string& name, bool mandatory) {
+    auto it = fields_.find(name);
+    if (it == fields_.end()) {
+      if (mandatory) o_.fail(fmt::format("Parameter '{}' is missing", name));
+      return nullptr;
+    }
+    taken_.insert(name);
+    return &it->second;
+  }
+  const OptionText& o_;
+  std::map<std::string, Property> fields_;
+  std::vector<std::string> order_;
+  std::set<std::string> taken_;
+};
+
+constexpr std::string_view kHmatDisabled =
+    "ACPI Heterogeneous Memory Attribute Table (HMAT) is disabled, enable it with -machine hmat=on before using any "
+    "of hmat specific options";
+
 }  // namespace
 
 // Reads the -numa options in order, then completes them (finish()).
 class NumaCompletion {
  public:
-  NumaCompletion(const Topology& topology, std::map<std::string, Backend> backends)
-      : topology_(topology), backends_(std::move(backends)), node_of_(topology.max_cpus()) {}
+  NumaCompletion(const Topology& topology, std::map<std::string, Backend> backends, bool hmat)
+      : topology_(topology), backends_(std::move(backends)), node_of_(topology.max_cpus()), hmat_(hmat) {}
 
   void option(const std::string& text);
   NumaConfig finish(uint64_t ram_bytes, std::string arg);
@@ -127,13 +188,28 @@ class NumaCompletion {
   void node(const OptionText& o, const std::vector<Property>& props);
   void dist(const OptionText& o, const std::vector<Property>& props);
   void cpu(const OptionText& o, const std::vector<Property>& props);
+  void hmat_lb(const OptionText& o, const std::vector<Property>& props);
+  void hmat_cache(const OptionText& o, const std::vector<Property>& props);
   // machine_set_cpu_numa_node(): a CPU keeps its first node.
   void assign(const OptionText& o, unsigned index, unsigned node);
+  // The same with HMAT: a node with a CPU is its own initiator. The
+  // message if initiator= named another, else nullopt.
+  std::optional<std::string> bind_initiator(unsigned node);
+  // Latency or bandwidth data of one (hierarchy, data type): QEMU's
+  // HMAT_LB_Info.
+  struct Locality {
+    uint64_t base = 0, range = 0;  // QEMU's base and range_bitmap
+    std::vector<HmatLocality::Entry> entries;
+  };
 
   struct Node {
     bool present = false;
     NumaNode node;
     std::vector<uint8_t> distance = std::vector<uint8_t>(kMaxNumaNodes, 0);
+    std::optional<unsigned> initiator;  // HMAT: initiator=, or itself once it has a CPU
+    bool has_cpu = false;               // HMAT: a CPU is bound to it (so far)
+    bool latency_given = false, bandwidth_given = false;  // as a hmat-lb target, non-zero
+    std::array<std::optional<HmatCache>, kHmatCacheLevels + 1> cache;  // [level]
   };
   const Topology& topology_;
   std::map<std::string, Backend> backends_;
@@ -141,6 +217,8 @@ class NumaCompletion {
   std::vector<std::optional<unsigned>> node_of_;
   unsigned count_ = 0, max_id_plus_one_ = 0;
   bool have_distance_ = false, have_memdev_ = false;
+  bool hmat_ = false;
+  std::array<std::array<Locality, kHmatDataTypes>, kHmatHierarchies> localities_;
 };
 
 void NumaCompletion::option(const std::string& text) {
@@ -157,9 +235,8 @@ void NumaCompletion::option(const std::string& text) {
   if (type == "node") node(o, rest);
   else if (type == "dist") dist(o, rest);
   else if (type == "cpu") cpu(o, rest);
-  else if (type == "hmat-lb" || type == "hmat-cache")
-    o.fail("ACPI Heterogeneous Memory Attribute Table (HMAT) is disabled, enable it with -machine hmat=on before "
-           "using any of hmat specific options");
+  else if (type == "hmat-lb") hmat_lb(o, rest);
+  else if (type == "hmat-cache") hmat_cache(o, rest);
   else o.fail(fmt::format("Parameter 'type' does not accept value '{}'", type));
 }
 
@@ -167,13 +244,25 @@ void NumaCompletion::assign(const OptionText& o, unsigned index, unsigned node) 
   if (node_of_[index] && *node_of_[index] != node)
     o.fail(fmt::format("CPU is already assigned to node-id: {}", *node_of_[index]));
   node_of_[index] = node;
+  if (std::optional<std::string> why = bind_initiator(node)) o.fail(*why);
+}
+
+std::optional<std::string> NumaCompletion::bind_initiator(unsigned node) {
+  if (!hmat_) return std::nullopt;
+  Node& n = nodes_[node];
+  if (n.initiator && *n.initiator != node)
+    return fmt::format("The initiator of CPU NUMA node {} should be itself (got {})", node, *n.initiator);
+  n.has_cpu = true;
+  n.initiator = node;
+  return std::nullopt;
 }
 
 void NumaCompletion::node(const OptionText& o, const std::vector<Property>& props) {
   std::optional<unsigned> nodeid;
   std::vector<std::pair<uint64_t, uint64_t>> cpu_ranges;
   std::optional<std::string> memdev;
-  bool mem = false, initiator = false;
+  std::optional<uint64_t> initiator;
+  bool mem = false;
   for (const Property& p : props) {
     if (p.name == "nodeid") nodeid = static_cast<unsigned>(o.number(p, "uint16_t", 0xffff));
     else if (p.name == "cpus") {
@@ -187,15 +276,21 @@ void NumaCompletion::node(const OptionText& o, const std::vector<Property>& prop
       cpu_ranges.emplace_back(*lo, *hi);
     } else if (p.name == "memdev") memdev = p.value;
     else if (p.name == "mem") mem = true;
-    else if (p.name == "initiator") initiator = true;
+    else if (p.name == "initiator") initiator = o.number(p, "uint16_t", 0xffff);
     else o.fail(fmt::format("Invalid parameter '{}'", p.name));
   }
   const unsigned id = nodeid.value_or(count_);
   if (id >= kMaxNumaNodes) o.fail(fmt::format("Max number of NUMA nodes reached: {}", id));
   if (nodes_[id].present) o.fail(fmt::format("Duplicate NUMA nodeid: {}", id));
-  if (initiator)
-    o.fail("ACPI Heterogeneous Memory Attribute Table (HMAT) is disabled, enable it with -machine hmat=on before "
-           "using any of hmat specific options");
+  if (initiator) {
+    if (!hmat_) o.fail(kHmatDisabled);
+    // QEMU reports this one and goes on without the node (error_report, no
+    // error set), so a later check refuses the machine for a reason that
+    // hides this one; topolab refuses it here.
+    if (*initiator >= kMaxNumaNodes)
+      o.fail(fmt::format("The initiator id {} expects an integer between 0 and {}", *initiator, kMaxNumaNodes - 1));
+    nodes_[id].initiator = static_cast<unsigned>(*initiator);
+  }
   for (const auto& [lo, hi] : cpu_ranges)
     for (uint64_t cpu = lo; cpu <= hi; ++cpu) {
       if (cpu >= topology_.max_cpus())
@@ -273,6 +368,120 @@ void NumaCompletion::cpu(const OptionText& o, const std::vector<Property>& props
   if (!matched) o.fail("no match found");
 }
 
+void NumaCompletion::hmat_lb(const OptionText& o, const std::vector<Property>& props) {
+  HmatFields f(o, props);
+  const unsigned initiator = static_cast<unsigned>(*f.number("initiator", "uint16_t", 0xffff, true));
+  const unsigned target = static_cast<unsigned>(*f.number("target", "uint16_t", 0xffff, true));
+  const uint8_t hierarchy = f.choice("hierarchy", {"memory", "first-level", "second-level", "third-level"});
+  const uint8_t data_type = f.choice("data-type", {"access-latency", "read-latency", "write-latency",
+                                                   "access-bandwidth", "read-bandwidth", "write-bandwidth"});
+  const std::optional<uint64_t> latency = f.number("latency", "a uint64 value", UINT64_MAX, false);
+  const std::optional<uint64_t> bandwidth = f.size("bandwidth", false);
+  f.check_all_taken();
+  if (!hmat_) o.fail(kHmatDisabled);
+  // parse_numa_hmat_lb() compares with ">", so naming the node count
+  // itself gets the next message.
+  if (initiator > count_) o.fail(fmt::format("Invalid initiator={}, it should be less than {}", initiator, count_));
+  if (target > count_) o.fail(fmt::format("Invalid target={}, it should be less than {}", target, count_));
+  if (initiator >= kMaxNumaNodes || !nodes_[initiator].has_cpu)
+    o.fail(fmt::format("Invalid initiator={}, it isn't an initiator proximity domain", initiator));
+  if (target >= kMaxNumaNodes || !nodes_[target].present)
+    o.fail(fmt::format("The target={} should point to an existing node", target));
+  Locality& l = localities_[hierarchy][data_type];
+  const auto duplicate = [&](std::string_view what) {
+    for (const HmatLocality::Entry& e : l.entries)
+      if (e.initiator == initiator && e.target == target)
+        o.fail(fmt::format("Duplicate configuration of the {} for initiator={} and target={}", what, initiator,
+                           target));
+  };
+  uint64_t value = 0;
+  // QEMU keeps one base and range per structure; the entries are value /
+  // base in 16 bits, and a value that would not fit is refused.
+  const auto settle = [&](bool fits, std::string_view kind, std::string_view earlier, uint64_t base, uint64_t range,
+                          bool& given) {
+    if (!fits)
+      o.fail(fmt::format("{} {} between initiator={} and target={} should not differ from previously entered {} on "
+                         "more than {}",
+                         kind, value, initiator, target, earlier, UINT16_MAX - 1));
+    l.base = base;
+    l.range = range;
+    given = true;
+  };
+  if (data_type < kHmatFirstBandwidth) {
+    if (!latency) o.fail("Missing 'latency' option");
+    if (bandwidth) o.fail("Invalid option 'bandwidth' since the data type is latency");
+    duplicate("latency");
+    value = *latency;
+    if (l.base == 0) l.base = UINT64_MAX;
+    if (value != 0) {
+      // The base is the largest power of ten that divides this latency and
+      // every earlier one. QEMU checks the range against the base before
+      // this latency lowers it and keeps that quotient as the range, so its
+      // check is loose and an entry may be cut to 16 bits; the table is
+      // what QEMU's is.
+      uint64_t base = 1;
+      for (uint64_t rest = value; rest % 10 == 0; rest /= 10) base *= 10;
+      const uint64_t largest = std::max(l.range, value / l.base);
+      settle(largest < UINT16_MAX, "Latency", "min or max values", std::min(l.base, base), largest,
+             nodes_[target].latency_given);
+    }
+  } else {
+    if (!bandwidth) o.fail("Missing 'bandwidth' option");
+    if (latency) o.fail("Invalid option 'latency' since the data type is bandwidth");
+    value = *bandwidth;
+    if (value % (uint64_t{1} << 20) != 0)
+      o.fail(fmt::format("Bandwidth {} between initiator={} and target={} should be 1MB aligned", value, initiator,
+                         target));
+    duplicate("bandwidth");
+    if (l.base == 0) l.base = 1;
+    if (value != 0) {
+      // The base is the lowest bit set in any bandwidth given; all of them
+      // must fit 16 bits above it.
+      const uint64_t bits = l.range | value;
+      const int first = std::countr_zero(bits), last = 64 - std::countl_zero(bits);
+      const uint64_t base = uint64_t{1} << first;
+      settle(last - first <= 16 && value / base < UINT16_MAX, "Bandwidth", "values", base, bits,
+             nodes_[target].bandwidth_given);
+    }
+  }
+  l.entries.push_back({initiator, target, value});
+}
+
+void NumaCompletion::hmat_cache(const OptionText& o, const std::vector<Property>& props) {
+  HmatFields f(o, props);
+  HmatCache c;
+  c.node = static_cast<unsigned>(*f.number("node-id", "uint32_t", UINT32_MAX, true));
+  c.size = *f.size("size", true);
+  c.level = static_cast<unsigned>(*f.number("level", "uint8_t", UINT8_MAX, true));
+  c.associativity = f.choice("associativity", {"none", "direct", "complex"});
+  c.policy = f.choice("policy", {"none", "write-back", "write-through"});
+  c.line = static_cast<uint16_t>(*f.number("line", "uint16_t", UINT16_MAX, true));
+  f.check_all_taken();
+  if (!hmat_) o.fail(kHmatDisabled);
+  if (c.node >= count_) o.fail(fmt::format("Invalid node-id={}, it should be less than {}", c.node, count_));
+  Node& n = nodes_[c.node];
+  if (!n.latency_given || !n.bandwidth_given)
+    o.fail(fmt::format("The latency and bandwidth information of node-id={} should be provided before memory side "
+                       "cache attributes",
+                       c.node));
+  if (c.level < 1 || c.level > kHmatCacheLevels)
+    o.fail(fmt::format("Invalid level={}, it should be larger than 0 and less than or equal to {}", c.level,
+                       kHmatCacheLevels));
+  if (n.cache[c.level])
+    o.fail(fmt::format("Duplicate configuration of the side cache for node-id={} and level={}", c.node, c.level));
+  if (c.level > 1) {
+    const std::optional<HmatCache>& below = n.cache[c.level - 1];
+    if (!below) o.fail(fmt::format("Cache level={} shall be defined first", c.level - 1));
+    if (c.size <= below->size)
+      o.fail(fmt::format("Invalid size={}, the size of level={} should be larger than the size({}) of level={}",
+                         c.size, c.level, below->size, c.level - 1));
+  }
+  if (c.level < kHmatCacheLevels && n.cache[c.level + 1] && c.size >= n.cache[c.level + 1]->size)
+    o.fail(fmt::format("Invalid size={}, the size of level={} should be less than the size({}) of level={}", c.size,
+                       c.level, n.cache[c.level + 1]->size, c.level + 1));
+  n.cache[c.level] = c;
+}
+
 NumaConfig NumaCompletion::finish(uint64_t ram_bytes, std::string arg) {
   NumaConfig config;
   config.arg_ = std::move(arg);
@@ -332,6 +541,31 @@ NumaConfig NumaCompletion::finish(uint64_t ram_bytes, std::string arg) {
         unassigned += fmt::format("{}CPU {} [{}]", unassigned.empty() ? "" : ", ", i, slot_text(topology_, i));
     }
     config.node_of_cpu_[i] = *node_of_[i];
+    // Bound here with error_fatal: no option to name.
+    if (std::optional<std::string> why = bind_initiator(*node_of_[i])) throw ConfigError("-numa: " + *why);
+  }
+  if (hmat_) {
+    // numa_validate_initiator()
+    for (unsigned i = 0; i < count_; ++i) {
+      const std::optional<unsigned> initiator = nodes_[i].initiator;
+      if (!initiator) continue;
+      if (!nodes_[*initiator].present)
+        throw ConfigError(fmt::format(
+            "-numa: NUMA node {} is missing, use '-numa node' option to declare it first", *initiator));
+      if (!nodes_[*initiator].has_cpu)
+        throw ConfigError(fmt::format("-numa: The initiator of NUMA node {} is invalid", i));
+    }
+    config.hmat_enabled_ = true;
+    for (unsigned i = 0; i < count_; ++i) {
+      config.hmat_.initiator.push_back(nodes_[i].initiator);
+      for (const std::optional<HmatCache>& c : nodes_[i].cache)
+        if (c) config.hmat_.caches.push_back(*c);
+    }
+    for (unsigned h = 0; h < kHmatHierarchies; ++h)
+      for (unsigned t = 0; t < kHmatDataTypes; ++t)
+        if (const Locality& l = localities_[h][t]; !l.entries.empty())
+          config.hmat_.localities.push_back(
+              {static_cast<uint8_t>(h), static_cast<uint8_t>(t), l.base, l.entries});
   }
   if (!unassigned.empty()) {
     config.warnings_.push_back("CPU(s) not present in any NUMA nodes: " + unassigned);
@@ -346,7 +580,7 @@ NumaConfig NumaCompletion::finish(uint64_t ram_bytes, std::string arg) {
 }
 
 NumaConfig NumaOptions::complete(const Topology& topology, uint64_t ram_bytes) const {
-  NumaCompletion completion(topology, parse_objects(objects_));
+  NumaCompletion completion(topology, parse_objects(objects_), hmat_);
   std::string arg;
   for (const std::string& text : objects_) arg += fmt::format("{}-object {}", arg.empty() ? "" : " ", text);
   for (const std::string& text : numa_) {

@@ -4,8 +4,10 @@
 // (hw/core/numa.c, hw/core/machine.c), then completed as QEMU completes
 // them: CPUs no node names go to node (socket % nodes)
 // (x86_get_default_cpu_node_id), the local distance is 10 and a missing
-// direction takes the other's value. Pure: the ACPI tables (SRAT, SLIT),
-// the views and `check` read the result. docs/numa.md has the rules and the
+// direction takes the other's value. With -machine hmat=on, initiator=,
+// -numa hmat-lb and -numa hmat-cache describe ACPI 6.3's HMAT the same way
+// (hw/core/numa.c parse_numa_hmat_lb/_cache). Pure: the ACPI tables (SRAT,
+// SLIT, HMAT), the views and `check` read the result. docs/numa.md has the rules and the
 // messages side by side with QEMU's.
 #pragma once
 
@@ -31,6 +33,52 @@ struct NumaNode {
   bool operator==(const NumaNode&) const = default;
 };
 
+// HMAT (ACPI 6.3 §5.2.27) as -numa hmat-lb and hmat-cache give it. The
+// numbers are QEMU's spellings: the hierarchy is the structure's flags
+// [3:0] (0 memory, 1..3 the memory-side cache level), the data type its
+// Data Type (0..2 access/read/write latency, 3..5 the bandwidths).
+inline constexpr unsigned kHmatHierarchies = 4, kHmatDataTypes = 6;
+inline constexpr uint8_t kHmatFirstBandwidth = 3;  // data types below are latencies
+inline constexpr unsigned kHmatCacheLevels = 3;
+
+// One System Locality Latency and Bandwidth Information structure's data.
+struct HmatLocality {
+  struct Entry {
+    unsigned initiator = 0, target = 0;
+    uint64_t value = 0;  // as given: ns or bytes/s; 0 for "not given"
+    bool operator==(const Entry&) const = default;
+  };
+  uint8_t hierarchy = 0, data_type = 0;
+  // QEMU's base unit in ns or bytes/s, as parse_numa_hmat_lb leaves it
+  // (UINT64_MAX when every latency given is 0); the table divides by it.
+  uint64_t base = 0;
+  std::vector<Entry> entries;  // in the order given
+  bool is_latency() const { return data_type < kHmatFirstBandwidth; }
+  bool operator==(const HmatLocality&) const = default;
+};
+
+// One Memory Side Cache Information structure's data.
+struct HmatCache {
+  unsigned node = 0, level = 0;  // level 1..3
+  uint64_t size = 0;
+  uint8_t associativity = 0;  // 0 none, 1 direct, 2 complex
+  uint8_t policy = 0;         // 0 none, 1 write-back, 2 write-through
+  uint16_t line = 0;
+  bool operator==(const HmatCache&) const = default;
+};
+
+struct Hmat {
+  // Per node: the initiator= given, or the node itself once it has a CPU
+  // (machine_set_cpu_numa_node); nullopt for neither.
+  std::vector<std::optional<unsigned>> initiator;
+  // The structures QEMU builds, in its order: hierarchy, then data type,
+  // only those given at least one entry.
+  std::vector<HmatLocality> localities;
+  // Node order, then level 1 up (levels are given without gaps).
+  std::vector<HmatCache> caches;
+  bool operator==(const Hmat&) const = default;
+};
+
 class NumaConfig {
  public:
   // No -numa: one implicit node, as a guest without SRAT assumes.
@@ -49,6 +97,9 @@ class NumaConfig {
   const std::vector<std::string>& warnings() const { return warnings_; }
   // "-numa node,... -numa dist,..." as given: reports and diffs name it.
   const std::string& arg() const { return arg_; }
+  // -machine hmat=on: the guest gets an HMAT (with -numa only, as QEMU).
+  bool hmat_enabled() const { return hmat_enabled_; }
+  const Hmat& hmat() const { return hmat_; }
 
   bool operator==(const NumaConfig&) const = default;
 
@@ -59,6 +110,8 @@ class NumaConfig {
   std::vector<std::vector<uint8_t>> distance_;  // [from][to], empty without -numa dist
   std::vector<std::string> warnings_;
   std::string arg_;
+  bool hmat_enabled_ = false;
+  Hmat hmat_;
 };
 
 // The nodes in the order the SRAT first names them (firmware/acpi.h): the
@@ -71,15 +124,16 @@ std::vector<unsigned> srat_node_order(const NumaConfig& numa);
 // complete() checks and completes them as QEMU does once the machine's
 // topology and RAM size are known. Every error is a ConfigError with
 // QEMU's message: "-numa TEXT: MESSAGE" for one option's, "-numa: MESSAGE"
-// for the whole configuration's.
+// for the whole configuration's. `hmat` is -machine hmat=on.
 class NumaOptions {
  public:
-  NumaOptions(std::vector<std::string> numa, std::vector<std::string> objects)
-      : numa_(std::move(numa)), objects_(std::move(objects)) {}
+  NumaOptions(std::vector<std::string> numa, std::vector<std::string> objects, bool hmat = false)
+      : numa_(std::move(numa)), objects_(std::move(objects)), hmat_(hmat) {}
   NumaConfig complete(const Topology& topology, uint64_t ram_bytes) const;
 
  private:
   std::vector<std::string> numa_, objects_;
+  bool hmat_ = false;
 };
 
 }  // namespace topolab

@@ -14,7 +14,13 @@
  *     of the processor and memory entries number nodes=N (the command line);
  *   - with dist=1 on the command line, the SLIT has N localities, 10 on its
  *     diagonal and more than 10 off it (what Linux's slit_valid() asks);
- *     without it, there is no SLIT.
+ *     without it, there is no SLIT;
+ *   - with hmat=1 (-machine hmat=on), the HMAT (ACPI 6.5 5.2.28) is there,
+ *     its structures' lengths add up to the table's (a locality structure's
+ *     to 32 + 4s + 4t + 2st), every structure is printed, and its domains
+ *     are in range: memory and target domains below N, a valid initiator
+ *     and every initiator of a locality structure a domain the SRAT gives
+ *     processors; without it, there is no HMAT.
  */
 #include "lib/acpi.h"
 #include "lib/apic.h"
@@ -55,7 +61,7 @@ struct srat_local_x2apic {
 
 static struct madt_cpu madt[MAX_CPUS];
 static unsigned srat_hits[MAX_CPUS];
-static bool domain_seen[MAX_DOMAINS];
+static bool domain_seen[MAX_DOMAINS], cpu_domain[MAX_DOMAINS];
 static uint64_t range_base[MAX_RANGES], range_end[MAX_RANGES];
 
 static int madt_index(uint32_t apic_id, int n)
@@ -72,6 +78,13 @@ static void note_domain(uint32_t domain, bool *bad_domain)
 		domain_seen[domain] = true;
 	else
 		*bad_domain = true;
+}
+
+static void note_cpu_domain(uint32_t domain, bool *bad_domain)
+{
+	note_domain(domain, bad_domain);
+	if (domain < MAX_DOMAINS)
+		cpu_domain[domain] = true;
 }
 
 static void read_srat(const struct acpi_header *srat, int cpus)
@@ -95,7 +108,7 @@ static void read_srat(const struct acpi_header *srat, int cpus)
 				int i = madt_index(e->apic_id, cpus);
 				if (i >= 0)
 					++srat_hits[i];
-				note_domain(domain, &bad_domain);
+				note_cpu_domain(domain, &bad_domain);
 			}
 		} else if (p[0] == SRAT_LOCAL_X2APIC && p[1] == sizeof(struct srat_local_x2apic)) {
 			const struct srat_local_x2apic *e = (const void *)p;
@@ -105,7 +118,7 @@ static void read_srat(const struct acpi_header *srat, int cpus)
 				int i = madt_index(e->x2apic_id, cpus);
 				if (i >= 0)
 					++srat_hits[i];
-				note_domain(e->domain, &bad_domain);
+				note_cpu_domain(e->domain, &bad_domain);
 			}
 		} else if (p[0] == SRAT_MEMORY && p[1] == sizeof(struct srat_memory)) {
 			const struct srat_memory *e = (const void *)p;
@@ -158,16 +171,140 @@ static void read_slit(const struct acpi_header *slit, uint32_t nodes)
 	       "remote distance of 10 or less");
 }
 
+#define HMAT_PROXIMITY		0
+#define HMAT_LOCALITY		1
+#define HMAT_CACHE		2
+#define HMAT_INITIATOR_VALID	(1u << 0)
+
+struct hmat_structure {
+	uint16_t type, reserved;
+	uint32_t length;
+} __attribute__((packed));
+
+struct hmat_proximity {	/* 5.2.28.4 */
+	struct hmat_structure h;
+	uint16_t flags, reserved;
+	uint32_t initiator, memory, reserved2;
+	uint64_t reserved3[2];
+} __attribute__((packed));
+
+struct hmat_locality {	/* 5.2.28.5, then the lists and the entries */
+	struct hmat_structure h;
+	uint8_t flags, data_type, min_transfer_size, reserved;
+	uint32_t initiators, targets, reserved2;
+	uint64_t base_unit;
+} __attribute__((packed));
+
+struct hmat_cache {	/* 5.2.28.6 */
+	struct hmat_structure h;
+	uint32_t memory, reserved;
+	uint64_t size;
+	uint32_t attributes;
+	uint16_t reserved2, smbios_handles;
+} __attribute__((packed));
+
+static bool cpu_domain_ok(uint32_t d)
+{
+	return d < MAX_DOMAINS && cpu_domain[d];
+}
+
+static void read_locality(const struct hmat_locality *l, uint32_t nodes, bool *bad_length, bool *bad_domain)
+{
+	const uint32_t *initiators = (const uint32_t *)(l + 1), *targets = initiators + l->initiators;
+	const uint16_t *entries = (const uint16_t *)(targets + l->targets);
+
+	printf("numa: hmat locality flags=%u type=%u initiators=%u targets=%u base=%llu\n", l->flags, l->data_type,
+	       l->initiators, l->targets, (unsigned long long)l->base_unit);
+	if (l->initiators > MAX_DOMAINS || l->targets > MAX_DOMAINS ||
+	    l->h.length != sizeof(*l) + 4 * l->initiators + 4 * l->targets + 2 * l->initiators * l->targets) {
+		*bad_length = true;
+		return;
+	}
+	printf("numa: hmat locality initiator list:");
+	for (uint32_t i = 0; i < l->initiators; ++i) {
+		printf(" %u", initiators[i]);
+		*bad_domain |= !cpu_domain_ok(initiators[i]);
+	}
+	printf("\nnuma: hmat locality target list:");
+	for (uint32_t t = 0; t < l->targets; ++t) {
+		printf(" %u", targets[t]);
+		*bad_domain |= targets[t] >= nodes;
+	}
+	printf("\n");
+	for (uint32_t i = 0; i < l->initiators; ++i) {
+		printf("numa: hmat locality row %u:", initiators[i]);
+		for (uint32_t t = 0; t < l->targets; ++t)
+			printf(" %u", entries[i * l->targets + t]);
+		printf("\n");
+	}
+}
+
+static void read_hmat(const struct acpi_header *hmat, uint32_t nodes)
+{
+	const uint8_t *p = (const uint8_t *)hmat + 40, *end = (const uint8_t *)hmat + hmat->length;
+	bool bad_length = false, bad_domain = false;
+	unsigned unknown = 0;
+
+	printf("numa: hmat revision=%u length=%u\n", hmat->revision, hmat->length);
+	while (p + sizeof(struct hmat_structure) <= end) {
+		const struct hmat_structure *h = (const void *)p;
+
+		if (h->length < sizeof(*h) || p + h->length > end) {
+			bad_length = true;
+			break;
+		}
+		if (h->type == HMAT_PROXIMITY && h->length == sizeof(struct hmat_proximity)) {
+			const struct hmat_proximity *e = (const void *)p;
+
+			printf("numa: hmat domain memory=%u flags=%u initiator=%u\n", e->memory, e->flags, e->initiator);
+			bad_domain |= e->memory >= nodes;
+			if (e->flags & HMAT_INITIATOR_VALID)
+				bad_domain |= !cpu_domain_ok(e->initiator);
+		} else if (h->type == HMAT_LOCALITY && h->length >= sizeof(struct hmat_locality)) {
+			read_locality((const void *)p, nodes, &bad_length, &bad_domain);
+		} else if (h->type == HMAT_CACHE && h->length == sizeof(struct hmat_cache)) {
+			const struct hmat_cache *e = (const void *)p;
+
+			printf("numa: hmat cache memory=%u size=%llu attributes=0x%x smbios=%u\n", e->memory,
+			       (unsigned long long)e->size, e->attributes, e->smbios_handles);
+			bad_domain |= e->memory >= nodes;
+		} else {
+			printf("numa: hmat entry type=%u length=%u\n", h->type, h->length);
+			++unknown;
+		}
+		p += h->length;
+	}
+	report("numa.hmat_lengths", !bad_length && p == end && unknown == 0,
+	       "structure lengths that do not add up to the table's (%u unknown structures)", unknown);
+	report("numa.hmat_domains", !bad_domain, "a domain past the %u nodes, or an initiator without processors",
+	       nodes);
+}
+
+/* A table is there exactly when its option is given; NULL when not wanted. */
+static const struct acpi_header *expect_table(const char *signature, bool given, const char *present_test,
+					      const char *absent_test, const char *option)
+{
+	const struct acpi_header *t = acpi_find_table(signature);
+
+	if (given)
+		report(present_test, t != NULL, "no %s with %s", signature, option);
+	else
+		report(absent_test, t == NULL, "a %s without %s", signature, option);
+	return given ? t : NULL;
+}
+
 int main(const struct multiboot_info *mbi)
 {
-	uint32_t nodes = 0, dist = 0;
+	uint32_t nodes = 0, dist = 0, hmat = 0;
 
 	cmdline_init(mbi);
 	if (cmdline_uint("nodes", &nodes) != CMDLINE_FOUND || nodes == 0) {
-		report("numa.cmdline", false, "needs nodes=N (the -numa node options given) [dist=1 with -numa dist]");
+		report("numa.cmdline", false, "needs nodes=N (the -numa node options given) [dist=1 with -numa dist] "
+		       "[hmat=1 with -machine hmat=on]");
 		return report_summary();
 	}
 	cmdline_uint("dist", &dist);
+	cmdline_uint("hmat", &hmat);
 
 	int cpus = acpi_madt_cpus(madt, MAX_CPUS, NULL);
 	const struct acpi_header *srat = acpi_find_table("SRAT");
@@ -188,13 +325,12 @@ int main(const struct multiboot_info *mbi)
 			domains += domain_seen[d];
 		report_eq("numa.domains", domains, nodes);
 	}
-	const struct acpi_header *slit = acpi_find_table("SLIT");
-	if (dist) {
-		report("numa.slit", slit != NULL, "no SLIT with -numa dist");
-		if (slit)
-			read_slit(slit, nodes);
-	} else {
-		report("numa.no_slit", slit == NULL, "a SLIT without -numa dist");
-	}
+	const struct acpi_header *slit = expect_table("SLIT", dist, "numa.slit", "numa.no_slit", "-numa dist");
+	if (slit)
+		read_slit(slit, nodes);
+	const struct acpi_header *hmat_table = expect_table("HMAT", hmat, "numa.hmat", "numa.no_hmat",
+							    "-machine hmat=on");
+	if (hmat_table)
+		read_hmat(hmat_table, nodes);
 	return report_summary();
 }

@@ -24,7 +24,7 @@ compare() {
   local args=() qemu_args=("$@")
   while [ $# -gt 0 ]; do
     case $1 in
-      -smp|-numa|-object) args+=("-$1" "$2") ;;
+      -smp|-numa|-object|-machine) args+=("-$1" "$2") ;;
       *) args+=("$1" "$2") ;;
     esac
     shift 2
@@ -97,6 +97,52 @@ compare refuse -m 1G -smp 4,sockets=2,cores=2 "${M2[@]}" "${N2[@]}" -numa cpu,no
   -numa cpu,node-id=1,socket-id=0,core-id=1
 compare refuse -m 1G -smp 4 "${M2[@]}" -numa node,nodeid=1,memdev=m1,initiator=0 -numa node,nodeid=0,memdev=m0
 compare refuse -m 1G -smp 4 "${M2[@]}" "${N2[@]}" -numa hmat-lb,initiator=0,target=0,hierarchy=memory,data-type=access-latency,latency=5
+# HMAT (-machine hmat=on): initiator=, -numa hmat-lb and -numa hmat-cache.
+H=(-m 1G -smp 4 -machine hmat=on "${M2[@]}" -numa node,nodeid=0,memdev=m0,cpus=0-3)
+HN=("${H[@]}" -numa node,nodeid=1,memdev=m1,initiator=0)
+LB=hmat-lb,hierarchy=memory
+LAT=$LB,data-type=access-latency BW=$LB,data-type=access-bandwidth
+L1=size=10K,level=1,associativity=direct,policy=write-back,line=8
+LBS=(-numa $LAT,initiator=0,target=0,latency=10 -numa $BW,initiator=0,target=0,bandwidth=1G)
+compare refuse -m 1G -smp 4 "${M2[@]}" "${N2[@]}" -numa hmat-cache,node-id=0,$L1
+compare refuse "${H[@]}" -numa node,nodeid=1,memdev=m1,initiator=2
+compare refuse "${H[@]}" -numa node,nodeid=1,memdev=m1,initiator=1
+compare refuse -m 1G -smp 4 -machine hmat=on "${M2[@]}" -numa node,nodeid=0,memdev=m0,cpus=0-1,initiator=1 \
+  -numa node,nodeid=1,memdev=m1,cpus=2-3
+compare refuse -m 1G -smp 4,sockets=2,cores=2 -machine hmat=on "${M2[@]}" -numa node,memdev=m0 \
+  -numa node,memdev=m1,initiator=0
+compare refuse -m 1G -smp 4 -machine hmat=on "${M2[@]}" -numa node,nodeid=0,memdev=m0,initiator=1 \
+  -numa node,nodeid=1,memdev=m1,cpus=1-3 -numa cpu,node-id=0,core-id=0
+compare refuse "${HN[@]}" -numa $LAT,initiator=1,target=0,latency=10
+compare refuse "${HN[@]}" -numa $LAT,initiator=2,target=0,latency=10
+compare refuse "${HN[@]}" -numa $LAT,initiator=3,target=0,latency=10
+compare refuse "${HN[@]}" -numa $LAT,initiator=0,target=3,latency=10
+compare refuse "${HN[@]}" -numa $LAT,initiator=0,target=2,latency=10
+compare refuse "${HN[@]}" -numa $LAT,initiator=0,target=0
+compare refuse "${HN[@]}" -numa $LAT,initiator=0,target=0,latency=10,bandwidth=1G
+compare refuse "${HN[@]}" -numa $BW,initiator=0,target=0
+compare refuse "${HN[@]}" -numa $BW,initiator=0,target=0,bandwidth=1G,latency=5
+compare refuse "${HN[@]}" -numa $BW,initiator=0,target=0,bandwidth=1000
+compare refuse "${HN[@]}" -numa $LAT,initiator=0,target=0,latency=10 -numa $LAT,initiator=0,target=0,latency=20
+compare refuse "${HN[@]}" -numa $BW,initiator=0,target=0,bandwidth=1G -numa $BW,initiator=0,target=0,bandwidth=2G
+compare refuse "${HN[@]}" -numa $LAT,initiator=0,target=0,latency=1 -numa $LAT,initiator=0,target=1,latency=70000
+compare refuse "${HN[@]}" -numa $BW,initiator=0,target=0,bandwidth=1M -numa $BW,initiator=0,target=1,bandwidth=1T
+compare refuse "${HN[@]}" -numa $LB,data-type=fastest,initiator=0,target=0,latency=1
+compare refuse "${HN[@]}" -numa hmat-lb,initiator=0,target=0,hierarchy=fourth-level,data-type=read-latency,latency=1
+compare refuse "${HN[@]}" -numa $LAT,target=0,latency=1
+compare refuse "${HN[@]}" -numa $LAT,initiator=0,target=0,latency=soon
+compare refuse "${HN[@]}" -numa $BW,initiator=0,target=0,bandwidth=lots
+compare refuse "${HN[@]}" -numa $LAT,initiator=0,target=0,latency=1,speed=3
+compare refuse "${HN[@]}" -numa hmat-cache,node-id=0,$L1
+compare refuse "${HN[@]}" "${LBS[@]}" -numa hmat-cache,node-id=2,$L1
+compare refuse "${HN[@]}" "${LBS[@]}" -numa hmat-cache,node-id=0,size=10K,level=0,associativity=direct,policy=write-back,line=8
+compare refuse "${HN[@]}" "${LBS[@]}" -numa hmat-cache,node-id=0,size=10K,level=4,associativity=direct,policy=write-back,line=8
+compare refuse "${HN[@]}" "${LBS[@]}" -numa hmat-cache,node-id=0,$L1 -numa hmat-cache,node-id=0,$L1
+compare refuse "${HN[@]}" "${LBS[@]}" -numa hmat-cache,node-id=0,size=20K,level=2,associativity=none,policy=none,line=8
+compare refuse "${HN[@]}" "${LBS[@]}" -numa hmat-cache,node-id=0,$L1 \
+  -numa hmat-cache,node-id=0,size=5K,level=2,associativity=none,policy=none,line=8
+compare refuse "${HN[@]}" "${LBS[@]}" -numa hmat-cache,node-id=0,size=10K,level=1,associativity=full,policy=none,line=8
+compare refuse -m 1G -smp 4 -machine hmat=maybe
 compare refuse -m 1G -smp 4 -object $R,id=m0
 compare refuse -m 1G -smp 4 -object $R,id=m0,size=abc
 compare refuse -m 1G -smp 4 -object $R,size=1G

@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# The SRAT and SLIT of one -numa configuration under topolab and under
+# The SRAT, SLIT and HMAT of one -numa configuration under topolab and under
 # QEMU 7.2 (testcases/numa_tables.c prints every entry as a "numa:" line and
 # checks the tables against each other): both runs must pass, and their
 # "numa:" lines must be the same.
-# Usage: numa_tables.sh TOPOLAB IMAGE APPEND QEMU-OPTION...   (-smp, -m, -object, -numa)
+# Usage: numa_tables.sh TOPOLAB IMAGE APPEND QEMU-OPTION...   (-smp, -m, -machine, -object, -numa)
 set -euo pipefail
 topolab=$1 image=$2 append=$3
 shift 3
 ours=$(mktemp) theirs=$(mktemp)
 trap 'rm -f "$ours" "$theirs"' EXIT
-# The same options for topolab's run command: -smp and -numa/-object take
-# two dashes there (-m keeps QEMU's one).
+# The same options for topolab's run command: -smp, -machine and
+# -numa/-object take two dashes there (-m keeps QEMU's one).
 args=()
 while [ $# -gt 0 ]; do
   case $1 in
-    -smp|-numa|-object) args+=("-$1" "$2") ;;
+    -smp|-numa|-object|-machine) args+=("-$1" "$2") ;;
     *) args+=("$1" "$2") ;;
   esac
   qemu_args+=("$1" "$2")
