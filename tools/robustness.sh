@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Whole runs on hostile input: N mutated testcase images (bit flips and
-# truncations of build/testcases/*.elf) with random valid and invalid flags,
+# truncations of build/testcases/*.elf) with random valid and invalid flags
+# (NUMA nodes, SLITs and HMATs among them),
 # each run twice. Counts signals (an abort or a sanitizer report included),
 # wall-clock hangs, internal errors (exit 70) and reruns that differ (stdout,
 # stderr and the JSON report compared byte for byte); exits 1 on any of them.
@@ -50,7 +51,19 @@ appends = ["", "mode=halt", "mode=spin", "iterations=10", "cores=2", "workload=p
            "cpus=2", "x" * 300, "mode=tsc_deadline_far", "mode=nmi"]
 invalid = [["-smp", "0"], ["-smp", "7,sockets=2"], ["-smp", "abc"], ["-smp", "4097"], ["-cpu", "Pentium9"],
            ["-cpu", "qemu64,+avx9"], ["--cost", "freq_mhz=0"], ["--cost", "bogus=1"], ["--cost", "cpi=0"],
-           ["-m", "0"], ["-m", "2"], ["--quantum", "0"], ["--time-limit", "-1"]]
+           ["-m", "0"], ["-m", "2"], ["--quantum", "0"], ["--time-limit", "-1"],
+           ["--numa", "node,memdev=nothing"], ["--object", "memory-backend-ram,id=a"],
+           ["--numa", "dist,src=0,dst=0,val=11"], ["--numa", "node,cpus=9999"], ["--machine", "hmat=maybe"],
+           ["--numa", "hmat-lb,initiator=0,target=0,hierarchy=memory,data-type=access-latency,latency=5"]]
+# NUMA (docs/numa.md): -m and two nodes of its memory, sometimes a SLIT or
+# an HMAT; the CPUs go to their sockets' nodes.
+R = "memory-backend-ram"
+numa = [["-m", "128", "--object", f"{R},id=a,size=64M", "--object", f"{R},id=b,size=64M",
+         "--numa", "node,memdev=a", "--numa", "node,memdev=b"],
+        ["-m", "128", "--object", f"{R},id=a,size=96M", "--object", f"{R},id=b,size=32M",
+         "--numa", "node,memdev=a", "--numa", "node,memdev=b", "--numa", "dist,src=0,dst=1,val=31"],
+        ["-m", "128", "--machine", "hmat=on", "--object", f"{R},id=a,size=128M", "--numa", "node,memdev=a,cpus=0",
+         "--numa", "node", "--numa", "hmat-lb,initiator=0,target=0,hierarchy=memory,data-type=access-latency,latency=5"]]
 for i in range(n):
     src = rng.choice(images_found)
     data = bytearray(open(src, "rb").read())
@@ -69,7 +82,8 @@ for i in range(n):
     flags = []
     if rng.random() < 0.8: flags += ["-smp", rng.choice(smp)]
     if rng.random() < 0.8: flags += ["-cpu", rng.choice(cpu)]
-    if rng.random() < 0.3: flags += ["-m", rng.choice(["4", "16", "128"])]
+    if rng.random() < 0.2: flags += rng.choice(numa)
+    elif rng.random() < 0.3: flags += ["-m", rng.choice(["4", "16", "128"])]
     if rng.random() < 0.3: flags += ["--quantum", rng.choice(["1", "1000", "100000"])]
     if rng.random() < 0.5: flags += ["--cost", rng.choice(cost)]
     if rng.random() < 0.8: flags += ["-append", rng.choice(appends)]
