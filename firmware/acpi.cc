@@ -536,4 +536,26 @@ AcpiTables build_acpi_tables(GuestRam& ram, const Topology& topology, const Numa
   return t;
 }
 
+std::vector<AcpiTableFile> acpi_table_files(const GuestRam& ram, const AcpiTables& t) {
+  std::vector<AcpiTableFile> files;
+  auto add = [&](const char* name, uint32_t at, uint32_t length) {
+    auto bytes = ram.bytes(at, length);
+    files.push_back({fmt::format("{}.dat", name), std::vector<uint8_t>(bytes.begin(), bytes.end())});
+  };
+  // A table's own header says how long it is (offset 4).
+  auto add_table = [&](const char* name, uint32_t at) {
+    if (at != 0) add(name, at, ram.read<uint32_t>(at + 4));
+  };
+  add("rsdp", t.rsdp, kRsdpSize);
+  add_table("rsdt", t.rsdt);
+  add_table("facp", t.fadt);
+  add_table("dsdt", t.dsdt);
+  add("facs", t.facs, kFacsSize);
+  add_table("apic", t.madt);
+  add_table("srat", t.srat);
+  add_table("slit", t.slit);
+  add_table("hmat", t.hmat);
+  return files;
+}
+
 }  // namespace topolab

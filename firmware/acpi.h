@@ -50,6 +50,8 @@
 
 #include <cstdint>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "base/guest_ram.h"
 #include "base/memory_map.h"
@@ -87,5 +89,18 @@ struct AcpiTables {
 // the window is not in RAM.
 AcpiTables build_acpi_tables(GuestRam& ram, const Topology& topology, const NumaConfig& numa = {},
                              AcpiWindow window = {});
+
+// One table as `acpidump -b` writes it: the file name it would give it
+// (lower-case signature, the FADT as "facp", the RSDP as "rsdp") and its
+// bytes, so that `iasl -d` and other decoders read topolab's tables as
+// they read a real machine's.
+struct AcpiTableFile {
+  std::string name;  // "apic.dat"
+  std::vector<uint8_t> bytes;
+};
+
+// The tables build_acpi_tables wrote, in the RSDT's order after the RSDP,
+// RSDT, DSDT and FACS; their lengths come from what is in RAM.
+std::vector<AcpiTableFile> acpi_table_files(const GuestRam& ram, const AcpiTables& tables);
 
 }  // namespace topolab

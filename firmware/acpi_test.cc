@@ -510,6 +510,31 @@ TEST(Acpi, HmatFollowsTheSlitInTheRsdt) {
             0u);
 }
 
+// acpidump -b's files: every table, named as acpidump names it, exactly
+// the bytes in RAM its header's length covers.
+TEST(Acpi, TableFilesAreTheTablesAsAcpidumpNamesThem) {
+  GuestRam ram(memory_map::pc_ram_regions(kGiB));
+  std::vector<std::string> options = kHmatRun;
+  options.push_back("dist,src=0,dst=1,val=21");
+  const AcpiTables t = build_acpi_tables(ram, Topology::parse("4"), numa_of("4", kGiB, options, kTwoHalfGiB, true));
+  const std::vector<AcpiTableFile> files = acpi_table_files(ram, t);
+  std::vector<std::string> names;
+  for (const AcpiTableFile& f : files) names.push_back(f.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"rsdp.dat", "rsdt.dat", "facp.dat", "dsdt.dat", "facs.dat", "apic.dat",
+                                             "srat.dat", "slit.dat", "hmat.dat"}));
+  const std::vector<uint32_t> at = {t.rsdp, t.rsdt, t.fadt, t.dsdt, t.facs, t.madt, t.srat, t.slit, t.hmat};
+  for (size_t i = 0; i < files.size(); ++i) {
+    const size_t length = i == 0 ? 20 : ram.read<uint32_t>(at[i] + 4);
+    ASSERT_EQ(files[i].bytes.size(), length) << files[i].name;
+    EXPECT_EQ(std::memcmp(files[i].bytes.data(), ram.data() + at[i], length), 0) << files[i].name;
+  }
+  EXPECT_EQ(text(ram, t.facs, 4), "FACS");
+  EXPECT_EQ(files[4].bytes.size(), 64u);
+
+  GuestRam plain(kRamSize);
+  EXPECT_EQ(acpi_table_files(plain, build_acpi_tables(plain, Topology::parse("2"))).size(), 6u);
+}
+
 // The HMAT counts toward the window like every table.
 TEST(Acpi, HmatThatDoesNotFitIsAnAcpiError) {
   const NumaConfig numa = numa_of("4", kGiB, kHmatRun, kTwoHalfGiB, true);

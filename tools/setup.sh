@@ -18,6 +18,7 @@ packages=(
   libcereal-dev libzstd-dev libxxhash-dev  # snapshots: state archives, file compression, checksums
   gcc-multilib          # libgcc for -m32 guest images (64-bit division)
   cpuid hwloc-nox       # decoders our cpuid dumps are checked against
+  acpica-tools          # iasl: decodes the ACPI tables in tests/acpi_iasl.py
   qemu-system-x86       # the reference peer for differential tests
   python3               # tools/cpuid_diff.py and the report checks
   python3-pip           # fetches Unicorn's source distribution (tools/build_unicorn.sh)
