@@ -12,6 +12,7 @@
  *                | call_loop | same_branch | pause_forever | sti_spin
  *                | sti_count | count_forever | all_stuck | ends_late
  *                | rtc_wait | tsc_wait | pit_halt | pit_spin | pit_no_idt
+ *                | pci_all_ones | ioapic_wild | rtc_pit_storm | fw_cfg_dma
  *   halt      cli; hlt: nothing can ever wake the CPU
  *   spin      an endless loop: only the time limit ends it
  *   flag      cli, then a wait for a flag nobody sets (a loop that only
@@ -87,6 +88,37 @@
  *   tsc_deadline_absent  wrmsr IA32_TSC_DEADLINE on a model without
  *                      CPUID.1:ECX[24] (e.g. plain qemu64): #GP (SDM), with
  *                      no IDT to handle it (issue 14 F5)
+ * Hostile device programming (issue 27, part 4). Each must be survived: the
+ * guest checks what the devices did, prints one "misbehave: MODE: ..." line
+ * of facts and exits 0 if the machine behaved as its datasheets say, 1 if
+ * not:
+ *   pci_all_ones   every function on bus 0 (run with -device pci-testdev
+ *                  for one with BARs), and device 0 of buses 1-255: all
+ *                  ones into every dword of the header after the IDs
+ *                  (command, BARs, ROM, interrupt line), then the BARs read
+ *                  back as size masks; with decoding on and the BARs at all
+ *                  ones, reads where they would point (open bus: all ones);
+ *                  then the firmware's BARs and command back, and the
+ *                  pci-testdev answers at its address again
+ *   ioapic_wild    every I/O APIC entry unmasked toward APIC ID 0xEE, which
+ *                  no CPU has, in every delivery mode (the reserved ones
+ *                  too), edge and level; the PIT's pin 2 at its fastest
+ *                  with vector 5 (illegal, SDM 10.5.2) to this CPU, sti: the
+ *                  APIC drops each and logs "receive illegal vector" (ESR
+ *                  bit 6); level-triggered, remote IRR stays set until an
+ *                  EOI for vector 5 (I/O APIC EOI register) clears it (the
+ *                  entry masked first, or the asserted pin sends again)
+ *   rtc_pit_storm  100,000 rounds of reprogramming: a PIT control word and
+ *                  count (every mode, counts 0, 1 and 2 among them, the
+ *                  read-back command) and RTC registers A, B and the
+ *                  seconds (SET, every rate and divider, bad BCD) between
+ *                  almost every instruction, the PIT's pin routed to nobody
+ *                  so its edges are on the timeline; then a sane mode 2
+ *                  count must count down and a time set must read back
+ *   fw_cfg_dma     fw_cfg's ID says "no DMA"; the guest writes the DMA
+ *                  address registers (0x514, 0x518) anyway, once with an
+ *                  address past RAM and once with its own code's: nothing
+ *                  is written, and the legacy interface still reads "QEMU"
  */
 #include "lib/cmdline.h"
 #include "lib/io.h"
@@ -303,6 +335,314 @@ static void send_ipi(uint32_t dest, uint32_t icr_lo)
 	*apic_reg(APIC_REG_ICR_LO) = icr_lo;
 }
 
+/* PCI configuration mechanism #1 (ports 0xCF8/0xCFC). */
+static uint32_t pci_address(unsigned bus, unsigned dev, unsigned fn, unsigned reg)
+{
+	return 0x80000000u | bus << 16 | dev << 11 | fn << 8 | (reg & 0xFC);
+}
+
+static uint32_t pci_read(unsigned bus, unsigned dev, unsigned fn, unsigned reg)
+{
+	outl(0xCF8, pci_address(bus, dev, fn, reg));
+	return inl(0xCFC);
+}
+
+static void pci_write(unsigned bus, unsigned dev, unsigned fn, unsigned reg, uint32_t v)
+{
+	outl(0xCF8, pci_address(bus, dev, fn, reg));
+	outl(0xCFC, v);
+}
+
+#define PCI_COMMAND		0x04
+#define PCI_BAR0		0x10
+#define PCI_BARS		6
+#define PCI_TESTDEV_ID		0x00051b36u	/* 1b36:0005 */
+
+static int pci_all_ones(void)
+{
+	unsigned functions = 0, masks = 0, open_bus = 0, bad = 0;
+	uint32_t testdev_bar = 0, testdev_before = 0, testdev_at_ones = 0, testdev_after = 0;
+
+	for (unsigned bus = 0; bus < 256; bus++) {
+		for (unsigned dev = 0; dev < (bus ? 1u : 32u); dev++) {
+			for (unsigned fn = 0; fn < 8; fn++) {
+				uint32_t id = pci_read(bus, dev, fn, 0);
+				uint32_t saved[16];
+				uint32_t bars[PCI_BARS];
+
+				for (unsigned r = 1; r < 16; r++)
+					saved[r] = pci_read(bus, dev, fn, r * 4);
+				if (id == PCI_TESTDEV_ID) {
+					testdev_bar = saved[PCI_BAR0 / 4] & ~0xFu;
+					testdev_before = *(volatile uint32_t *)(uintptr_t)testdev_bar;
+				}
+				for (unsigned r = 1; r < 16; r++)
+					pci_write(bus, dev, fn, r * 4, 0xFFFFFFFFu);
+				if (id == 0xFFFFFFFFu) {
+					/* Absent: still nothing there. */
+					bad += pci_read(bus, dev, fn, PCI_BAR0) != 0xFFFFFFFFu;
+					continue;
+				}
+				functions++;
+				for (unsigned b = 0; b < PCI_BARS; b++) {
+					bars[b] = pci_read(bus, dev, fn, PCI_BAR0 + 4 * b);
+					if (!bars[b])
+						continue;
+					masks++;
+					/* Decoding on, the BAR at all ones: where it points. */
+					if (bars[b] & 1)
+						open_bus += inl((uint16_t)(bars[b] & ~3u)) == 0xFFFFFFFFu;
+					else
+						open_bus += *(volatile uint32_t *)(uintptr_t)(bars[b] & ~0xFu) == 0xFFFFFFFFu;
+				}
+				if (id == PCI_TESTDEV_ID)
+					testdev_at_ones = *(volatile uint32_t *)(uintptr_t)testdev_bar;
+				/* The firmware's addresses and command back. */
+				for (unsigned r = 15; r >= 1; r--)
+					pci_write(bus, dev, fn, r * 4, saved[r]);
+				if (id == PCI_TESTDEV_ID)
+					testdev_after = *(volatile uint32_t *)(uintptr_t)testdev_bar;
+				for (unsigned b = 0; b < PCI_BARS; b++)
+					bad += pci_read(bus, dev, fn, PCI_BAR0 + 4 * b) != saved[PCI_BAR0 / 4 + b];
+				bad += pci_read(bus, dev, fn, 0) != id;
+			}
+		}
+	}
+	if (testdev_bar)
+		bad += testdev_at_ones != 0xFFFFFFFFu || testdev_after != testdev_before;
+	printf("misbehave: pci_all_ones: %u functions, %u BAR size masks, %u open-bus reads at all ones, "
+	       "testdev BAR0 %x reads %x, %x at all ones, %x again; %s\n",
+	       functions, masks, open_bus, testdev_bar, testdev_before, testdev_at_ones, testdev_after,
+	       bad ? "WRONG" : "ok");
+	return bad ? EXIT_FAIL : EXIT_PASS;
+}
+
+/* I/O APIC at its pc address: IOREGSEL, IOWIN, and the EOI register of
+ * version 0x20 (QEMU's ioapic). */
+static void ioapic_write(unsigned reg, uint32_t v)
+{
+	volatile uint32_t *ioapic = (volatile uint32_t *)(uintptr_t)IOAPIC_BASE;
+
+	ioapic[0] = reg;
+	ioapic[4] = v;
+}
+
+static uint32_t ioapic_read(unsigned reg)
+{
+	volatile uint32_t *ioapic = (volatile uint32_t *)(uintptr_t)IOAPIC_BASE;
+
+	ioapic[0] = reg;
+	return ioapic[4];
+}
+
+#define IOAPIC_PINS		24
+#define RTE_LEVEL		(1u << 15)
+#define RTE_REMOTE_IRR		(1u << 14)
+#define RTE_LOGICAL		(1u << 11)
+#define NOBODY			0xEEu	/* an APIC ID no CPU has (not 0xFF: broadcast) */
+#define ILLEGAL_VECTOR		0x05
+
+static void spin_a_while(void)
+{
+	for (int i = 0; i < 20000; i++)
+		__asm__ volatile("pause");
+}
+
+/* The PIT's channel 0 at its fastest, its pin 2 entry as given. */
+static void pit_pin2(uint32_t low, uint32_t dest)
+{
+	ioapic_write(0x10 + 2 * 2 + 1, dest << 24);
+	ioapic_write(0x10 + 2 * 2, low);
+}
+
+static int ioapic_wild(void)
+{
+	unsigned bad = 0;
+	uint32_t esr, rte_level, rte_after_eoi;
+
+	*apic_reg(APIC_REG_SVR) = 0x1FF;
+	*apic_reg(APIC_REG_ESR) = 0;
+	(void)*apic_reg(APIC_REG_ESR);
+	/* Every pin, every delivery mode (011b and 110b reserved), toward
+	 * nobody: physical 0xEE, or logical with an empty destination. */
+	for (unsigned pin = 0; pin < IOAPIC_PINS; pin++) {
+		uint32_t mode = pin % 8, low = 0x40 | mode << 8;
+
+		if (pin & 1)
+			low |= RTE_LEVEL;
+		if (pin & 8)
+			low |= RTE_LOGICAL;
+		ioapic_write(0x10 + 2 * pin + 1, (pin & 8 ? 0u : NOBODY) << 24);
+		ioapic_write(0x10 + 2 * pin, low);
+	}
+	outb(0x43, 0x34);	/* channel 0, LSB then MSB, mode 2, count 2 */
+	outb(0x40, 2);
+	outb(0x40, 0);
+	/* Edge, vector 5, to this CPU: each edge dropped by the APIC. */
+	pit_pin2(ILLEGAL_VECTOR, self_apic_id());
+	__asm__ volatile("sti");
+	spin_a_while();
+	*apic_reg(APIC_REG_ESR) = 0;	/* latch, SDM 10.5.3 */
+	esr = *apic_reg(APIC_REG_ESR);
+	bad += !(esr & 0x40);
+	/* Level: the first message sets remote IRR, and nothing clears it
+	 * until an EOI for its vector (none comes from an APIC that dropped
+	 * it); the EOI register then clears it. */
+	pit_pin2(ILLEGAL_VECTOR | RTE_LEVEL, self_apic_id());
+	spin_a_while();
+	rte_level = ioapic_read(0x10 + 2 * 2);
+	/* Masked first: the PIT's OUT is high nearly all the time in mode 2,
+	 * and an EOI to an unmasked entry whose pin is still asserted sends
+	 * the interrupt again (82093AA 3.4.2), setting remote IRR again. */
+	pit_pin2(ILLEGAL_VECTOR | RTE_LEVEL | (1u << 16), self_apic_id());
+	*(volatile uint32_t *)(uintptr_t)(IOAPIC_BASE + 0x40) = ILLEGAL_VECTOR;
+	rte_after_eoi = ioapic_read(0x10 + 2 * 2);
+	__asm__ volatile("cli");
+	bad += !(rte_level & RTE_REMOTE_IRR) || (rte_after_eoi & RTE_REMOTE_IRR);
+	printf("misbehave: ioapic_wild: ESR 0x%x (receive illegal vector), pin 2 level entry 0x%x, "
+	       "0x%x after its EOI; %s\n", esr, rte_level, rte_after_eoi, bad ? "WRONG" : "ok");
+	return bad ? EXIT_FAIL : EXIT_PASS;
+}
+
+static uint8_t cmos_read(uint8_t reg)
+{
+	outb(0x70, reg);
+	return inb(0x71);
+}
+
+static void cmos_write(uint8_t reg, uint8_t v)
+{
+	outb(0x70, reg);
+	outb(0x71, v);
+}
+
+/* Channel 0's count, latched (counter latch command). */
+static uint16_t pit_count0(void)
+{
+	uint8_t lo, hi;
+
+	outb(0x43, 0x00);
+	lo = inb(0x40);
+	hi = inb(0x40);
+	return (uint16_t)(lo | hi << 8);
+}
+
+static int rtc_pit_storm(void)
+{
+	unsigned bad = 0;
+	uint16_t first, second;
+	uint8_t hours, minutes;
+
+	/* The PIT's pin to nobody, unmasked: its edges go on the timeline. */
+	pit_pin2(0x40, NOBODY);
+	for (uint32_t i = 0; i < 100000; i++) {
+		uint8_t channel = (i % 3 == 1) ? 2 : 0;	/* 1 is the refresh timer */
+
+		outb(0x43, (uint8_t)(channel << 6 | 0x30 | (i % 6) << 1 | (i & 8 ? 1 : 0)));
+		outb((uint16_t)(0x40 + channel), (uint8_t)(i % 5 < 3 ? i % 5 : i));
+		outb((uint16_t)(0x40 + channel), (uint8_t)(i % 5 < 3 ? 0 : i >> 8));
+		if (i % 7 == 0)
+			outb(0x43, (uint8_t)(0xC0 | (i & 0x3E)));	/* read-back */
+		outb(0x61, (uint8_t)i);
+		(void)inb((uint16_t)(0x40 + channel));
+		cmos_write(0x0A, (uint8_t)(i * 13));
+		cmos_write(0x0B, (uint8_t)(i * 7));
+		cmos_write(0x00, (uint8_t)(i * 31));
+		(void)cmos_read(0x0C);
+	}
+	/* Sane again: mode 2, count 0x8000; it counts down. */
+	outb(0x43, 0x34);
+	outb(0x40, 0x00);
+	outb(0x40, 0x80);
+	first = pit_count0();
+	for (int i = 0; i < 1000; i++)
+		__asm__ volatile("pause");
+	second = pit_count0();
+	bad += !(second < first && first <= 0x8000);
+	/* The RTC: running (divider 010b), 24-hour BCD, 12:34:00 set. */
+	cmos_write(0x0A, 0x26);
+	cmos_write(0x0B, 0x82);
+	cmos_write(0x04, 0x12);
+	cmos_write(0x02, 0x34);
+	cmos_write(0x00, 0x00);
+	cmos_write(0x0B, 0x02);
+	hours = cmos_read(0x04);
+	minutes = cmos_read(0x02);
+	bad += hours != 0x12 || minutes != 0x34;
+	printf("misbehave: rtc_pit_storm: 100000 rounds; PIT counts 0x%x then 0x%x; RTC %x:%x; %s\n",
+	       first, second, hours, minutes, bad ? "WRONG" : "ok");
+	return bad ? EXIT_FAIL : EXIT_PASS;
+}
+
+/* fw_cfg's legacy interface (0x510 selector, 0x511 data) and the DMA
+ * address registers a DMA-capable fw_cfg has (0x514 high, 0x518 low, each
+ * big-endian). */
+static void fw_cfg_select(uint16_t key)
+{
+	outw(0x510, key);
+}
+
+static uint32_t fw_cfg_read32(void)
+{
+	uint32_t v = 0;
+
+	for (int i = 0; i < 4; i++)
+		v |= (uint32_t)inb(0x511) << (8 * i);
+	return v;
+}
+
+static uint32_t bswap32(uint32_t v)
+{
+	return __builtin_bswap32(v);
+}
+
+/* A DMA control structure (docs/specs/fw_cfg.txt): read item 0 (the
+ * signature) into `address`. */
+static struct {
+	uint32_t control, length;
+	uint64_t address;
+} __attribute__((packed, aligned(8))) fw_cfg_dma_access;
+
+static uint32_t checksum(const volatile uint8_t *p, unsigned n)
+{
+	uint32_t s = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		s = s * 31 + p[i];
+	return s;
+}
+
+static int fw_cfg_dma(void)
+{
+	unsigned bad = 0;
+	uint32_t id, signature, code_before, code_after;
+	const volatile uint8_t *code = (const volatile uint8_t *)(uintptr_t)0x100000;
+
+	fw_cfg_select(0x01);
+	id = fw_cfg_read32();
+	code_before = checksum(code, 4096);
+	/* Past RAM, then over this image's own code (loaded at 1 MiB). */
+	fw_cfg_dma_access.control = bswap32((0u << 16) | 0x02 | 0x08);	/* select 0, read */
+	fw_cfg_dma_access.length = bswap32(4096);
+	fw_cfg_dma_access.address = 0xF0000000F0000000ull;
+	outl(0x514, 0);
+	outl(0x518, bswap32((uint32_t)(uintptr_t)&fw_cfg_dma_access));
+	fw_cfg_dma_access.address = __builtin_bswap64(0x100000);
+	outl(0x514, bswap32(0xFFFFFFFFu));
+	outl(0x518, bswap32(0xF0000000u));
+	outl(0x514, 0);
+	outl(0x518, bswap32((uint32_t)(uintptr_t)&fw_cfg_dma_access));
+	code_after = checksum(code, 4096);
+	fw_cfg_select(0x00);
+	signature = fw_cfg_read32();
+	bad += (id & 2) != 0 || code_after != code_before || signature != 0x554D4551u /* "QEMU" */;
+	printf("misbehave: fw_cfg_dma: ID 0x%x (no DMA), DMA requests past RAM and over the code "
+	       "changed %s, signature %c%c%c%c; %s\n", id, code_after == code_before ? "nothing" : "the code",
+	       signature & 0xFF, signature >> 8 & 0xFF, signature >> 16 & 0xFF, signature >> 24,
+	       bad ? "WRONG" : "ok");
+	return bad ? EXIT_FAIL : EXIT_PASS;
+}
+
 int main(const struct multiboot_info *mbi)
 {
 	char mode[32];
@@ -315,7 +655,8 @@ int main(const struct multiboot_info *mbi)
 		       "mwait_forever|tsc_deadline_far|tsc_deadline_absent|flag|"
 		       "peer_flag|two_blocks|call_loop|same_branch|pause_forever|"
 		       "sti_spin|sti_count|count_forever|all_stuck|ends_late|"
-		       "rtc_wait|tsc_wait\n");
+		       "rtc_wait|tsc_wait|pit_halt|pit_spin|pit_no_idt|pci_all_ones|"
+		       "ioapic_wild|rtc_pit_storm|fw_cfg_dma\n");
 		return EXIT_FAIL;
 	}
 	printf("misbehave: mode=%s\n", mode);
@@ -408,6 +749,14 @@ int main(const struct multiboot_info *mbi)
 		*apic_reg(APIC_REG_SVR) = 0x1FF;	/* software-enabled */
 		pit_storm();
 		__asm__ volatile("sti; 1: hlt; jmp 1b");
+	} else if (!strcmp(mode, "pci_all_ones")) {
+		return pci_all_ones();
+	} else if (!strcmp(mode, "ioapic_wild")) {
+		return ioapic_wild();
+	} else if (!strcmp(mode, "rtc_pit_storm")) {
+		return rtc_pit_storm();
+	} else if (!strcmp(mode, "fw_cfg_dma")) {
+		return fw_cfg_dma();
 	} else if (!strcmp(mode, "flag")) {
 		__asm__ volatile("cli");
 		while (!never_set)

@@ -152,5 +152,26 @@ expect 124 "did not finish within 0.05 s of virtual time (halted, waiting for ti
 # Issue 14 F5: IA32_TSC_DEADLINE without CPUID.1:ECX[24] is #GP.
 expect 126 "wrmsr of unknown MSR 0x6e0" -- run "$bad" -cpu qemu64 -append mode=tsc_deadline_absent
 
+# Hostile device programming (issue 27, part 4): each is survived, and the
+# guest checks what the devices did ("; ok") and exits 0. pci_all_ones needs
+# -device pci-testdev: tests/qemu_cli.sh runs it.
+survives() {
+  local mode=$1 fragment=$2
+  timeout 60 "$topolab" run "$bad" -append "mode=$mode" --report none >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  if [ "$got" -eq 0 ] && grep -q -- "^misbehave: $mode: .*$fragment.*; ok$" "$tmp/out" && [ "$(wc -l <"$tmp/err")" -eq 1 ]; then
+    echo "PASS: mode=$mode -> 0: $(tail -1 "$tmp/out")"
+    passed=$((passed + 1))
+  else
+    echo "FAIL: mode=$mode -> $got (want 0 and '$fragment ... ok'):"
+    sed 's/^/    /' "$tmp/out" "$tmp/err" | head -5
+    failures=$((failures + 1))
+  fi
+}
+survives pci_all_ones "1 functions, 0 BAR size masks"
+survives ioapic_wild "ESR 0x40 (receive illegal vector), pin 2 level entry 0xc005, 0x18005 after its EOI"
+survives rtc_pit_storm "100000 rounds; PIT counts 0x"
+survives fw_cfg_dma "ID 0x1 (no DMA), DMA requests past RAM and over the code changed nothing, signature QEMU"
+
 echo "$passed passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -86,6 +86,17 @@ TOPOLAB_OPTS="--time-limit 0.01" "$qemu" -kernel "$images/misbehave.elf" -append
 got=$?
 [ "$got" -eq 126 ] && grep -q "nothing can wake it" "$tmp/err" && echo "PASS: no -device isa-debug-exit -> $got: $(head -1 "$tmp/err")" || { fail "debug exit without the device -> $got"; cat "$tmp/err"; }
 
+# A hostile guest writes all ones over every PCI header (pci-testdev's BARs
+# among them) and reads where the BARs then point; the machine must go on,
+# and pci-testdev answer at its firmware address once its BARs are back
+# (testcases/misbehave.c, issue 27).
+"$qemu" "${kut[@]}" -device pci-testdev -kernel "$images/misbehave.elf" -append "mode=pci_all_ones" \
+  >"$tmp/out" 2>"$tmp/err"
+got=$?
+want="misbehave: pci_all_ones: 2 functions, 2 BAR size masks, 2 open-bus reads at all ones, testdev BAR0 febff000 reads 0, ffffffff at all ones, 0 again; ok"
+if [ "$got" -eq 1 ] && grep -qxF "$want" "$tmp/out" && [ ! -s "$tmp/err" ]; then echo "PASS: pci_all_ones -> 1"
+else fail "pci_all_ones -> $got (want 1 and '$want')"; cat "$tmp/out" "$tmp/err"; fi
+
 # -version, as scripts parse it.
 "$qemu" -h | head -1 | grep -q "^QEMU emulator version 7\.2\.0 (topolab" && echo "PASS: -version" || fail "-version"
 "$qemu" -device help | grep -qF '"pc-testdev"' && echo "PASS: -device help" || fail "-device help"
