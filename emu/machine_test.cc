@@ -457,6 +457,30 @@ TEST(MachineSpinSkip, AJumpToItselfNothingCanEndIsAHang) {
   EXPECT_EQ(rig.machine->stats().vcpu(0).ple_exits, 0u);
 }
 
+// The same hang on the boot CPU of an SMP machine whose APs were never
+// started: they have no engine yet, so the diagnosis says they wait for a
+// SIPI without reading their registers (it read them once, and crashed:
+// F11 in docs/reliability.md).
+TEST(MachineSpinSkip, AHangBesideApsNeverStartedNamesThemWaitingForSipi) {
+  Rig rig("3", {{[](FakeVcpu& v, uint64_t) {
+                   v.interrupts_enabled = false;
+                   v.retire(1);
+                   VcpuExit exit = exit_for(VcpuExit::Reason::PauseLoop);
+                   exit.idle_loop = true;
+                   exit.rip = 0x1234;
+                   exit.detail = "a jump to itself";
+                   return exit;
+                 },
+                 guest_exit(1)},
+                {},
+                {}});
+  const RunResult r = rig.machine->run();
+  EXPECT_EQ(r.outcome, RunResult::Outcome::Hung);
+  EXPECT_NE(r.diagnosis.find("every other vCPU is halted or stuck too (cpu 1 waits for SIPI, cpu 2 waits for SIPI)"),
+            std::string::npos)
+      << r.diagnosis;
+}
+
 // A loop that only reads memory, proved idle by the engine (idle_loop, with
 // its words for the loop), is skipped no further than another vCPU that
 // still runs and could write what it reads; once that one has halted with

@@ -174,17 +174,17 @@ std::string where_the_others_are(const std::vector<std::unique_ptr<MachineCpu>>&
       break;
     }
     if (named > 1) text += ", ";
+    // An AP that waits for its first SIPI has no engine yet: nothing to read.
+    if (other.state() == MachineCpu::State::WaitForSipi) {
+      text += fmt::format("cpu {} waits for SIPI", other.index());
+      continue;
+    }
     const VcpuState s = other.vcpu()->state();
     const char* interrupts = s.rflags & x86::kFlagIf ? "on" : "off";
-    switch (other.state()) {
-      case MachineCpu::State::WaitForSipi: text += fmt::format("cpu {} waits for SIPI", other.index()); break;
-      case MachineCpu::State::Halted:
-        text += fmt::format("cpu {} {} with interrupts {}", other.index(), other.idle_state(), interrupts);
-        break;
-      case MachineCpu::State::Running:
-        text += fmt::format("cpu {} loops forever at RIP {:#x} with interrupts {}", other.index(), s.rip, interrupts);
-        break;
-    }
+    if (other.state() == MachineCpu::State::Halted)
+      text += fmt::format("cpu {} {} with interrupts {}", other.index(), other.idle_state(), interrupts);
+    else
+      text += fmt::format("cpu {} loops forever at RIP {:#x} with interrupts {}", other.index(), s.rip, interrupts);
   }
   return text + ")";
 }

@@ -107,6 +107,8 @@ expect 126 "with interrupts off: interrupts are off and nothing in the loop can 
 expect 126 "every other vCPU is halted or stuck too (cpu 0 loops forever at RIP 0x" -- \
   run "$bad" -smp 2 -append mode=all_stuck
 expect 126 "nothing can end it before the time limit (60 s of virtual time)" -- run "$bad" -append mode=spin
+# F11: the same hang with APs never started (no engine yet) crashed.
+expect 126 "every other vCPU is halted or stuck too (cpu 1 waits for SIPI)" -- run "$bad" -smp 2 -append mode=spin
 # The PIT's IRQ 0 at 596.6 kHz, unmasked, with nothing able to take it: a
 # hang found at once, not after 72 million edges; with no IDT, a crash.
 expect 126 "halted with interrupts disabled" -- run "$bad" -append mode=pit_halt
