@@ -437,19 +437,22 @@ TEST(MachineSpinSkip, ASpinThatReadsTimeSkipsAtMostAQuantum) {
   EXPECT_EQ(r.virtual_ns, 10'000'000u);
 }
 
+// `jmp .` at 0x1234 with interrupts off, as the engine stops on it: an idle
+// loop, named as the engine names it.
+VcpuExit jump_to_itself(FakeVcpu& v, uint64_t) {
+  v.interrupts_enabled = false;
+  v.retire(1);
+  VcpuExit exit = exit_for(VcpuExit::Reason::PauseLoop);
+  exit.idle_loop = true;
+  exit.rip = 0x1234;
+  exit.detail = "a jump to itself";
+  return exit;
+}
+
 // A jump to itself (idle_loop) that nothing can end before the time limit
 // is a hang, diagnosed at once with its address; it charges no PLE exit.
 TEST(MachineSpinSkip, AJumpToItselfNothingCanEndIsAHang) {
-  Rig rig("1", {{[](FakeVcpu& v, uint64_t) {
-                   v.interrupts_enabled = false;
-                   v.retire(1);
-                   VcpuExit exit = exit_for(VcpuExit::Reason::PauseLoop);
-                   exit.idle_loop = true;
-                   exit.rip = 0x1234;
-                   exit.detail = "a jump to itself";  // as the engine names it
-                   return exit;
-                 },
-                 guest_exit(1)}});
+  Rig rig("1", {{jump_to_itself, guest_exit(1)}});
   const RunResult r = rig.machine->run();
   EXPECT_EQ(r.outcome, RunResult::Outcome::Hung);
   EXPECT_NE(r.diagnosis.find("loops forever in a jump to itself at RIP 0x1234 with interrupts off"), std::string::npos)
@@ -462,18 +465,7 @@ TEST(MachineSpinSkip, AJumpToItselfNothingCanEndIsAHang) {
 // SIPI without reading their registers (it read them once, and crashed:
 // F11 in docs/reliability.md).
 TEST(MachineSpinSkip, AHangBesideApsNeverStartedNamesThemWaitingForSipi) {
-  Rig rig("3", {{[](FakeVcpu& v, uint64_t) {
-                   v.interrupts_enabled = false;
-                   v.retire(1);
-                   VcpuExit exit = exit_for(VcpuExit::Reason::PauseLoop);
-                   exit.idle_loop = true;
-                   exit.rip = 0x1234;
-                   exit.detail = "a jump to itself";
-                   return exit;
-                 },
-                 guest_exit(1)},
-                {},
-                {}});
+  Rig rig("3", {{jump_to_itself, guest_exit(1)}, {}, {}});
   const RunResult r = rig.machine->run();
   EXPECT_EQ(r.outcome, RunResult::Outcome::Hung);
   EXPECT_NE(r.diagnosis.find("every other vCPU is halted or stuck too (cpu 1 waits for SIPI, cpu 2 waits for SIPI)"),

@@ -225,6 +225,33 @@ TEST_F(VcpuTest, AnOverrunBlockEndingInARepStopsAtTheRep) {
   EXPECT_EQ(cpu.instructions(), 5u);
 }
 
+// A REP of more than 2^26 turns (patch 0005): each turn while 2^26 or more
+// are still to come is charged as an instruction, so the budget stops it
+// between turns (RIP at the REP, ECX counted down), and the last 2^26 turns
+// are free, as every turn of a shorter REP is. RAM large enough for the
+// 2^26 + 100 bytes it reads.
+class BigRamVcpuTest : public VcpuTest {
+ protected:
+  BigRamVcpuTest() : VcpuTest({{0, 80 << 20}}) {}
+};
+
+TEST_F(BigRamVcpuTest, RepPastTheFreeTurnsIsChargedAndStopsAtTheBudget) {
+  boot32({
+      0xbe, 0x00, 0x60, 0x00, 0x00,  // 1000: mov esi, 0x6000
+      0xb9, 0x64, 0x00, 0x00, 0x04,  // 1005: mov ecx, 0x4000064 (2^26 + 100)
+      0xf3, 0xac,                    // 100a: rep lodsb
+      0xf4,                          // 100c: hlt
+  });
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::QuantumEnd, 50);
+  EXPECT_EQ(exit.rip, 0x100au);
+  EXPECT_EQ(cpu.instructions(), 50u);
+  EXPECT_EQ(cpu.state().rcx, 0x4000000u + 52) << "48 turns: one in the first block, 47 charged after it";
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(cpu.instructions(), 104u) << "the two MOVs, the REP, its 100 charged turns and the HLT";
+  EXPECT_EQ(cpu.state().rcx, 0u);
+  EXPECT_EQ(cpu.state().rsi, 0x6000u + 0x4000064);
+}
+
 // A store into the block that is running: the engine abandons the block at
 // the store and runs it again from there (docs/unicorn.md), and that count
 // is the same at every budget.

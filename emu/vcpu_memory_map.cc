@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace topolab::vcpu_internal {
@@ -41,15 +42,16 @@ void GuestMemoryMap::map_device(uint64_t base, uint64_t size, MmioHandler& devic
     if (base < r.end() && r.base < base + size)
       throw std::invalid_argument(
           fmt::format("MMIO window at {:#x} overlaps RAM ({:#x}..{:#x})", base, r.base, r.end()));
-  for (auto it = open_bus_pages_.lower_bound(base); it != open_bus_pages_.end() && *it < base + size;) {
-    check(uc_mem_unmap(uc_, *it, kPageSize), "uc_mem_unmap (open bus)");
-    it = open_bus_pages_.erase(it);
-  }
+  // Open bus gives the place up: its windows there are mapped again around
+  // the device.
+  const std::vector<uint64_t> open = open_windows_in(base, size);
+  for (uint64_t window : open) unmap_open_bus_window(window);
   auto window = std::make_unique<DeviceWindow>(DeviceWindow{this, &device, size});
   const uc_err err = uc_mmio_map(uc_, base, size, on_device_read, window.get(), on_device_write, window.get());
+  if (err == UC_ERR_OK) devices_.emplace(base, std::move(window));
+  for (uint64_t w : open) map_open_bus_window(w);
   if (err != UC_ERR_OK)
     throw std::invalid_argument(fmt::format("MMIO window {:#x}+{:#x}: {}", base, size, uc_strerror(err)));
-  devices_.emplace(base, std::move(window));
 }
 
 void GuestMemoryMap::unmap_device(uint64_t base, uint64_t size) {
@@ -58,26 +60,70 @@ void GuestMemoryMap::unmap_device(uint64_t base, uint64_t size) {
     throw std::invalid_argument(fmt::format("no MMIO window {:#x}+{:#x}", base, size));
   check(uc_mem_unmap(uc_, base, size), "uc_mem_unmap (MMIO)");
   devices_.erase(it);
+  // The place is open bus again where its window is open (else once touched).
+  for (uint64_t window : open_windows_in(base, size)) {
+    unmap_open_bus_window(window);
+    map_open_bus_window(window);
+  }
 }
 
-// The offset is from the page's start.
+std::vector<uint64_t> GuestMemoryMap::open_windows_in(uint64_t base, uint64_t size) const {
+  std::vector<uint64_t> open;
+  for (auto it = open_bus_windows_.lower_bound(base & ~(kOpenBusWindow - 1));
+       it != open_bus_windows_.end() && *it < base + size; ++it)
+    open.push_back(*it);
+  return open;
+}
+
+void GuestMemoryMap::map_open_bus_window(uint64_t window) {
+  // What is taken in the window, in order: RAM's regions and the devices.
+  std::vector<std::pair<uint64_t, uint64_t>> taken;
+  for (const RamRegion& r : ram_.regions()) taken.emplace_back(r.base, r.end());
+  for (const auto& [base, device] : devices_) taken.emplace_back(base, base + device->size);
+  std::sort(taken.begin(), taken.end());
+  const uint64_t end = window + kOpenBusWindow;  // 0 for the top window: it wraps
+  uint64_t free_from = window;
+  auto map_free = [&](uint64_t to) {
+    if (to - 1 < free_from || free_from - window >= kOpenBusWindow) return;
+    const uint64_t size = to - free_from;
+    open_bus_data_.push_back(std::make_unique<OpenBusRegion>(OpenBusRegion{this, free_from}));
+    OpenBusRegion* data = open_bus_data_.back().get();
+    check(uc_mmio_map(uc_, free_from, size, on_open_bus_read, data, on_open_bus_write, data),
+          "uc_mmio_map (open bus)");
+    open_bus_regions_.emplace(free_from, size);
+  };
+  for (const auto& [from, to] : taken) {
+    if (to <= window || (end != 0 && from >= end)) continue;
+    if (from > free_from) map_free(from);
+    free_from = std::max(free_from, to);
+  }
+  map_free(end);
+}
+
+void GuestMemoryMap::unmap_open_bus_window(uint64_t window) {
+  for (auto it = open_bus_regions_.lower_bound(window);
+       it != open_bus_regions_.end() && it->first - window < kOpenBusWindow;) {
+    check(uc_mem_unmap(uc_, it->first, it->second), "uc_mem_unmap (open bus)");
+    it = open_bus_regions_.erase(it);
+  }
+}
+
+// The offset is from the region's start.
 uint64_t GuestMemoryMap::on_open_bus_read(uc_engine*, uint64_t offset, unsigned size, void* user) {
-  auto& page = *static_cast<OpenBusPage*>(user);
-  page.map->owner_.open_bus_access(page.base + offset, size, false);
+  auto& region = *static_cast<OpenBusRegion*>(user);
+  region.map->owner_.open_bus_access(region.base + offset, size, false);
   return ~uint64_t{0};
 }
 
 void GuestMemoryMap::on_open_bus_write(uc_engine*, uint64_t offset, unsigned size, uint64_t, void* user) {
-  auto& page = *static_cast<OpenBusPage*>(user);
-  page.map->owner_.open_bus_access(page.base + offset, size, true);
+  auto& region = *static_cast<OpenBusRegion*>(user);
+  region.map->owner_.open_bus_access(region.base + offset, size, true);
 }
 
-void GuestMemoryMap::map_open_bus(uint64_t page) {
-  auto& slot = open_bus_windows_[page];
-  if (!slot) slot = std::make_unique<OpenBusPage>(OpenBusPage{this, page});
-  check(uc_mmio_map(uc_, page, kPageSize, on_open_bus_read, slot.get(), on_open_bus_write, slot.get()),
-               "uc_mmio_map (open bus)");
-  open_bus_pages_.insert(page);
+void GuestMemoryMap::map_open_bus(uint64_t address) {
+  const uint64_t window = address & ~(kOpenBusWindow - 1);
+  if (!open_bus_windows_.insert(window).second) return;
+  map_open_bus_window(window);
 }
 
 }  // namespace topolab::vcpu_internal

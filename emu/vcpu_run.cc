@@ -280,16 +280,16 @@ void UnicornVcpu::Engine::on_interrupt(uc_engine*, uint32_t vector, void* user) 
   });
 }
 
-// A load or store at a physical address with no RAM and no device: the page
-// becomes an open-bus window (all ones read, stores dropped, each counted)
-// and the access is retried there, so it never ends the run. A fetch from
+// A load or store at a physical address with no RAM and no device: open bus
+// is mapped there (all ones read, stores dropped, each counted; a window at
+// a time, GuestMemoryMap) and the access is retried, so it never ends the run. A fetch from
 // there is not emulated (the engine cannot execute MMIO): run() reports it.
 bool UnicornVcpu::Engine::on_unmapped(uc_engine*, uc_mem_type type, uint64_t address, int size, int64_t, void* user) {
   auto& e = *static_cast<Engine*>(user);
   e.unmapped = {type, address, size};
   if (type == UC_MEM_FETCH_UNMAPPED) return false;
   return e.guarded<bool>([&] {
-    e.memory_map->map_open_bus(address & ~(kPageSize - 1));
+    e.memory_map->map_open_bus(address);
     return true;
   });
 }

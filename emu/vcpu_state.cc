@@ -68,7 +68,7 @@ void UnicornVcpu::Engine::serialize_state(Archive& ar) {
 namespace {
 
 // What one vCPU's snapshot holds, in order: the CPU state's bytes, the
-// open-bus pages, then the engine's own fields (a template: the engine's
+// open-bus windows, then the engine's own fields (a template: the engine's
 // type is UnicornVcpu's private business).
 template <class Engine>
 struct VcpuStateRecord {
@@ -90,7 +90,7 @@ std::string UnicornVcpu::save_state() const {
   const std::span<const uint8_t> cpu = context.cpu_state(e.uc);
   std::string cpu_bytes(cpu.begin(), cpu.end());
   for (const auto& [begin, end] : host_ranges(e.uc)) std::fill(cpu_bytes.begin() + begin, cpu_bytes.begin() + end, 0);
-  std::set<uint64_t> open_bus = e.memory_map->open_bus_pages();
+  std::set<uint64_t> open_bus = e.memory_map->open_bus_windows();
 
   VcpuStateRecord<Engine> record{cpu_bytes, open_bus, e};
   return save_state_bytes(record);
@@ -112,7 +112,7 @@ void UnicornVcpu::load_state(std::string_view bytes) {
   for (const auto& [begin, end] : host_ranges(e.uc)) std::copy(live.begin() + begin, live.begin() + end, cpu_bytes.begin() + begin);
   std::copy(cpu_bytes.begin(), cpu_bytes.end(), cpu.begin());
   context.restore_into(e.uc);
-  for (uint64_t page : open_bus) e.memory_map->map_open_bus(page);
+  for (uint64_t address : open_bus) e.memory_map->map_open_bus(address);
   e.update_block_hook();
 }
 

@@ -13,6 +13,7 @@
  *                | sti_count | count_forever | all_stuck | ends_late
  *                | rtc_wait | tsc_wait | pit_halt | pit_spin | pit_no_idt
  *                | pci_all_ones | ioapic_wild | rtc_pit_storm | fw_cfg_dma
+ *                | rep_forever
  *   halt      cli; hlt: nothing can ever wake the CPU
  *   spin      an endless loop: only the time limit ends it
  *   flag      cli, then a wait for a flag nobody sets (a loop that only
@@ -115,6 +116,11 @@
  *                  almost every instruction, the PIT's pin routed to nobody
  *                  so its edges are on the timeline; then a sane mode 2
  *                  count must count down and a time set must read back
+ *   rep_forever    cli; rep lodsb with ECX = 0xFFFFFFFF: one instruction of
+ *                  4 G turns (about half a minute of host time at 7 ns a
+ *                  turn, more through open bus); each turn while 2^26 or
+ *                  more remain costs an instruction (Unicorn patch 0005), so
+ *                  --time-limit ends it: not survived, but bounded
  *   fw_cfg_dma     fw_cfg's ID says "no DMA"; the guest writes the DMA
  *                  address registers (0x514, 0x518) anyway, once with an
  *                  address past RAM and once with its own code's: nothing
@@ -656,7 +662,7 @@ int main(const struct multiboot_info *mbi)
 		       "peer_flag|two_blocks|call_loop|same_branch|pause_forever|"
 		       "sti_spin|sti_count|count_forever|all_stuck|ends_late|"
 		       "rtc_wait|tsc_wait|pit_halt|pit_spin|pit_no_idt|pci_all_ones|"
-		       "ioapic_wild|rtc_pit_storm|fw_cfg_dma\n");
+		       "ioapic_wild|rtc_pit_storm|fw_cfg_dma|rep_forever\n");
 		return EXIT_FAIL;
 	}
 	printf("misbehave: mode=%s\n", mode);
@@ -749,6 +755,9 @@ int main(const struct multiboot_info *mbi)
 		*apic_reg(APIC_REG_SVR) = 0x1FF;	/* software-enabled */
 		pit_storm();
 		__asm__ volatile("sti; 1: hlt; jmp 1b");
+	} else if (!strcmp(mode, "rep_forever")) {
+		__asm__ volatile("cli; cld; rep lodsb"
+				 : : "S"(0x100000), "c"(0xFFFFFFFFu) : "eax", "memory");
 	} else if (!strcmp(mode, "pci_all_ones")) {
 		return pci_all_ones();
 	} else if (!strcmp(mode, "ioapic_wild")) {

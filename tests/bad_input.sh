@@ -107,6 +107,10 @@ expect 126 "with interrupts off: interrupts are off and nothing in the loop can 
 expect 126 "every other vCPU is halted or stuck too (cpu 0 loops forever at RIP 0x" -- \
   run "$bad" -smp 2 -append mode=all_stuck
 expect 126 "nothing can end it before the time limit (60 s of virtual time)" -- run "$bad" -append mode=spin
+# A REP of 4 G turns is one instruction to the guest, but no longer free to
+# the budget past 2^26 turns (Unicorn patch 0005): the time limit ends it
+# (before the patch it ran its 4 G turns, a minute or more of host time).
+expect 124 "did not finish within 0.01 s of virtual time" -- run "$bad" -append mode=rep_forever --time-limit 0.01
 # F11: the same hang with APs never started (no engine yet) crashed.
 expect 126 "every other vCPU is halted or stuck too (cpu 1 waits for SIPI)" -- run "$bad" -smp 2 -append mode=spin
 # The PIT's IRQ 0 at 596.6 kHz, unmasked, with nothing able to take it: a
