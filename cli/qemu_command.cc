@@ -241,8 +241,10 @@ void Parser::machine(const std::string& value, const std::string& spelled) {
     }
   }
   if (!for_spec.empty()) {
+    // Commas inside a value stay escaped (",,"), so that the joined string
+    // splits into the same properties again.
     std::string joined;
-    for (const std::string& s : for_spec) joined += (joined.empty() ? "" : ",") + s;
+    for (const std::string& s : for_spec) joined += (joined.empty() ? "" : ",") + escape_qemu_commas(s);
     cmd_.machine.machine = cmd_.machine.machine.empty() ? joined : cmd_.machine.machine + "," + joined;
   }
 }
@@ -339,6 +341,51 @@ QemuCommand parse_qemu_command(const std::vector<std::string>& args) {
   } catch (const ConfigError& e) {
     throw ConfigError(one_line(e.what()));
   }
+}
+
+std::vector<std::string> to_qemu_args(const QemuCommand& c) {
+  std::vector<std::string> args;
+  auto option = [&](const char* name, const std::string& value) {
+    args.push_back(name);
+    args.push_back(value);
+  };
+  if (!c.kernel.empty()) option("-kernel", c.kernel);
+  if (!c.initrd.empty()) {
+    std::string modules;
+    for (size_t i = 0; i < c.initrd.size(); ++i) modules += (i ? "," : "") + escape_qemu_commas(c.initrd[i]);
+    option("-initrd", modules);
+  }
+  if (!c.append.empty()) option("-append", c.append);
+  option("-smp", c.machine.smp);
+  option("-cpu", c.machine.cpu);
+  std::string machine = c.machine_type;
+  if (!c.machine.machine.empty()) machine += "," + c.machine.machine;
+  if (!c.devices.has(PlatformDevice::Pit)) machine += ",pit=off";
+  option("-machine", machine);
+  if (!c.machine.memory.empty()) option("-m", c.machine.memory);
+  for (const std::string& o : c.machine.objects) option("-object", o);
+  for (const std::string& n : c.machine.numa) option("-numa", n);
+  option("-serial", c.serial);
+  if (c.no_reboot) args.push_back("-no-reboot");
+  if (!c.gdb.empty()) option("-gdb", c.gdb);
+  if (c.gdb_wait) args.push_back("-S");
+  if (!c.monitor.empty()) option("-monitor", c.monitor);
+  for (const PlatformDeviceInfo& info : kPlatformDevices) {
+    if (info.qemu_help.empty() || !c.devices.has(info.device)) continue;
+    option("-device", info.device == PlatformDevice::IsaDebugExit ? "isa-debug-exit,iobase=0xf4,iosize=4"
+                                                                    : std::string(info.qemu_name));
+  }
+  using Action = QemuCommand::Action;
+  switch (c.action) {
+    case Action::Run: break;
+    case Action::Version: args.push_back("-version"); break;
+    case Action::Help: args.push_back("-help"); break;
+    case Action::ListDevices: option("-device", "help"); break;
+    case Action::ListCpus: option("-cpu", "help"); break;
+    case Action::ListMachines: option("-machine", "help"); break;
+    case Action::ListAccelerators: option("-accel", "help"); break;
+  }
+  return args;
 }
 
 std::string qemu_version_text(const std::string& topolab_version, const std::string& engine_version) {

@@ -48,6 +48,8 @@ struct QemuCommand {
   // -device isa-debug-exit,iobase=0xf4,iosize=4, pc-testdev, pci-testdev;
   // -machine pit=off removes the 8254.
   PlatformDevices devices{PlatformDevice::Pit};
+
+  bool operator==(const QemuCommand&) const = default;
 };
 
 // Parses QEMU's arguments (argv without the program name). Options take one
@@ -56,6 +58,13 @@ struct QemuCommand {
 // line names the option.
 QemuCommand parse_qemu_command(const std::vector<std::string>& args);
 
+
+// The command as QEMU's arguments again, one spelling for each field:
+// parse_qemu_command(to_qemu_args(c)) == c for every command it returned.
+// What parsing dropped (-vnc none, -name, -accel tcg, -global for a device
+// topolab has not) is not there; -serial is always given, so -nodefaults
+// and -nographic need not be.
+std::vector<std::string> to_qemu_args(const QemuCommand& command);
 
 // What QEMU prints for the answers of Action.
 std::string qemu_version_text(const std::string& topolab_version, const std::string& engine_version);

@@ -189,6 +189,37 @@ TEST(QemuCommand, InitrdModulesSplitAtCommasAsQemus) {
   EXPECT_EQ(parse({"-kernel", "k", "-initrd", "a,,b"}).initrd, std::vector<std::string>{"a,b"});
 }
 
+// to_qemu_args prints a command back to arguments that parse to it again:
+// every field, commas inside values escaped, the defaults -nodefaults and
+// -nographic chose made explicit.
+TEST(QemuCommand, PrintsBackToArgumentsThatParseToTheSameCommand) {
+  const std::vector<std::vector<std::string>> commands = {
+      {"-nodefaults", "-device", "pc-testdev", "-device", "isa-debug-exit,iobase=0xf4,iosize=0x4", "-vnc", "none",
+       "-device", "pci-testdev", "-machine", "accel=tcg", "-kernel", "x86/apic.flat", "-smp", "2", "-cpu",
+       "qemu64,+x2apic", "-machine", "pit=off", "-initrd", "a,,b c,d", "-append", "x=1 y"},
+      {"-kernel", "k", "-M", "q35,smp-cache.0.cache=l3,smp-cache.0.topology=socket", "-m", "2G", "-object",
+       "memory-backend-ram,id=a,size=1G", "-object", "memory-backend-ram,id=b,size=1G", "-numa", "node,memdev=a",
+       "-numa", "node,memdev=b", "-numa", "dist,src=0,dst=1,val=21", "-machine", "hmat=on"},
+      {"-kernel", "k", "-nographic", "-no-reboot", "-s", "-S", "-monitor", "stdio", "-serial", "file:out.txt"},
+      {"-kernel", "k", "-machine", "pc,smp-cache.0.cache=l3,,x"},
+      {"-cpu", "help", "-smp", "4"},
+      {"-version"},
+      {"-device", "help"},
+      {"-machine", "help"},
+      {"-accel", "help"},
+  };
+  for (const std::vector<std::string>& args : commands) {
+    const QemuCommand q = parse(args);
+    const std::vector<std::string> printed = to_qemu_args(q);
+    std::string shown;
+    for (const std::string& a : printed) shown += " '" + a + "'";
+    EXPECT_EQ(parse(printed), q) << "printed as" << shown;
+  }
+  EXPECT_EQ(to_qemu_args(parse({"-kernel", "k"})),
+            (std::vector<std::string>{"-kernel", "k", "-smp", "1", "-cpu", "qemu64", "-machine", "pc", "-serial",
+                                      "none"}));
+}
+
 TEST(QemuCommand, TopolabOptsSplitAtBlanksWithTheTestName) {
   EXPECT_EQ(split_topolab_opts("  --report json --report-file out/%t.json\t--quantum 1000\n", "apic"),
             (std::vector<std::string>{"--report", "json", "--report-file", "out/apic.json", "--quantum", "1000"}));

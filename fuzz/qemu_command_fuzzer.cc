@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // QEMU's command line (`topolab qemu`, build/qemu-system-x86_64). Input: the
-// arguments, separated by NUL bytes. The parser has no printer back to
-// arguments, so the invariants are what it promises (cli/qemu_command.h):
+// arguments, separated by NUL bytes. The invariants are what the parser
+// promises (cli/qemu_command.h):
 // - ConfigError is the only refusal, and its message is one non-empty line
 //   (the command prints it after "topolab: " and exits 1);
 // - parsing is deterministic: the same arguments give the same command or
 //   the same message;
+// - an accepted command prints back (to_qemu_args) to arguments that parse
+//   to the same command;
 // - an accepted command is one topolab can act on: a run has a kernel, the
 //   machine is pc or q35, -serial is stdio, none or file:PATH, RAM is at
 //   least 1 MiB;
@@ -28,13 +30,6 @@
 using namespace topolab;
 
 namespace {
-
-bool same(const QemuCommand& a, const QemuCommand& b) {
-  return a.action == b.action && a.kernel == b.kernel && a.initrd == b.initrd && a.append == b.append &&
-         a.machine == b.machine &&
-         a.machine_type == b.machine_type && a.ram_mib == b.ram_mib && a.serial == b.serial &&
-         a.no_reboot == b.no_reboot && a.devices == b.devices;
-}
 
 void check_message(const std::string& what, std::string_view context) {
   FUZZ_CHECK(!what.empty() && what.find('\n') == std::string::npos && what.find('\r') == std::string::npos,
@@ -92,7 +87,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else {
     const QemuCommand& cmd = std::get<QemuCommand>(first);
     const QemuCommand* again = std::get_if<QemuCommand>(&second);
-    FUZZ_CHECK(again && same(cmd, *again), "{}: two parses differ", joined(args));
+    FUZZ_CHECK(again && cmd == *again, "{}: two parses differ", joined(args));
+    const std::vector<std::string> printed = to_qemu_args(cmd);
+    const auto reparsed = parse(printed);
+    const std::string* refused = std::get_if<std::string>(&reparsed);
+    FUZZ_CHECK(!refused, "{}: printed back as {}, refused: {}", joined(args), joined(printed), refused ? *refused : "");
+    FUZZ_CHECK(std::get<QemuCommand>(reparsed) == cmd, "{}: printed back as {}, parses to another command",
+               joined(args), joined(printed));
     if (cmd.action == QemuCommand::Action::Run) FUZZ_CHECK(!cmd.kernel.empty(), "{}: a run without -kernel", joined(args));
     FUZZ_CHECK(cmd.machine_type == "pc" || cmd.machine_type == "q35", "{}: machine '{}'", joined(args), cmd.machine_type);
     FUZZ_CHECK(cmd.serial == "stdio" || cmd.serial == "none" || (cmd.serial.starts_with("file:") && cmd.serial.size() > 5),

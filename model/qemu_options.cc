@@ -27,6 +27,15 @@ std::vector<std::string> split_qemu_properties(std::string_view text) {
   return out;
 }
 
+std::string escape_qemu_commas(std::string_view item) {
+  std::string out;
+  for (char c : item) {
+    out += c;
+    if (c == ',') out += ',';
+  }
+  return out;
+}
+
 QemuProperty split_qemu_property(std::string_view item) {
   const size_t eq = item.find('=');
   if (eq == std::string_view::npos) return {std::string(item), "", false};

@@ -14,6 +14,9 @@ namespace topolab {
 
 // "a,b=c,d" split at commas; QEMU's ",," escape for a comma inside a value.
 std::vector<std::string> split_qemu_properties(std::string_view text);
+// The inverse for one item: each "," doubled, as QEMU writes a comma inside
+// a value.
+std::string escape_qemu_commas(std::string_view item);
 
 struct QemuProperty {
   std::string name, value;

@@ -3,7 +3,7 @@
 # Cross-build determinism: topolab built at -O0 (build-O0/, CMAKE_BUILD_TYPE
 # Debug) must give byte-identical output to the Release build (build/) on a
 # set of runs: serial output, the closing line, the JSON report and the exit
-# status. Virtual time is computed in integers, so the optimiser must not
+# status; the testcases below, and the CI Linux boot when .deps/linux has it. Virtual time is computed in integers, so the optimiser must not
 # change a single byte. Not in CI (it costs a second full build of topolab);
 # docs/reliability.md.
 # Usage: tools/cross_build.sh [OTHER_TOPOLAB]   (default: build it at -O0)
@@ -43,6 +43,13 @@ runs=(
   "misbehave.elf -cpu qemu64,+tsc-deadline --cost freq_mhz=500 --time-limit 0.05|mode=tsc_deadline_far"
   "smp_boot.elf -smp 300 -cpu Skylake-Server,+x2apic --cost none|cores=300"
 )
+# With the Linux guest fetched (tools/linux_guest.sh), its CI boot too: two
+# vCPUs, PVH, perf's messaging run in the window (about 10 s in Release,
+# a few minutes at -O0).
+linux=.deps/linux
+if [ -f "$linux/vmlinux" ] && [ -f "$linux/initramfs.cpio" ]; then
+  runs+=("../../$linux/vmlinux --initrd $linux/initramfs.cpio -m 512 --smp 2 --cpu Skylake-Server --time-limit 30|console=ttyS0 panic=-1 topolab.bench=messaging:1:5")
+fi
 differ=0 statuses=""
 for i in "${!runs[@]}"; do
   IFS='|' read -r spec append <<<"${runs[$i]}"
