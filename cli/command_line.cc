@@ -46,6 +46,7 @@ ParsedMachine parse_machine_and_warn(const MachineSpec& spec) {
   ParsedMachine m = parse_machine_spec(spec);
   for (const std::string& why : m.cpu.dropped_requests)
     fmt::print(stderr, "topolab: warning: -cpu {}: {}\n", m.cpu.arg, why);
+  for (const std::string& what : m.cpu.warnings) fmt::print(stderr, "topolab: warning: -cpu {}: {}\n", m.cpu.arg, what);
   for (const std::string& why : m.numa.warnings()) fmt::print(stderr, "topolab: warning: -numa: {}\n", why);
   return m;
 }

@@ -190,6 +190,9 @@ struct CpuConfig {
   // support requested feature" and drops it. The command prints them as
   // warnings (kvm-unit-tests lets stderr lines that say "warning" pass).
   std::vector<std::string> dropped_requests;
+  // Properties taken as QEMU's TCG takes them, meaning nothing here
+  // (host-phys-bits=on): the command prints each as a warning.
+  std::vector<std::string> warnings;
   std::string arg;       // the -cpu text this came from, for reports
 
   Vendor vendor() const { return model.vendor; }
@@ -239,7 +242,7 @@ MachineOptions parse_machine(std::string_view arg);
 
 // Parses QEMU's -cpu syntax: MODEL[,+flag|-flag|flag=on|off|flag|l3-cache=on|off|
 // vendor=ID|level=N|xlevel=N|model-id=TEXT|family=N|model=N|stepping=N|
-// phys-bits=N|host-phys-bits=off|pmu=on|off|migratable=on|off|enforce|check|
+// phys-bits=N|host-phys-bits=on|off|pmu=on|off|migratable=on|off|enforce|check|
 // x-force-cpuid-0x1f=on|off...]. A feature topolab cannot carry out is
 // refused with the reason, never advertised. Throws ConfigError.
 CpuConfig parse_cpu(std::string_view arg);
