@@ -178,6 +178,33 @@ TEST_F(VcpuTest, MmioWindowRelocates) {
   EXPECT_EQ(host.open_bus.size(), 1u);
 }
 
+// Open bus is mapped a 1 GiB window at a time (F12 in docs/reliability.md):
+// a device mapped into a window already open takes its place there, and
+// open bus takes the place back when the device goes.
+TEST_F(VcpuTest, ADeviceMappedIntoAnOpenBusWindowTakesItsPlace) {
+  FakeMmio apic;
+  apic.value = 7;
+  boot32({
+      0xa1, 0x00, 0x00, 0xc0, 0xfe,  // 1000: mov eax, [0xfec00000] (open bus: its window opens)
+      0xf4,                          // 1005: hlt
+      0xa1, 0x20, 0x00, 0xe0, 0xfe,  // 1006: mov eax, [0xfee00020]
+      0xf4,                          // 100b: hlt
+      0xa1, 0x24, 0x00, 0xe0, 0xfe,  // 100c: mov eax, [0xfee00024]
+      0xf4,                          // 1011: hlt
+  });
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(host.open_bus.size(), 1u);
+  cpu.map_mmio(kApicBase, 4096, apic);
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(apic.reads, (std::vector<FakeMmio::Access>{{0x20, 4, 7}}));
+  EXPECT_EQ(cpu.state().rax, 7u);
+  cpu.unmap_mmio(kApicBase, 4096);
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(cpu.state().rax, 0xFFFF'FFFFu);
+  EXPECT_EQ(host.open_bus, (std::vector<std::tuple<uint64_t, unsigned, bool>>{{0xFEC0'0000, 4, false},
+                                                                            {0xFEE0'0024, 4, false}}));
+}
+
 TEST_F(VcpuTest, MmioWindowMustBeWholePagesOutsideRam) {
   FakeMmio apic;
   EXPECT_THROW(cpu.map_mmio(kApicBase + 1, 4096, apic), std::invalid_argument);
