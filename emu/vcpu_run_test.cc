@@ -316,6 +316,31 @@ TEST_F(VcpuTest, MovToCr4OfABitCpuidDoesNotAllowIsGeneralProtection) {
   EXPECT_EQ(cpu.state().cr4 & 0x40020, 0x20u);
 }
 
+// LGDT [0x5000] in 64-bit mode with limit 0xff and base 0xTT00000000003000.
+std::vector<uint8_t> lgdt_of_base_with_top_byte(uint8_t top_byte) {
+  return {
+      0x66, 0xc7, 0x04, 0x25, 0x00, 0x50, 0x00, 0x00, 0xff, 0x00,      // 2001: mov word [0x5000], 0xff
+      0x48, 0xb8, 0x00, 0x30, 0x00, 0x00, 0x00, 0x00, 0x00, top_byte,  // 200b: mov rax, 0xTT00000000003000
+      0x48, 0x89, 0x04, 0x25, 0x02, 0x50, 0x00, 0x00,                  // 2015: mov [0x5002], rax
+      0x0f, 0x01, 0x14, 0x25, 0x00, 0x50, 0x00, 0x00,                  // 201d: lgdt [0x5000]
+      0xf4,                                                            // 2025: hlt
+  };
+}
+
+// Unicorn patch 0006: in 64-bit mode LGDT of a non-canonical base is #GP(0)
+// at the instruction (with no IDT, a triple fault); a canonical one loads.
+TEST_F(VcpuTest, LgdtOfANonCanonicalBaseIsGeneralProtection) {
+  boot64(lgdt_of_base_with_top_byte(0xff));  // bits 63:48 are not bit 47's
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::TripleFault);
+  EXPECT_EQ(exit.rip, 0x201du);
+  EXPECT_NE(exit.detail.find("#GP"), std::string::npos) << exit.detail;
+}
+
+TEST_F(VcpuTest, LgdtOfACanonicalBaseLoads) {
+  boot64(lgdt_of_base_with_top_byte(0x00));
+  run_expecting(VcpuExit::Reason::Halt);
+}
+
 // QEMU's TCG raises #UD at RDPMC; here the host's counter answers it, and a
 // counter the host lacks is #GP(0) at the instruction.
 TEST_F(VcpuTest, RdpmcIsAnsweredByTheHost) {
