@@ -437,17 +437,21 @@ TEST(MachineSpinSkip, ASpinThatReadsTimeSkipsAtMostAQuantum) {
   EXPECT_EQ(r.virtual_ns, 10'000'000u);
 }
 
-// `jmp .` at 0x1234 with interrupts off, as the engine stops on it: an idle
-// loop, named as the engine names it.
-VcpuExit jump_to_itself(FakeVcpu& v, uint64_t) {
-  v.interrupts_enabled = false;
-  v.retire(1);
-  VcpuExit exit = exit_for(VcpuExit::Reason::PauseLoop);
-  exit.idle_loop = true;
-  exit.rip = 0x1234;
-  exit.detail = "a jump to itself";
-  return exit;
+// A loop at 0x1234 of `instructions` a turn with interrupts off, as the
+// engine stops on one it proved idle, named as the engine names it.
+Action idle_loop(uint64_t instructions, std::string detail) {
+  return [instructions, detail](FakeVcpu& v, uint64_t) {
+    v.interrupts_enabled = false;
+    v.retire(instructions);
+    VcpuExit exit = exit_for(VcpuExit::Reason::PauseLoop);
+    exit.idle_loop = true;
+    exit.rip = 0x1234;
+    exit.detail = detail;
+    return exit;
+  };
 }
+
+const Action jump_to_itself = idle_loop(1, "a jump to itself");
 
 // A jump to itself (idle_loop) that nothing can end before the time limit
 // is a hang, diagnosed at once with its address; it charges no PLE exit.
@@ -479,15 +483,7 @@ TEST(MachineSpinSkip, AHangBesideApsNeverStartedNamesThemWaitingForSipi) {
 // interrupts off for good, nothing can end the loop: a hang, named as the
 // engine named the loop.
 TEST(MachineSpinSkip, ALoopOnMemoryWaitsForTheVcpuThatCouldWriteIt) {
-  const Action read_only_loop = [](FakeVcpu& v, uint64_t) {
-    v.interrupts_enabled = false;
-    v.retire(3);
-    VcpuExit exit = exit_for(VcpuExit::Reason::PauseLoop);
-    exit.idle_loop = true;
-    exit.rip = 0x1234;
-    exit.detail = "a loop that only reads memory (3 instructions at 0x1234)";
-    return exit;
-  };
+  const Action read_only_loop = idle_loop(3, "a loop that only reads memory (3 instructions at 0x1234)");
   Rig rig("2", {{start_aps(), read_only_loop, read_only_loop, read_only_loop, read_only_loop, guest_exit(1)},
                 {run_for(50'000), enable_apic_and_halt(false)}});
   const RunResult r = rig.machine->run();
