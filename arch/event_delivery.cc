@@ -149,6 +149,27 @@ uint64_t return_address(const CpuState& cpu, const Event& e, uint64_t ip_mask) {
   return (cpu.rip + length) & ip_mask;
 }
 
+// SDM Vol. 3A 18.3.1.1: for a fault-class exception other than #DB the
+// processor sets RF in the EFLAGS image it pushes, so that the IRET back to
+// the faulting instruction takes no instruction breakpoint there again
+// (KVM's exception_type likewise). Traps (#BP, #OF, #DB), aborts (#DF,
+// #MC), interrupts and INT n push RFLAGS as it is. QEMU 7.2's TCG pushes
+// it as it is for every event (docs/deviations.md). A real-mode frame has
+// 16 bits of FLAGS: no RF.
+uint64_t pushed_rflags(const CpuState& cpu, const Event& e) {
+  if (e.kind != EventKind::kHardwareException || e.vector >= 32) return cpu.rflags;
+  switch (e.vector) {
+    case kDebug:
+    case kBreakpoint:
+    case kOverflow:
+    case kDoubleFault:
+    case kMachineCheck:
+      return cpu.rflags;
+    default:
+      return cpu.rflags | kFlagRf;
+  }
+}
+
 // SDM Vol. 2A INT n, REAL-ADDRESS-MODE; Vol. 3A 20.1.4: 4-byte IVT entries
 // (offset, segment), a 3-word frame (FLAGS, CS, IP), no error codes.
 DeliveryResult deliver_real(const CpuState& cpu, const Event& e, LinearMemory& mem) {
@@ -255,7 +276,8 @@ DeliveryResult push_ia32e_frame(const CpuState& cpu, const Event& e, LinearMemor
                                         .desc = SegmentDescriptor{.dpl = static_cast<uint8_t>(h.new_cpl)}}
                               : cpu.ss;
   const uint64_t ip_mask = cpu.mode == CpuMode::kLong64 ? kMask64 : kMask32;
-  FrameValues frame = {cpu.ss.selector, cpu.rsp, cpu.rflags, cpu.cs.selector, return_address(cpu, e, ip_mask)};
+  FrameValues frame = {cpu.ss.selector, cpu.rsp, pushed_rflags(cpu, e), cpu.cs.selector,
+                       return_address(cpu, e, ip_mask)};
   if (h.push_error) frame.push_back(e.error_code);
   const Stack st{.base = 0, .sp = new_rsp & ~uint64_t{0xf}, .sp_mask = kMask64, .linear_mask = kMask64,
                  .limits = nullptr, .who = h.who};
@@ -302,7 +324,7 @@ DeliveryResult push_legacy_frame(const CpuState& cpu, const Event& e, LinearMemo
     limit_fault = ss_fault(selector_error(ss_sel, ext));
     frame = {cpu.ss.selector, cpu.rsp & kMask32};
   }
-  for (uint64_t v : {cpu.rflags & kMask32, uint64_t{cpu.cs.selector}, return_address(cpu, e, kMask32)})
+  for (uint64_t v : {pushed_rflags(cpu, e) & kMask32, uint64_t{cpu.cs.selector}, return_address(cpu, e, kMask32)})
     frame.push_back(v);
   if (h.push_error) frame.push_back(e.error_code);
   // SDM INT n: the room on the stack is checked before the entry point.

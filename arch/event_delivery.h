@@ -19,9 +19,9 @@
 //   - task gates (no hardware task switching),
 //   - 16-bit interrupt and trap gates, and 16-bit TSSs,
 //   - virtual-8086 mode (RFLAGS.VM = 1).
-// Also not modelled: RF in the pushed EFLAGS image (hardware sets it for
-// most faults, SDM 18.3.1.1; the caller may set it in `rflags`), shadow
-// stacks (CET), the accessed bit of the loaded descriptors, and the SMAP
+// The pushed EFLAGS image has RF set for fault-class exceptions but #DB
+// (SDM 18.3.1.1), as the hardware's.
+// Not modelled: shadow stacks (CET), the accessed bit of the loaded descriptors, and the SMAP
 // difference between implicit and explicit supervisor stack pushes beyond
 // what Accessor carries.
 #pragma once

@@ -158,8 +158,8 @@ TEST(Protected32, TrapGateKeepsIf) {
 TEST(Protected32, Ring3ToRing0ThroughTss) {
   Guest g(CpuMode::kProtected, 3);
   const Delivered d = expect_delivered(deliver_event(g.cpu, hw(kGeneralProtection, 0x1234), g.mem));
-  // Error code, EIP, CS, EFLAGS, ESP, SS on the SS0:ESP0 stack.
-  EXPECT_EQ(d.frame, slots(4, {0x1234, 0x401000, kCode3, 0x0342, 0x8000, kData3}));
+  // Error code, EIP, CS, EFLAGS (RF set: #GP is a fault), ESP, SS on the SS0:ESP0 stack.
+  EXPECT_EQ(d.frame, slots(4, {0x1234, 0x401000, kCode3, 0x10342, 0x8000, kData3}));
   EXPECT_EQ(g.mem.bytes(0x9000 - 24, 24), d.frame);
   EXPECT_EQ(d.cpl, 0u);
   EXPECT_EQ(d.ss, (Segment{kData0, kFlatData0}));
@@ -186,6 +186,33 @@ TEST(Protected32, TrapsPushTheNextInstruction) {
   g.gate(3, kType32BitTrapGate, kCode0, 3);
   const Event int3{.kind = EventKind::kSoftwareException, .vector = kBreakpoint, .instruction_length = 1};
   EXPECT_EQ(expect_delivered(deliver_event(g.cpu, int3, g.mem)).frame, slots(4, {0x401001, kCode0, 0x0342}));
+}
+
+// SDM 18.3.1.1: the EFLAGS image of a fault-class exception other than #DB
+// has RF set; traps, aborts, interrupts and INT n push EFLAGS as it is. The
+// handler runs with RF as it was (a gate does not set it).
+TEST(Protected32, FaultsPushRfAndTheRestDoNot) {
+  const auto pushed_eflags = [](const Event& e) {
+    Guest g(CpuMode::kProtected, 0);
+    g.gate(e.vector, kType32BitInterruptGate, kCode0, 3);
+    const Delivered d = expect_delivered(deliver_event(g.cpu, e, g.mem));
+    EXPECT_EQ(d.rflags & kFlagRf, 0u);
+    // EIP, CS, EFLAGS from the lowest address, after the error code if one was pushed.
+    const size_t at = (e.kind == EventKind::kHardwareException && pushes_error_code(e.vector) ? 12 : 8);
+    uint32_t eflags = 0;
+    for (size_t i = 0; i < 4; ++i) eflags |= uint32_t{d.frame.at(at + i)} << (8 * i);
+    return eflags;
+  };
+  for (uint8_t fault : {kDivideError, kBoundRange, kInvalidOpcode, kDeviceNotAvailable, kInvalidTss,
+                        kSegmentNotPresent, kStackFault, kGeneralProtection, kPageFault, kFpuError,
+                        kAlignmentCheck, kSimdError})
+    EXPECT_EQ(pushed_eflags(hw(fault)), 0x10342u) << "vector " << int(fault);
+  for (uint8_t other : {kDebug, kBreakpoint, kOverflow, kDoubleFault, kMachineCheck})
+    EXPECT_EQ(pushed_eflags(hw(other)), 0x0342u) << "vector " << int(other);
+  EXPECT_EQ(pushed_eflags(Event::external(0x20)), 0x0342u);
+  EXPECT_EQ(pushed_eflags(Event::int_n(0x80)), 0x0342u);
+  EXPECT_EQ(pushed_eflags(Event{.kind = EventKind::kSoftwareException, .vector = kBreakpoint, .instruction_length = 1}),
+            0x0342u);
 }
 
 struct ErrorCodeCase {
@@ -357,7 +384,7 @@ TEST(Long64, Ring3ToRing0ThroughRsp0) {
   g.mem.put<uint64_t>(kTss + kTss64Rsp0, 0x9008);  // aligned down to 0x9000
   g.cpu.rsp = 0x7ff8;
   const Delivered d = expect_delivered(deliver_event(g.cpu, hw(kPageFault, 6), g.mem));
-  EXPECT_EQ(d.frame, slots(8, {6, 0x401000, kCode64_3, 0x0342, 0x7ff8, kData3}));
+  EXPECT_EQ(d.frame, slots(8, {6, 0x401000, kCode64_3, 0x10342, 0x7ff8, kData3}));  // RF: #PF is a fault
   EXPECT_EQ(d.frame_linear, 0x9000u - 48);
   EXPECT_EQ(g.mem.bytes(0x9000 - 48, 48), d.frame);
   EXPECT_EQ(d.rsp, 0x9000u - 48);
@@ -478,7 +505,7 @@ TEST(Driver, BenignThenContributoryIsSerial) {
   ASSERT_TRUE(std::holds_alternative<Delivered>(o));
   const Delivered& d = std::get<Delivered>(o);
   EXPECT_EQ(d.rip, kHandler + kGeneralProtection);
-  EXPECT_EQ(d.frame, slots(4, {kBeyondGdt | 1, 0x401000, kCode0, 0x0342}));
+  EXPECT_EQ(d.frame, slots(4, {kBeyondGdt | 1, 0x401000, kCode0, 0x10342}));  // the #GP's frame: RF set
 }
 
 TEST(Driver, ContributoryThenContributoryIsDoubleFault) {
