@@ -86,8 +86,9 @@ void GuestMemoryMap::map_open_bus_window(uint64_t window) {
   auto map_free = [&](uint64_t to) {
     if (to - 1 < free_from || free_from - window >= kOpenBusWindow) return;
     const uint64_t size = to - free_from;
-    open_bus_data_.push_back(std::make_unique<OpenBusRegion>(OpenBusRegion{this, free_from}));
-    OpenBusRegion* data = open_bus_data_.back().get();
+    auto& slot = open_bus_data_[free_from];
+    if (!slot) slot = std::make_unique<OpenBusRegion>(OpenBusRegion{this, free_from});
+    OpenBusRegion* data = slot.get();
     check(uc_mmio_map(uc_, free_from, size, on_open_bus_read, data, on_open_bus_write, data),
           "uc_mmio_map (open bus)");
     open_bus_regions_.emplace(free_from, size);

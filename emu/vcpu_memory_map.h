@@ -96,9 +96,10 @@ class GuestMemoryMap {
   std::unordered_map<uint64_t, std::unique_ptr<DeviceWindow>> devices_;  // by base
   std::set<uint64_t> open_bus_windows_;                                   // open now
   std::map<uint64_t, uint64_t> open_bus_regions_;                         // mapped now: base -> size
-  // Each region's callback data, kept once made (a region is mapped again
-  // when a device comes or goes in its window).
-  std::vector<std::unique_ptr<OpenBusRegion>> open_bus_data_;
+  // Each region's callback data by its base, kept once made and reused when
+  // a region is mapped there again (a device came or went in its window):
+  // a guest that moves its APIC page to and fro allocates nothing more.
+  std::unordered_map<uint64_t, std::unique_ptr<OpenBusRegion>> open_bus_data_;
 };
 
 }  // namespace topolab::vcpu_internal
