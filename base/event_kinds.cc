@@ -17,4 +17,11 @@ std::string_view to_string(ExitKind kind) {
   return kNames[static_cast<size_t>(kind)];
 }
 
+std::string_view to_string(SystemInstruction kind) {
+  static constexpr std::string_view kNames[] = {"cr0_write", "cr3_write",       "cr4_write",   "cr4_global_flush", "invlpg",
+                                                "invpcid",   "descriptor_load", "cache_flush", "dr_write"};
+  static_assert(std::size(kNames) == kSystemInstructions);
+  return kNames[static_cast<size_t>(kind)];
+}
+
 }  // namespace topolab

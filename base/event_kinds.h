@@ -22,6 +22,19 @@ enum class ExitKind : uint8_t { Cpuid, Hlt, Io, Msr, Apic, Icr, Mwait, Monitor, 
 inline constexpr size_t kExitKinds = static_cast<size_t>(ExitKind::Hypercall) + 1;
 std::string_view to_string(ExitKind kind);
 
+// Serializing system instructions that run in the guest without an exit
+// but cost a real CPU far more than the one cycle the clock charges an
+// ordinary instruction (model/cost_model.h gives each class its cycles).
+// Cr0Write: MOV to CR0, CLTS, LMSW; Cr4GlobalFlush: a MOV to CR4 that
+// changes PGE or clears PCIDE, which also invalidates global TLB entries
+// (SDM Vol. 3A 4.10.4.1); DescriptorLoad: LGDT, LIDT, LLDT, LTR;
+// CacheFlush: WBINVD, INVD; DrWrite: MOV to DR0-DR7.
+enum class SystemInstruction : uint8_t {
+  Cr0Write, Cr3Write, Cr4Write, Cr4GlobalFlush, Invlpg, Invpcid, DescriptorLoad, CacheFlush, DrWrite
+};
+inline constexpr size_t kSystemInstructions = static_cast<size_t>(SystemInstruction::DrWrite) + 1;
+std::string_view to_string(SystemInstruction kind);
+
 // How an APIC register write leaves the guest on a KVM host with APICv:
 // EOI, TPR and x2APIC SELF IPI are virtualised (no exit), an ICR write
 // exits unless IPIs are virtualised too, any other APIC register write (and

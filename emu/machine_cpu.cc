@@ -57,6 +57,14 @@ void MachineCpu::charge_exit(ExitKind kind) {
   if (ns && vcpu_ && now() >= slice_end_ns_) vcpu_->request_stop();
 }
 
+void MachineCpu::system_instruction(SystemInstruction kind) {
+  const uint64_t extra = platform_.cost.system_extra_milli_cycles(kind);
+  ++platform_.stats.vcpu(index_).system_instructions[static_cast<size_t>(kind)];
+  if (!extra) return;
+  stall_milli_cycles_ += extra;
+  if (vcpu_ && now() >= slice_end_ns_) vcpu_->request_stop();
+}
+
 // --- Interrupts ----------------------------------------------------------------
 
 MachineCpu::PendingInterrupts MachineCpu::pending_interrupts() const {

@@ -101,7 +101,9 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   uint64_t instructions() const { return vcpu_ ? vcpu_->instructions() : 0; }
   uint64_t pauses() const { return vcpu_ ? vcpu_->pauses() : 0; }
   uint64_t run_ns() const { return platform_.cost.ns_for_instructions(instructions()); }
-  uint64_t now() const { return run_ns() + exit_ns_ + idle_ns_ + skipped_ns_; }
+  uint64_t now() const { return run_ns() + exit_ns_ + idle_ns_ + skipped_ns_ + stall_ns(); }
+  // Cycles serializing system instructions took beyond CPI (system_instruction).
+  uint64_t stall_ns() const { return stall_milli_cycles_ / platform_.cost.freq_mhz; }
   // Moves a vCPU that was not running forward to `at_ns` (it waited).
   void catch_up(uint64_t at_ns);
   // Moves a spinning vCPU forward to `at_ns` without running its loop
@@ -205,7 +207,7 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   // APIC page where the loaded APIC has it.
   template <class Archive>
   void serialize(Archive& ar) {
-    ar(apic_, state_, idle_ns_, exit_ns_, skipped_ns_, spin_, slice_end_ns_, halted_since_, accrued_until_,
+    ar(apic_, state_, idle_ns_, exit_ns_, skipped_ns_, stall_milli_cycles_, spin_, slice_end_ns_, halted_since_, accrued_until_,
        poll_busy_ns_, waiting_since_);
     ar(in_mwait_, mwait_breaks_on_interrupt_, monitor_armed_, ever_monitored_, monitor_line_, monitor_snapshot_,
        nmi_pending_, msr_file_);
@@ -241,6 +243,7 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   void exception_taken(uint8_t vector) override { ++platform_.stats.vcpu(index_).exceptions_taken[vector]; }
   std::optional<int64_t> hypercall(const KvmHypercall& call) override;
   uint64_t read_cr8() override;
+  void system_instruction(SystemInstruction kind) override;
   void write_cr8(uint64_t value) override;
   void debug_stop(const DebugStop& stop) override { platform_.events.debug_stop(index_, stop); }
 
@@ -270,6 +273,7 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   uint64_t idle_ns_ = 0;       // halted, waiting to resume, or waiting for SIPI
   uint64_t exit_ns_ = 0;       // in modelled VM exits
   uint64_t skipped_ns_ = 0;    // in spins skipped, not run
+  uint64_t stall_milli_cycles_ = 0;  // serializing instructions beyond CPI, in 1/1000 cycles
   struct SpinPark {
     uint64_t epoch;
     bool reads_time;

@@ -49,7 +49,7 @@ void Machine::settle_stats() {
   for (const auto& cpu : cpus_) {
     VcpuStats& s = stats_.vcpu(cpu->index());
     s.instructions = cpu->instructions();
-    s.run_ns = cpu->run_ns();
+    s.run_ns = cpu->run_ns() + cpu->stall_ns();  // a serializing instruction's cycles are the guest's
     s.pauses = cpu->pauses();
   }
 }

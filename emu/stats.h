@@ -40,6 +40,9 @@ struct VcpuStats {
   uint64_t ipis_to_nobody = 0;  // messages that matched no APIC
   std::array<uint64_t, kWakeCauses> wakes{};
 
+  // Serializing system instructions reached (MachineCpu::system_instruction).
+  std::array<uint64_t, kSystemInstructions> system_instructions{};
+
   // Idle instructions.
   uint64_t pauses = 0;
   uint64_t monitor_arms = 0;
@@ -80,6 +83,7 @@ struct VcpuStats {
        received_by_vector, interrupts_taken, exceptions_taken, received_while_halted, received_while_running,
        ipis_to_nobody, wakes);
     ar(pauses, monitor_arms, mwait_entries, mwait_hints, ple_exits, skipped_ns, open_bus_reads, open_bus_writes);
+    ar(system_instructions);
     ar(run_ns, exits, exit_ns, halt_poll_hits, halt_poll_misses, host_poll_ns, host_mwait_ns);
   }
 };

@@ -98,6 +98,9 @@ class VcpuHost {
   // APIC of its own. write_cr8 gets a value the vCPU checked (0..15).
   virtual uint64_t read_cr8() { return 0; }
   virtual void write_cr8(uint64_t value) {}
+  // A serializing system instruction (base/event_kinds.h) is about to run,
+  // for the clock to charge its cycles (model/cost_model.h).
+  virtual void system_instruction(SystemInstruction kind) {}
   // The vCPU stopped for its debugger, inside run(), between two
   // instructions: instructions() is exact and RIP is the next instruction.
   // The host may read and write the vCPU's registers and memory and change

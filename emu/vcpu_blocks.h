@@ -23,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/event_kinds.h"
+
 namespace topolab {
 namespace vcpu_internal {
 
@@ -49,13 +51,17 @@ inline cs_mode capstone_mode(CodeSize size) {
 // without IA32_TSC_AUX, where it is #UD (elsewhere the RDTSCP instruction
 // hook answers it). IRET and PAUSE it only watches: an IRET ends NMI
 // blocking (SDM 6.7.1), and PAUSEs are counted.
+// System: a serializing system instruction (base/event_kinds.h), watched so
+// that the clock charges its cycles (system_instruction, below).
 // SYSCALL and SYSENTER are stopped at and emulated too: Unicorn runs them
 // as no-ops that only call a hook (arch/fast_syscall has their rules).
 // RDMSR and WRMSR are no sites: their instruction hooks answer them
 // (topolab's engine patch 0003); the kinds name them for execute_trap.
-enum class TrapKind : uint8_t { Rdmsr, Wrmsr, Rdpmc, Rdtscp, Monitor, Mwait, Syscall, Sysenter, Iret, Pause, MovToCr8, MovFromCr8, MovToCr4 };
+enum class TrapKind : uint8_t { Rdmsr, Wrmsr, Rdpmc, Rdtscp, Monitor, Mwait, Syscall, Sysenter, Iret, Pause, MovToCr8, MovFromCr8, MovToCr4, System };
 
-inline bool is_watched(TrapKind kind) { return kind == TrapKind::Iret || kind == TrapKind::Pause; }
+inline bool is_watched(TrapKind kind) {
+  return kind == TrapKind::Iret || kind == TrapKind::Pause || kind == TrapKind::System;
+}
 
 inline std::optional<TrapKind> trap_kind(unsigned capstone_id) {
   switch (capstone_id) {
@@ -84,7 +90,7 @@ inline std::span<const uint8_t> trap_opcode(TrapKind kind) {
     case TrapKind::Mwait: return kMwait;
     case TrapKind::Syscall: return kSyscall;
     case TrapKind::Sysenter: return kSysenter;
-    case TrapKind::Iret: case TrapKind::Pause: break;  // watched, never stopped at
+    case TrapKind::Iret: case TrapKind::Pause: case TrapKind::System: break;  // watched, never stopped at
     case TrapKind::Rdmsr: case TrapKind::Wrmsr: break;  // answered by their instruction hooks
     case TrapKind::MovToCr8: case TrapKind::MovFromCr8: case TrapKind::MovToCr4: break;  // see cr8_access
   }
@@ -301,7 +307,29 @@ struct TrapSite {
   TrapKind kind;
   uint8_t length;
   uint8_t gpr = 0;  // MOV CR8: the general register (Cr8Access::gpr)
+  SystemInstruction system = SystemInstruction::Cr0Write;  // TrapKind::System: which
 };
+
+// The serializing system instructions the clock charges cycles for
+// (model/cost_model.h), but MOV to CR4, whose own trap kind charges them.
+inline std::optional<SystemInstruction> system_instruction(const cs_insn& insn) {
+  switch (insn.id) {
+    case X86_INS_CLTS: case X86_INS_LMSW: return SystemInstruction::Cr0Write;
+    case X86_INS_INVLPG: return SystemInstruction::Invlpg;
+    case X86_INS_INVPCID: return SystemInstruction::Invpcid;
+    case X86_INS_LGDT: case X86_INS_LIDT: case X86_INS_LLDT: case X86_INS_LTR: return SystemInstruction::DescriptorLoad;
+    case X86_INS_WBINVD: case X86_INS_INVD: return SystemInstruction::CacheFlush;
+    case X86_INS_MOV: break;
+    default: return std::nullopt;
+  }
+  const cs_x86& x86 = insn.detail->x86;
+  if (x86.op_count != 2 || x86.operands[0].type != X86_OP_REG) return std::nullopt;
+  const x86_reg reg = x86.operands[0].reg;
+  if (reg == X86_REG_CR0) return SystemInstruction::Cr0Write;
+  if (reg == X86_REG_CR3) return SystemInstruction::Cr3Write;
+  if (reg >= X86_REG_DR0 && reg <= X86_REG_DR15) return SystemInstruction::DrWrite;
+  return std::nullopt;
+}
 
 // One translated block as Capstone sees it.
 struct DecodedBlock {
@@ -468,6 +496,9 @@ class Disassembler {
     else if (const std::optional<Cr8Access> cr8 = cr8_access(bytes, block.code_size)) {
       block.traps.push_back({insn.address, cr8->kind, static_cast<uint8_t>(insn.size), static_cast<uint8_t>(cr8->gpr)});
       if (cr8->kind != TrapKind::MovFromCr8) block.has_side_effects = true;  // the TPR, CR4
+    } else if (const std::optional<SystemInstruction> system = system_instruction(insn)) {
+      block.traps.push_back({.address = insn.address, .kind = TrapKind::System,
+                             .length = static_cast<uint8_t>(insn.size), .system = *system});
     }
     block.ends_with_software_interrupt = is_software_interrupt(insn.id);
     block.ends_with_hlt = insn.id == X86_INS_HLT;

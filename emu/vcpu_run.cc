@@ -151,6 +151,8 @@ void UnicornVcpu::Engine::on_trap_site(uc_engine*, uint64_t address, uint32_t, v
   if (trap && (trap->kind == TrapKind::MovToCr8 || trap->kind == TrapKind::MovFromCr8))
     return e.guarded([&] { e.at_cr8(*trap, address); });
   if (trap && trap->kind == TrapKind::MovToCr4) return e.guarded([&] { e.at_cr4(*trap, address); });
+  if (trap && trap->kind == TrapKind::System)
+    return e.guarded([&] { e.call_host_mid_block([&] { e.host.system_instruction(trap->system); }); });
   e.guarded([&] { e.stop_at_trap_site(address); });
 }
 
@@ -167,6 +169,12 @@ void UnicornVcpu::Engine::on_trap_site(uc_engine*, uint64_t address, uint32_t, v
 // say) stops it, to raise #GP(0) as the SDM says (execute_trap).
 void UnicornVcpu::Engine::at_cr4(const HookedTrap& trap, uint64_t address) {
   call_host_mid_block([&] {
+    uint64_t value = read_reg(kCr8Gprs[trap.gpr]);
+    const DecodedBlock* block = decoded(entered());
+    if (!block || block->code_size != CodeSize::Bits64) value = static_cast<uint32_t>(value);
+    const uint64_t changed = value ^ read_reg(UC_X86_REG_CR4);
+    const bool global_flush = (changed & x86::kCr4Pge) || (changed & x86::kCr4Pcide & ~value);
+    host.system_instruction(global_flush ? SystemInstruction::Cr4GlobalFlush : SystemInstruction::Cr4Write);
     if (current_cpl() != 0) return;  // the engine's own #GP
     if (!cr4_settable) {
       const CpuidRegs leaf1 = host.describe_cpuid(1, 0), leaf7 = host.describe_cpuid(7, 0);
@@ -174,9 +182,6 @@ void UnicornVcpu::Engine::at_cr4(const HookedTrap& trap, uint64_t address) {
       cr4_settable = leaf1.ecx == 0 && leaf1.edx == 0 ? ~uint64_t{0}
                                                       : x86::cr4_settable_bits(leaf1.ecx, leaf1.edx, leaf7.ebx, leaf7.ecx);
     }
-    uint64_t value = read_reg(kCr8Gprs[trap.gpr]);
-    const DecodedBlock* block = decoded(entered());
-    if (!block || block->code_size != CodeSize::Bits64) value = static_cast<uint32_t>(value);
     if (value & ~*cr4_settable) stop_at_trap_site(address);
   });
 }

@@ -316,6 +316,54 @@ TEST_F(VcpuTest, MovToCr4OfABitCpuidDoesNotAllowIsGeneralProtection) {
   EXPECT_EQ(cpu.state().cr4 & 0x40020, 0x20u);
 }
 
+// Each serializing system instruction reaches the host once, before it
+// runs, with the instruction count exact (the clock charges its cycles);
+// reads of control registers and ordinary instructions do not.
+TEST_F(VcpuTest, SerializingSystemInstructionsReachTheHostOnce) {
+  boot32({
+      0x0f, 0x20, 0xc0,                          // 1000: mov eax, cr0
+      0x0f, 0x22, 0xc0,                          // 1003: mov cr0, eax
+      0x0f, 0x06,                                // 1006: clts
+      0x0f, 0x20, 0xd8,                          // 1008: mov eax, cr3
+      0x0f, 0x22, 0xd8,                          // 100b: mov cr3, eax
+      0x0f, 0x20, 0xe0,                          // 100e: mov eax, cr4
+      0x0f, 0x22, 0xe0,                          // 1011: mov cr4, eax
+      0x0f, 0x01, 0x3d, 0x00, 0x50, 0x00, 0x00,  // 1014: invlpg [0x5000]
+      0x0f, 0x01, 0x15, 0x00, 0x50, 0x00, 0x00,  // 101b: lgdt [0x5000]
+      0x0f, 0x09,                                // 1022: wbinvd
+      0x31, 0xc0,                                // 1024: xor eax, eax
+      0x0f, 0x23, 0xf8,                          // 1026: mov dr7, eax
+      0x0f, 0x20, 0xc0,                          // 1029: mov eax, cr0
+      0x0f, 0x20, 0xe0,                          // 102c: mov eax, cr4
+      0x35, 0x80, 0x00, 0x00, 0x00,              // 102f: xor eax, 0x80 (PGE)
+      0x0f, 0x22, 0xe0,                          // 1034: mov cr4, eax
+      0xf4,                                      // 1037: hlt
+  });
+  run_expecting(VcpuExit::Reason::Halt);
+  using enum SystemInstruction;
+  const std::vector<std::pair<SystemInstruction, uint64_t>> want = {
+      {Cr0Write, 1}, {Cr0Write, 2}, {Cr3Write, 4}, {Cr4Write, 6}, {Invlpg, 7},
+      {DescriptorLoad, 8}, {CacheFlush, 9}, {DrWrite, 11}, {Cr4GlobalFlush, 15}};
+  EXPECT_EQ(host.system_instructions, want);
+}
+
+// A loop through one: every turn is charged, whatever the budget cuts.
+TEST_F(VcpuTest, ASerializingInstructionInALoopIsChargedEveryTurn) {
+  boot32({
+      0xb9, 0x05, 0x00, 0x00, 0x00,  // 1000: mov ecx, 5
+      0x0f, 0x20, 0xc0,              // 1005: mov eax, cr0
+      0x0f, 0x22, 0xc0,              // 1008: mov cr0, eax
+      0x49,                          // 100b: dec ecx
+      0x75, 0xf7,                    // 100c: jnz 1005
+      0xf4,                          // 100e: hlt
+  });
+  for (int i = 0; i < 40 && cpu.run(3).reason != VcpuExit::Reason::Halt; ++i) {
+  }
+  ASSERT_EQ(host.system_instructions.size(), 5u);
+  for (size_t turn = 0; turn < 5; ++turn)
+    EXPECT_EQ(host.system_instructions[turn].second, 2 + 4 * turn) << "turn " << turn;
+}
+
 // LGDT [0x5000] in 64-bit mode with limit 0xff and base 0xTT00000000003000.
 std::vector<uint8_t> lgdt_of_base_with_top_byte(uint8_t top_byte) {
   return {

@@ -136,6 +136,8 @@ class FakeHost final : public VcpuHost {
   }
   std::map<uint32_t, CpuidRegs> described;  // what describe_cpuid answers (zeros: unknown)
   void write_cr8(uint64_t value) override { cr8_writes.push_back({value, now()}); cr8 = value; }
+  void system_instruction(SystemInstruction kind) override { system_instructions.push_back({kind, now()}); }
+  std::vector<std::pair<SystemInstruction, uint64_t>> system_instructions;  // kind, instructions() then
 
   uint64_t now() const { return cpu ? cpu->instructions() : 0; }
 

@@ -18,7 +18,7 @@ void TrapSites::add(const TrapSite& site, void* callback) {
   if (traps_.contains(site.address)) return;
   uc_hook hook;
   check(uc_hook_add(uc_, &hook, UC_HOOK_CODE, callback, user_, site.address, site.address), "trap site hook");
-  traps_.emplace(site.address, HookedTrap{site.kind, site.length, hook, site.gpr});
+  traps_.emplace(site.address, HookedTrap{site.kind, site.length, hook, site.gpr, site.system});
 }
 
 void TrapSites::add_block_hook(uint64_t start, void* callback, const char* what) {

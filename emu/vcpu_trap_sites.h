@@ -24,6 +24,7 @@ struct HookedTrap {
   uint8_t length;
   uc_hook hook;
   uint8_t gpr = 0;  // MOV CR8 (TrapSite::gpr)
+  SystemInstruction system = SystemInstruction::Cr0Write;  // TrapKind::System (TrapSite::system)
 };
 
 class TrapSites {

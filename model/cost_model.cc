@@ -53,6 +53,15 @@ const Parameter kParameters[] = {
     {"ple_gap", Unit::Cycles, &CostModel::ple_gap},
     {"ple_window", Unit::Cycles, &CostModel::ple_window},
     {"ple_exit_ns", Unit::Ns, &CostModel::ple_exit_ns},
+    {"cr0_write_cycles", Unit::Cycles, &CostModel::cr0_write_cycles},
+    {"cr3_write_cycles", Unit::Cycles, &CostModel::cr3_write_cycles},
+    {"cr4_write_cycles", Unit::Cycles, &CostModel::cr4_write_cycles},
+    {"cr4_global_flush_cycles", Unit::Cycles, &CostModel::cr4_global_flush_cycles},
+    {"invlpg_cycles", Unit::Cycles, &CostModel::invlpg_cycles},
+    {"invpcid_cycles", Unit::Cycles, &CostModel::invpcid_cycles},
+    {"descriptor_load_cycles", Unit::Cycles, &CostModel::descriptor_load_cycles},
+    {"cache_flush_cycles", Unit::Cycles, &CostModel::cache_flush_cycles},
+    {"dr_write_cycles", Unit::Cycles, &CostModel::dr_write_cycles},
 };
 
 std::optional<uint64_t> parse_whole(std::string_view text) {
@@ -134,7 +143,10 @@ CostModel CostModel::defaults() {
                    .icr_exit_ns = 1000, .icr_send_ns = 400, .mwait_exit_ns = 700, .monitor_exit_ns = 700,
                    .ipi_running_ns = 1500, .halt_wake_ns = 6000, .poll_wake_ns = 1000, .halt_poll_ns = 200'000,
                    .mwait_passthrough = true, .mwait_wake_ns = 1000, .ipiv = false,
-                   .ple_gap = 128, .ple_window = 4096, .ple_exit_ns = 1000};
+                   .ple_gap = 128, .ple_window = 4096, .ple_exit_ns = 1000,
+                   .cr0_write_cycles = 140, .cr3_write_cycles = 120, .cr4_write_cycles = 140,
+                   .cr4_global_flush_cycles = 400, .invlpg_cycles = 220, .invpcid_cycles = 350,
+                   .descriptor_load_cycles = 125, .cache_flush_cycles = 1600, .dr_write_cycles = 200};
 }
 
 CostModel CostModel::parse(std::string_view spec, const CostModel& base) {
@@ -189,6 +201,21 @@ std::string CostModel::to_string() const {
   std::string text;
   for (const auto& [key, value] : entries()) text += fmt::format("{}{}={}", text.empty() ? "" : ",", key, value);
   return text;
+}
+
+uint64_t CostModel::system_cycles(SystemInstruction kind) const {
+  switch (kind) {
+    case SystemInstruction::Cr0Write: return cr0_write_cycles;
+    case SystemInstruction::Cr3Write: return cr3_write_cycles;
+    case SystemInstruction::Cr4Write: return cr4_write_cycles;
+    case SystemInstruction::Cr4GlobalFlush: return cr4_global_flush_cycles;
+    case SystemInstruction::Invlpg: return invlpg_cycles;
+    case SystemInstruction::Invpcid: return invpcid_cycles;
+    case SystemInstruction::DescriptorLoad: return descriptor_load_cycles;
+    case SystemInstruction::CacheFlush: return cache_flush_cycles;
+    case SystemInstruction::DrWrite: return dr_write_cycles;
+  }
+  return 0;
 }
 
 uint64_t CostModel::exit_ns(ExitKind kind) const {

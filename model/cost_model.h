@@ -65,10 +65,25 @@ struct CostModel {
   uint64_t ple_window = 0;
   uint64_t ple_exit_ns = 0;
 
+  // Serializing system instructions that run without an exit: what each
+  // class costs the modelled CPU in cycles, in place of CPI, charged to
+  // the vCPU's clock when the instruction is reached (whether or not it
+  // then faults); 0 leaves it at CPI, as everything else. Sources:
+  // docs/cost_model.md.
+  uint64_t cr0_write_cycles = 0;
+  uint64_t cr3_write_cycles = 0;
+  uint64_t cr4_write_cycles = 0;
+  uint64_t cr4_global_flush_cycles = 0;
+  uint64_t invlpg_cycles = 0;
+  uint64_t invpcid_cycles = 0;
+  uint64_t descriptor_load_cycles = 0;
+  uint64_t cache_flush_cycles = 0;
+  uint64_t dr_write_cycles = 0;
+
   // The published defaults (docs/cost_model.md).
   static CostModel defaults();
   // "key=value,key=value" over `base`; the item "none" zeroes every exit
-  // cost and latency (keeping cpi, freq_mhz, ple_gap and ple_window). Throws ConfigError naming the key
+  // cost, latency and system instruction's cycles (keeping cpi, freq_mhz, ple_gap and ple_window). Throws ConfigError naming the key
   // for an unknown key, a repeated key or a value out of range.
   static CostModel parse(std::string_view spec, const CostModel& base);
   // Every parameter as (key, value text), in a fixed order; parse() of
@@ -77,6 +92,13 @@ struct CostModel {
   std::string to_string() const;  // entries joined as parse() reads them
 
   uint64_t exit_ns(ExitKind kind) const;
+  uint64_t system_cycles(SystemInstruction kind) const;
+  // What the clock adds for one such instruction on top of the CPI it is
+  // charged as it retires, in thousandths of a cycle.
+  uint64_t system_extra_milli_cycles(SystemInstruction kind) const {
+    const uint64_t milli = system_cycles(kind) * 1000;
+    return milli > cpi_milli ? milli - cpi_milli : 0;
+  }
 
   // Virtual time of `instructions` at this CPI and clock, and back.
   uint64_t ns_for_instructions(uint64_t instructions) const;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "model/cost_model.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "model/topology.h"
@@ -76,6 +77,32 @@ TEST(CostModel, ExitCostsByKind) {
   EXPECT_EQ(m.exit_ns(ExitKind::Apic), 11u) << "a trapped APIC write takes the MSR/APIC-write path";
   EXPECT_EQ(m.exit_ns(ExitKind::Icr), 22u);
   EXPECT_EQ(m.exit_ns(ExitKind::Hlt), 33u);
+}
+
+// A serializing instruction costs its cycles in place of CPI: the clock
+// adds the difference, in thousandths of a cycle, and never less than 0.
+TEST(CostModel, SystemInstructionsCostTheirCyclesInPlaceOfCpi) {
+  const CostModel m = CostModel::parse("cpi=1.5,cr0_write_cycles=300,cr3_write_cycles=1,invlpg_cycles=0", {});
+  EXPECT_EQ(m.system_cycles(SystemInstruction::Cr0Write), 300u);
+  EXPECT_EQ(m.system_extra_milli_cycles(SystemInstruction::Cr0Write), 298'500u);
+  EXPECT_EQ(m.system_extra_milli_cycles(SystemInstruction::Cr3Write), 0u) << "cheaper than CPI: CPI stays";
+  EXPECT_EQ(m.system_extra_milli_cycles(SystemInstruction::Invlpg), 0u);
+}
+
+TEST(CostModel, EverySystemInstructionHasItsKey) {
+  const CostModel d = CostModel::defaults();
+  CostModel m;
+  for (size_t i = 0; i < kSystemInstructions; ++i) {
+    const auto kind = static_cast<SystemInstruction>(i);
+    m = CostModel::parse(fmt::format("{}_cycles={}", to_string(kind), 1000 + i), m);
+    EXPECT_EQ(m.system_cycles(kind), 1000 + i) << to_string(kind);
+    EXPECT_GT(d.system_cycles(kind), 1u) << to_string(kind) << ": the defaults charge every class";
+  }
+  EXPECT_EQ(CostModel::parse(m.to_string(), CostModel{}), m);
+  const CostModel none = CostModel::parse("none", d);
+  for (size_t i = 0; i < kSystemInstructions; ++i)
+    EXPECT_EQ(none.system_cycles(static_cast<SystemInstruction>(i)), 0u) << "none: the ideal machine";
+  EXPECT_THROW(CostModel::parse("invlpg_cycles=-1", d), ConfigError);
 }
 
 }  // namespace
