@@ -364,6 +364,34 @@ TEST_F(VcpuTest, ASerializingInstructionInALoopIsChargedEveryTurn) {
     EXPECT_EQ(host.system_instructions[turn].second, 2 + 4 * turn) << "turn " << turn;
 }
 
+// Unicorn patch 0008: an IRET of an EFLAGS image with RF set leaves RF set
+// for the next instruction, and a PUSHF there stores the image with RF (and
+// VM) clear (SDM Vol. 2B PUSHF).
+TEST_F(VcpuTest, PushfAfterAnIretWithRfStoresRfClear) {
+  // In real mode after INIT-SIPI (kvm-unit-tests' realmode does this).
+  load(0x8000, {
+                   0xbc, 0x00, 0x70,                    // 8000: mov sp, 0x7000
+                   0x66, 0x9c,                          // 8003: pushfd
+                   0x66, 0x58,                          // 8005: pop eax
+                   0x66, 0x0d, 0x00, 0x00, 0x01, 0x00,  // 8007: or eax, 0x10000 (RF)
+                   0x66, 0x50,                          // 800d: push eax
+                   0x66, 0x0e,                          // 800f: push cs (a dword)
+                   0x66, 0x68, 0x1a, 0x00, 0x00, 0x00,  // 8011: push dword 0x1a
+                   0x66, 0xcf,                          // 8017: iretd
+                   0xf4,                                // 8019: hlt (not reached)
+                   0x66, 0x9c,                          // 801a: pushfd
+                   0x66, 0x5b,                          // 801c: pop ebx
+                   0xf4,                                // 801e: hlt
+               });
+  boot32({0xf4});  // 1000: hlt
+  run_expecting(VcpuExit::Reason::Halt);
+  cpu.reset_for_init();
+  cpu.start_at_sipi(0x08);
+  EXPECT_EQ(run_expecting(VcpuExit::Reason::Halt).rip, 0x1fu);
+  EXPECT_EQ(cpu.state().rbx & 0x30000, 0u) << std::hex << cpu.state().rbx;
+  EXPECT_EQ(cpu.state().rbx & 0x2, 0x2u) << "the image is EFLAGS'";
+}
+
 // LGDT [0x5000] in 64-bit mode with limit 0xff and base 0xTT00000000003000.
 std::vector<uint8_t> lgdt_of_base_with_top_byte(uint8_t top_byte) {
   return {
