@@ -338,6 +338,7 @@ void MachineCpu::write(uint64_t offset, unsigned size, uint64_t value) {
 }
 
 void MachineCpu::after_apic_write(const ApicWrite& write, uint64_t written_ns) {
+  if (vcpu_) vcpu_->set_cr8(apic_.read_cr8());  // a TPR write through MMIO, an MSR or CR8
   platform_.events.apic_written(write);
   if (write.eoi_broadcast) platform_.events.eoi_broadcast(*write.eoi_broadcast);
   if (write.message) {

@@ -125,7 +125,12 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   // took it past its planned end stops at the next block boundary, so no
   // vCPU runs ahead of the others by more than about a quantum of time.
   void charge_exit(ExitKind kind);
-  void begin_slice(uint64_t end_ns) { slice_end_ns_ = end_ns; }
+  // Also hands the engine the APIC's TPR for MOV from CR8 (Vcpu::set_cr8):
+  // an INIT, a snapshot or a debugger may have changed either since.
+  void begin_slice(uint64_t end_ns) {
+    slice_end_ns_ = end_ns;
+    if (vcpu_) vcpu_->set_cr8(apic_.read_cr8());
+  }
 
   // --- Interrupts -----------------------------------------------------------
   // What it could take: one query of the vCPU and its APIC (crosvm's shape).

@@ -40,6 +40,7 @@ class UnicornVcpu final : public Vcpu {
   void unmap_mmio(uint64_t base, uint64_t size) override;
   VcpuExit run(uint64_t budget) override;
   void request_stop() override;
+  void set_cr8(uint64_t value) override;
   void retire_emulated_instruction() override;
   uint64_t pauses() const override;
   void set_pause_loop_exiting(std::optional<PauseLoopExiting> ple) override;

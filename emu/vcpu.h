@@ -292,6 +292,10 @@ class Vcpu {
   // no block boundary consumed (the run ended first, e.g. at HLT) is
   // dropped when the next run() starts.
   virtual void request_stop() = 0;
+  // The local APIC's TPR[7:4], which MOV from CR8 reads in the engine (it
+  // has no APIC of its own); the machine sets it whenever the TPR may have
+  // changed, before each slice and after each APIC write.
+  virtual void set_cr8(uint64_t value) {}
 
   // Retires the MONITOR or MWAIT that run() stopped at (Reason::Monitor or
   // Mwait) once the machine has emulated it: RIP steps over its 3 bytes and

@@ -494,8 +494,13 @@ class Disassembler {
     note_loop_facts(block, insn);
     if (auto kind = trap_kind(insn.id)) block.traps.push_back({insn.address, *kind, static_cast<uint8_t>(insn.size)});
     else if (const std::optional<Cr8Access> cr8 = cr8_access(bytes, block.code_size)) {
-      block.traps.push_back({insn.address, cr8->kind, static_cast<uint8_t>(insn.size), static_cast<uint8_t>(cr8->gpr)});
-      if (cr8->kind != TrapKind::MovFromCr8) block.has_side_effects = true;  // the TPR, CR4
+      // A read runs in the engine, which keeps the APIC's TPR[7:4] (Unicorn
+      // patch 0009, Vcpu::set_cr8): no site.
+      if (cr8->kind != TrapKind::MovFromCr8) {
+        block.traps.push_back(
+            {insn.address, cr8->kind, static_cast<uint8_t>(insn.size), static_cast<uint8_t>(cr8->gpr)});
+        block.has_side_effects = true;  // the TPR, CR4
+      }
     } else if (const std::optional<SystemInstruction> system = system_instruction(insn)) {
       block.traps.push_back({.address = insn.address, .kind = TrapKind::System,
                              .length = static_cast<uint8_t>(insn.size), .system = *system});

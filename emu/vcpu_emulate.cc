@@ -178,8 +178,9 @@ std::optional<UnicornVcpu::Engine::TrapFault> UnicornVcpu::Engine::execute_trap(
       return TrapFault{{.vector = x86::kGeneralProtection, .error_code = 0},
                        fmt::format("mov cr4 of {:#x}: a bit CPUID does not allow (settable {:#x})",
                                    read_reg(kCr8Gprs[sites->hooked(trap_address).gpr]), cr4_settable.value_or(0))};
-    case TrapKind::MovToCr8:
-    case TrapKind::MovFromCr8: {
+    case TrapKind::MovFromCr8:
+      break;  // no site: the engine reads its CR8 (Vcpu::set_cr8)
+    case TrapKind::MovToCr8: {
       // CR access is CPL 0 only; MOV to CR8 with bits 63:4 set is #GP(0).
       std::array<uint8_t, 16> buffer;
       const HookedTrap& trap = sites->hooked(trap_address);
@@ -189,12 +190,7 @@ std::optional<UnicornVcpu::Engine::TrapFault> UnicornVcpu::Engine::execute_trap(
       if (!cr8) throw std::logic_error("a CR8 trap site that is no MOV CR8");
       if (current_cpl() != 0)
         return TrapFault{{.vector = x86::kGeneralProtection, .error_code = 0}, "mov cr8 at CPL > 0"};
-      const int gpr = kCr8Gprs[cr8->gpr];
-      if (kind == TrapKind::MovFromCr8) {
-        write_reg(gpr, host.read_cr8());
-        return std::nullopt;
-      }
-      const uint64_t value = read_reg(gpr);
+      const uint64_t value = read_reg(kCr8Gprs[cr8->gpr]);
       if (value >> 4)
         return TrapFault{{.vector = x86::kGeneralProtection, .error_code = 0},
                          fmt::format("mov cr8 of {:#x}: bits 63:4 are reserved", value)};

@@ -148,21 +148,20 @@ void UnicornVcpu::Engine::on_trap_site(uc_engine*, uint64_t address, uint32_t, v
     if (e.watch_interrupt_window) e.stop_requested = true;
     return;
   }
-  if (trap && (trap->kind == TrapKind::MovToCr8 || trap->kind == TrapKind::MovFromCr8))
-    return e.guarded([&] { e.at_cr8(*trap, address); });
+  if (trap && trap->kind == TrapKind::MovToCr8) return e.guarded([&] { e.at_cr8(*trap, address); });
   if (trap && trap->kind == TrapKind::MovToCr4) return e.guarded([&] { e.at_cr4(*trap, address); });
   if (trap && trap->kind == TrapKind::System)
     return e.guarded([&] { e.call_host_mid_block([&] { e.host.system_instruction(trap->system); }); });
   e.guarded([&] { e.stop_at_trap_site(address); });
 }
 
-// MOV CR8 as the engine runs it: a write of the engine's own (v_tpr, which
-// nothing reads) and a read of 0, its missing APIC's TPR. Stopping at every
-// one would cost a guest that loops on CR8 (kvm-unit-tests' vmexit
-// mov_to_cr8 runs 10^8) minutes, so the hook does the cheap part itself: it
-// hands a write to the APIC and lets the instruction run, and lets a read
-// run when TPR[7:4] is 0, which is what the engine reads anyway. A read of
-// another TPR, and a write with reserved bits set, stop to be emulated
+// MOV CR8 as the engine runs it (with Unicorn patch 0009): a write goes to
+// the engine's own CR8, which a read returns; the engine has no APIC. The
+// machine keeps that CR8 equal to the APIC's TPR[7:4] (Vcpu::set_cr8), so
+// a read runs in the engine with no hook. Stopping at every write would
+// cost a guest that loops on CR8 (kvm-unit-tests' vmexit mov_to_cr8 runs
+// 10^8) minutes, so the write's hook hands it to the APIC and lets the
+// instruction run; a write with reserved bits set stops to be emulated
 // (execute_trap). At CPL > 0 the engine raises the #GP itself.
 // MOV to CR4 runs in the engine, which checks no reserved bits (QEMU 5.0's
 // TCG): a bit the CPU's CPUID does not allow (CR4.OSXSAVE without XSAVE,
@@ -189,10 +188,6 @@ void UnicornVcpu::Engine::at_cr4(const HookedTrap& trap, uint64_t address) {
 void UnicornVcpu::Engine::at_cr8(const HookedTrap& trap, uint64_t address) {
   call_host_mid_block([&] {
     if (current_cpl() != 0) return;
-    if (trap.kind == TrapKind::MovFromCr8) {
-      if (host.read_cr8() != 0) stop_at_trap_site(address);
-      return;
-    }
     const uint64_t value = read_reg(kCr8Gprs[trap.gpr]);
     if (value >> 4) {
       stop_at_trap_site(address);
@@ -250,7 +245,7 @@ void UnicornVcpu::Engine::stop_at_trap_site(uint64_t address) {
   const std::span<uint8_t> bytes = std::span(buffer).first(trap.length);
   if (!peek_linear_into(address, bytes)) return;
   // The instruction is still the one decoded (code may have changed since).
-  if (trap.kind == TrapKind::MovToCr8 || trap.kind == TrapKind::MovFromCr8 || trap.kind == TrapKind::MovToCr4) {
+  if (trap.kind == TrapKind::MovToCr8 || trap.kind == TrapKind::MovToCr4) {
     const DecodedBlock* block = decoded(entered());
     const std::optional<Cr8Access> cr8 = cr8_access(bytes, block ? block->code_size : code_size_from_registers());
     if (!cr8 || cr8->kind != trap.kind) return;
@@ -309,7 +304,7 @@ void UnicornVcpu::Engine::on_trace(uc_engine*, uint64_t address, uint32_t size, 
     const HookedTrap* trap = e.sites->at(address);
     const bool stopped_here = e.stop_cause == StopCause::TrapSite && e.trap_address == address;
     const TrapKind kind = trap ? trap->kind : TrapKind::Pause;
-    const bool control_register = kind == TrapKind::MovToCr4 || kind == TrapKind::MovToCr8 || kind == TrapKind::MovFromCr8;
+    const bool control_register = kind == TrapKind::MovToCr4 || kind == TrapKind::MovToCr8;
     if (!trap || is_watched(kind) || (control_register && !stopped_here))
       e.trace_instruction(address, size);
   });

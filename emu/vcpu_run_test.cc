@@ -287,6 +287,20 @@ TEST_F(VcpuTest, MovCr8ReachesTheHost) {
   EXPECT_EQ(host.cr8, 0u);
 }
 
+// Unicorn patch 0009: a read of CR8 runs in the engine and gives what the
+// host last set (the machine's APIC TPR[7:4]), with no call to the host.
+TEST_F(VcpuTest, MovFromCr8ReadsTheTprTheHostSet) {
+  host.cr8 = 0;  // what a call to the host would answer: never asked
+  boot64({
+      0x44, 0x0f, 0x20, 0xc2,  // 2001: mov rdx, cr8
+      0xf4,                    // 2005: hlt
+  });
+  cpu.set_cr8(5);
+  run_expecting(VcpuExit::Reason::Halt);
+  EXPECT_EQ(cpu.state().rdx, 5u);
+  EXPECT_TRUE(host.cr8_writes.empty());
+}
+
 TEST_F(VcpuTest, MovToCr8WithReservedBitsIsGeneralProtection) {
   boot64({
       0x48, 0xc7, 0xc0, 0x10, 0x00, 0x00, 0x00,  // 2001: mov rax, 0x10
