@@ -406,6 +406,38 @@ TEST_F(VcpuTest, PushfAfterAnIretWithRfStoresRfClear) {
   EXPECT_EQ(cpu.state().rbx & 0x2, 0x2u) << "the image is EFLAGS'";
 }
 
+// Unicorn patch 0011: MOVAPS (and MOVAPD, MOVDQA, the non-temporal stores)
+// of a memory operand off a 16-byte boundary is #GP(0) (SDM Vol. 2B); with
+// no IDT, a triple fault at the instruction.
+TEST_F(VcpuTest, MisalignedMovapsIsGeneralProtection) {
+  boot64({
+      0x0f, 0x20, 0xe0,                                // 2001: mov rax, cr4
+      0x48, 0x0d, 0x00, 0x02, 0x00, 0x00,              // 2004: or rax, 0x200 (OSFXSR)
+      0x0f, 0x22, 0xe0,                                // 200a: mov cr4, rax
+      0x0f, 0x28, 0x04, 0x25, 0x08, 0x50, 0x00, 0x00,  // 200d: movaps xmm0, [0x5008]
+      0xf4,                                            // 2015: hlt
+  });
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::TripleFault);
+  EXPECT_EQ(exit.rip, 0x200du);
+  EXPECT_NE(exit.detail.find("#GP"), std::string::npos) << exit.detail;
+}
+
+TEST_F(VcpuTest, AlignedMovapsAndMisalignedMovupsRun) {
+  load(0x5010, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
+  boot64({
+      0x0f, 0x20, 0xe0,                                // 2001: mov rax, cr4
+      0x48, 0x0d, 0x00, 0x02, 0x00, 0x00,              // 2004: or rax, 0x200 (OSFXSR)
+      0x0f, 0x22, 0xe0,                                // 200a: mov cr4, rax
+      0x0f, 0x28, 0x04, 0x25, 0x10, 0x50, 0x00, 0x00,  // 200d: movaps xmm0, [0x5010]
+      0x0f, 0x10, 0x0c, 0x25, 0x08, 0x50, 0x00, 0x00,  // 2015: movups xmm1, [0x5008]
+      0x0f, 0x29, 0x04, 0x25, 0x40, 0x50, 0x00, 0x00,  // 201d: movaps [0x5040], xmm0
+      0xf4,                                            // 2025: hlt
+  });
+  EXPECT_EQ(run_expecting(VcpuExit::Reason::Halt).rip, 0x2026u);
+  EXPECT_EQ(ram.read<uint64_t>(0x5040), 0x0807060504030201u);
+  EXPECT_EQ(ram.read<uint64_t>(0x5048), 0x100f0e0d0c0b0a09u);
+}
+
 // LGDT [0x5000] in 64-bit mode with limit 0xff and base 0xTT00000000003000.
 std::vector<uint8_t> lgdt_of_base_with_top_byte(uint8_t top_byte) {
   return {
