@@ -40,7 +40,7 @@ nlohmann::ordered_json vcpu_json(const VcpuStats& s) {
   using nlohmann::ordered_json;
   ordered_json v;
   put_counters(v, s, "instructions", "halted_ns");
-  ordered_json sent, received, shorthands, wake, exits;
+  ordered_json sent, received, shorthands, wake, exits, system;
   for (size_t m = 0; m < kApicDeliveryModes; ++m) {
     const auto mode = static_cast<ApicDeliveryMode>(m);
     if (mode == ApicDeliveryMode::Reserved) continue;  // never sent: the run stops there
@@ -51,6 +51,8 @@ nlohmann::ordered_json vcpu_json(const VcpuStats& s) {
     shorthands[std::string(to_string(static_cast<ApicShorthand>(h)))] = s.ipis_sent_by_shorthand[h];
   for (size_t w = 0; w < kWakeCauses; ++w) wake[std::string(to_string(static_cast<WakeCause>(w)))] = s.wakes[w];
   for (size_t k = 0; k < kExitKinds; ++k) exits[std::string(to_string(static_cast<ExitKind>(k)))] = s.exits[k];
+  for (size_t k = 0; k < kSystemInstructions; ++k)
+    system[std::string(to_string(static_cast<SystemInstruction>(k)))] = s.system_instructions[k];
   v["ipis_sent"] = sent;
   v["ipis_sent_by_shorthand"] = shorthands;
   v["ipis_received"] = received;
@@ -72,6 +74,7 @@ nlohmann::ordered_json vcpu_json(const VcpuStats& s) {
   put_counters(v, s, "open_bus_reads", "open_bus_writes");
   v["exits"] = exits;
   put_counters(v, s, "exit_ns", "host_mwait_ns");
+  v["system_instructions"] = system;
   v["host_busy_ns"] = s.host_busy_ns();
   return v;
 }
