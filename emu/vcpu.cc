@@ -225,9 +225,9 @@ void UnicornVcpu::map_mmio(uint64_t base, uint64_t size, MmioHandler& handler) {
 
 void UnicornVcpu::unmap_mmio(uint64_t base, uint64_t size) { engine_->memory_map->unmap_device(base, size); }
 
-// Taken at the next block start by the block hook, which this switches on.
 void UnicornVcpu::set_cr8(uint64_t value) { engine_->write_reg(UC_X86_REG_CR8, value); }
 
+// Taken at the next block start by the block hook, which this switches on.
 void UnicornVcpu::request_stop() {
   engine_->stop_requested = true;
   engine_->update_block_hook();

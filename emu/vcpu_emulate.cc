@@ -172,14 +172,15 @@ std::optional<UnicornVcpu::Engine::TrapFault> UnicornVcpu::Engine::execute_trap(
       break;  // emulate_trap hands them elsewhere
     case TrapKind::Iret:
     case TrapKind::Pause:
+    case TrapKind::System:
       break;  // never stopped at: on_trap_site lets it run
+    case TrapKind::MovFromCr8:
+      break;  // no site: the engine reads its CR8 (Vcpu::set_cr8)
     case TrapKind::MovToCr4:
       // at_cr4 stops here only for a value with a bit this CPU cannot set.
       return TrapFault{{.vector = x86::kGeneralProtection, .error_code = 0},
                        fmt::format("mov cr4 of {:#x}: a bit CPUID does not allow (settable {:#x})",
                                    read_reg(kCr8Gprs[sites->hooked(trap_address).gpr]), cr4_settable.value_or(0))};
-    case TrapKind::MovFromCr8:
-      break;  // no site: the engine reads its CR8 (Vcpu::set_cr8)
     case TrapKind::MovToCr8: {
       // CR access is CPL 0 only; MOV to CR8 with bits 63:4 set is #GP(0).
       std::array<uint8_t, 16> buffer;
