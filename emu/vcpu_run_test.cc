@@ -406,6 +406,28 @@ TEST_F(VcpuTest, PushfAfterAnIretWithRfStoresRfClear) {
   EXPECT_EQ(cpu.state().rbx & 0x2, 0x2u) << "the image is EFLAGS'";
 }
 
+// Unicorn patch 0012: SMSW to a 32-bit register outside 64-bit mode stores
+// CR0[31:0], as processors and QEMU 7.2 do (kvm-unit-tests' realmode checks
+// it with CR0.CD set); to a 16-bit register, the low 16 bits only.
+TEST_F(VcpuTest, SmswToA32BitRegisterStoresAllOfCr0) {
+  boot32({
+      0x0f, 0x20, 0xc0,                    // 1000: mov eax, cr0
+      0x89, 0xc3,                          // 1003: mov ebx, eax
+      0x81, 0xcb, 0x00, 0x00, 0x00, 0x40,  // 1005: or ebx, 0x40000000 (CD)
+      0x0f, 0x22, 0xc3,                    // 100b: mov cr0, ebx
+      0xb8, 0x78, 0x56, 0x34, 0x12,        // 100e: mov eax, 0x12345678
+      0x0f, 0x01, 0xe0,                    // 1013: smsw eax
+      0xb9, 0x78, 0x56, 0x34, 0x12,        // 1016: mov ecx, 0x12345678
+      0x66, 0x0f, 0x01, 0xe1,              // 101b: smsw cx
+      0xf4,                                // 101f: hlt
+  });
+  run_expecting(VcpuExit::Reason::Halt);
+  const uint64_t cr0 = cpu.state().rbx;
+  EXPECT_NE(cr0 & 0x40000000u, 0u);
+  EXPECT_EQ(cpu.state().rax, cr0);
+  EXPECT_EQ(cpu.state().rcx, 0x12340000u | (cr0 & 0xffff));
+}
+
 // Unicorn patch 0011: MOVAPS (and MOVAPD, MOVDQA, the non-temporal stores)
 // of a memory operand off a 16-byte boundary is #GP(0) (SDM Vol. 2B); with
 // no IDT, a triple fault at the instruction.
