@@ -86,6 +86,9 @@ int run_qemu(const std::vector<std::string>& args) {
   run.machine.append = q.append;
   run.machine.initrd = q.initrd;
   run.machine.devices = q.devices;
+  // QEMU always runs SeaBIOS before the -kernel image: the 8259s, the PIT,
+  // the BSP's LINT0 and the IVT as it leaves them (firmware/legacy_bios.h).
+  run.machine.legacy_bios = true;
   run.serial = q.serial;
   run.gdb = q.gdb;
   run.gdb_wait = q.gdb_wait;

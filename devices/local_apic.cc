@@ -525,6 +525,13 @@ bool LocalApic::irr(uint8_t vector) const { return get_bit(REG_IRR, vector); }
 bool LocalApic::isr(uint8_t vector) const { return get_bit(REG_ISR, vector); }
 bool LocalApic::tmr(uint8_t vector) const { return get_bit(REG_TMR, vector); }
 bool LocalApic::software_enabled() const { return slot(REG_SVR) & SVR_APIC_ENABLED; }
+
+bool LocalApic::accepts_pic_intr() const {
+  if (mode() == ApicMode::Disabled) return true;
+  const uint32_t lint0 = slot(REG_LVT_LINT0);
+  return !(lint0 & LVT_MASKED) &&
+         static_cast<ApicDeliveryMode>((lint0 >> LVT_DELIVERY_MODE_SHIFT) & 7) == ApicDeliveryMode::ExtInt;
+}
 uint8_t LocalApic::task_priority() const { return slot(REG_TPR) & 0xff; }
 
 uint8_t LocalApic::processor_priority() const {

@@ -14,9 +14,11 @@
 //   machine hands it to the I/O APIC (SDM 10.8.5).
 // - Remote read: RRD (xAPIC offset 0xC0) reads 0.
 // - Focus processor checking: SVR bit 9 is stored but never consulted.
-// - LINT0/LINT1, thermal, performance-counter and CMCI LVTs are registers
-//   only: no pins, sensors or counters raise them. Only the timer and error
-//   LVTs deliver. Delivery status (bit 12) and remote IRR (bit 14) read 0.
+// - LINT1, thermal, performance-counter and CMCI LVTs are registers only:
+//   no pins, sensors or counters raise them. LINT0 takes only the 8259's
+//   INTR as ExtINT (accepts_pic_intr; the machine does the INTA). Only the
+//   timer and error LVTs deliver vectors. Delivery status (bit 12) and
+//   remote IRR (bit 14) read 0.
 // - Delivery is instantaneous: ICR delivery status always reads 0.
 // - SMI and ExtINT messages are produced by ICR writes but accept() refuses
 //   them; the machine counts and reports them.
@@ -82,6 +84,7 @@ inline constexpr uint32_t REG_SELF_IPI = 0x3f0;  // x2APIC only
 inline constexpr uint32_t APIC_VERSION = 0x14 | (6u << 16);
 
 inline constexpr uint32_t LVT_VECTOR = 0xff;
+inline constexpr uint32_t LVT_DELIVERY_MODE_SHIFT = 8;  // bits 10:8, LINT0/LINT1 and the perf/thermal/CMCI LVTs
 inline constexpr uint32_t LVT_DELIVERY_STATUS = 1u << 12;
 inline constexpr uint32_t LVT_REMOTE_IRR = 1u << 14;  // LINT0/LINT1, read-only
 inline constexpr uint32_t LVT_MASKED = 1u << 16;
@@ -294,6 +297,11 @@ class LocalApic {
   // APR per SDM 10.6.2.4 from TPR, ISRV and IRRV; also what offset 0x90 reads.
   uint8_t arbitration_priority() const;
   bool software_enabled() const;  // SVR[8]
+  // The 8259's INTR reaches this CPU: the APIC is hardware-disabled (the
+  // pin bypasses it), or LINT0 is unmasked with delivery mode ExtINT (SDM
+  // 10.5.1; QEMU's apic_accept_pic_intr, KVM's kvm_apic_accept_pic_intr).
+  // ExtINT is always level-sensitive, so the CPU sees INTR's level.
+  bool accepts_pic_intr() const;
   // Whether the timer, when it expires, raises an interrupt at all (its LVT
   // entry is unmasked and the APIC software-enabled).
   bool timer_interrupts() const;

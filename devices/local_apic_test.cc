@@ -521,6 +521,27 @@ TEST(LocalApicMatch, HardwareDisabledMatchesNothing) {
 
 // --- Acceptance -------------------------------------------------------------
 
+TEST(LocalApicLint0, TakesThePicsIntrOnlyAsUnmaskedExtIntOrWhenHardwareDisabled) {
+  LocalApic apic(config(0, true));
+  EXPECT_FALSE(apic.accepts_pic_intr()) << "LINT0 powers on masked (QEMU 7.2; no 0x700 preset)";
+  wr(apic, REG_LVT_LINT0, 0x8700);
+  EXPECT_FALSE(apic.accepts_pic_intr()) << "software-disabled: the write is forced masked";
+  wr(apic, REG_SVR, SVR_APIC_ENABLED | 0xff);  // SeaBIOS's smp_setup
+  wr(apic, REG_LVT_LINT0, 0x8700);
+  EXPECT_TRUE(apic.accepts_pic_intr());
+  wr(apic, REG_LVT_LINT0, 0x8700 | LVT_MASKED);
+  EXPECT_FALSE(apic.accepts_pic_intr());
+  wr(apic, REG_LVT_LINT0, 0x0400);  // NMI
+  EXPECT_FALSE(apic.accepts_pic_intr());
+  wr(apic, REG_LVT_LINT0, 0x0700);
+  EXPECT_TRUE(apic.accepts_pic_intr());
+  wr(apic, REG_SVR, 0xff);  // a software disable masks every LVT
+  EXPECT_FALSE(apic.accepts_pic_intr());
+  // IA32_APIC_BASE.EN = 0: INTR goes straight to the CPU.
+  ASSERT_FALSE(apic.wrmsr(LocalApic::MSR_IA32_APIC_BASE, LocalApic::kDefaultBase, kNow).gp);
+  EXPECT_TRUE(apic.accepts_pic_intr());
+}
+
 TEST(LocalApicAccept, EveryDeliveryMode) {
   LocalApic apic = xapic(1);
   EXPECT_EQ(apic.accept(fixed(0x40)), (ApicAcceptResult{ApicAccept::Interrupt, 0x40}));

@@ -31,7 +31,7 @@ void PcTestdev::write(uint16_t offset, unsigned size, uint32_t value) {
 
 void PcTestdev::IrqLines::write(uint16_t offset, unsigned size, uint32_t value) {
   if (size != 1 || offset >= kIrqLines) return;
-  dev_.set_irq_(gsi_of_line(offset), (value & 0xff) != 0);
+  dev_.set_irq_(offset, (value & 0xff) != 0);
 }
 
 uint64_t PcTestdev::iomem_read(uint64_t offset, unsigned size) const {

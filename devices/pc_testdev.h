@@ -40,8 +40,9 @@ class PcTestdev : public PortDevice {
   static constexpr uint64_t kIomemBase = memory_map::kPcTestdevIomemBase;
   static constexpr uint32_t kIomemSize = 0x10000;
 
-  // `set_irq(gsi, asserted)` drives an I/O APIC pin.
-  explicit PcTestdev(std::function<void(unsigned gsi, bool asserted)> set_irq);
+  // `set_irq(line, asserted)` drives ISA IRQ `line` (0-23), which the
+  // board wires to the 8259s and the I/O APIC as QEMU's gsi_handler does.
+  explicit PcTestdev(std::function<void(unsigned line, bool asserted)> set_irq);
 
   std::string name() const override { return "pc-testdev"; }
   uint32_t read(uint16_t offset, unsigned size) override;
@@ -57,8 +58,6 @@ class PcTestdev : public PortDevice {
   void iomem_write(uint64_t offset, unsigned size, uint64_t value);
 
   uint32_t scratch() const { return scratch_; }
-  // The GSI ISA IRQ `line` reaches on QEMU's pc (IRQ 0 is on pin 2).
-  static unsigned gsi_of_line(unsigned line) { return line == 0 ? 2 : line; }
 
   // Snapshots (base/state_archive.h). The IRQ lines keep no level: each
   // write drives the I/O APIC pin, which keeps it.

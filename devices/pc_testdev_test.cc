@@ -13,7 +13,7 @@ namespace {
 
 struct Lines {
   std::vector<std::pair<unsigned, bool>> seen;
-  PcTestdev dev{[this](unsigned gsi, bool level) { seen.emplace_back(gsi, level); }};
+  PcTestdev dev{[this](unsigned line, bool level) { seen.emplace_back(line, level); }};
 };
 
 TEST(PcTestdev, ScratchRegisterKeepsEachAccessAtItsByteOffset) {
@@ -41,7 +41,7 @@ TEST(PcTestdev, FlushPageIsWriteOnlyAndChangesNothing) {
   EXPECT_EQ(t.dev.read(PcTestdev::kFlushPage, 4), 0xffffffffu);
 }
 
-TEST(PcTestdev, IrqLinePortsDriveGsisWithIrq0OnPin2) {
+TEST(PcTestdev, IrqLinePortsDriveIsaLines) {
   Lines t;
   PortDevice& lines = t.dev.irq_lines();
   lines.write(0x0e, 1, 1);
@@ -50,7 +50,7 @@ TEST(PcTestdev, IrqLinePortsDriveGsisWithIrq0OnPin2) {
   lines.write(0x17, 1, 1);
   lines.write(0x0e, 2, 1);   // QEMU: byte accesses only
   lines.write(0x18, 1, 1);   // past the 24 lines
-  EXPECT_EQ(t.seen, (std::vector<std::pair<unsigned, bool>>{{14, true}, {14, false}, {2, true}, {23, true}}));
+  EXPECT_EQ(t.seen, (std::vector<std::pair<unsigned, bool>>{{14, true}, {14, false}, {0, true}, {23, true}}));
   EXPECT_EQ(lines.read(0, 1), 0xffffffffu);
 }
 

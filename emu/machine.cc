@@ -16,6 +16,7 @@
 #include "arch/x86_arch.h"
 #include "firmware/acpi.h"
 #include "firmware/boot.h"
+#include "firmware/legacy_bios.h"
 #include "model/cost_rules.h"
 
 namespace topolab {
@@ -73,7 +74,10 @@ Machine::Machine(const MachineConfig& config, std::optional<BootFiles> files, st
       timeline_(config_.topology.cpus()),
       mwait_line_of_(config_.topology.cpus()) {
   check_run_limits(config);
-  const AcpiTables acpi = build_acpi_tables(board_.ram(), config_.topology, config_.numa);
+  // With the BIOS's state, its handlers take the top of the BIOS area.
+  AcpiWindow acpi_window;
+  if (config.legacy_bios) acpi_window.size = legacy_bios::kCodeBase - acpi_window.base;
+  const AcpiTables acpi = build_acpi_tables(board_.ram(), config_.topology, config_.numa, acpi_window);
   // The guest sees a Multiboot image's file name without its directories
   // (QEMU passes the path as typed), so where the image sits cannot change
   // what it does.
@@ -94,7 +98,24 @@ Machine::Machine(const MachineConfig& config, std::optional<BootFiles> files, st
   }
   bus_.emplace(std::move(apics), [this](uint32_t id) { return config_.topology.index_of_apic_id(id); });
   enter_boot_state(*cpus_[0]->vcpu(), boot);
+  if (config.legacy_bios) enter_legacy_bios_state();
   for (auto& cpu : cpus_) rekey(*cpu);
+}
+
+void Machine::enter_legacy_bios_state() {
+  legacy_bios::write_ivt_and_handlers(board_.ram());
+  // Through the devices' own ports, at virtual time 0, as the BIOS would.
+  for (const legacy_bios::PortWrite& write : legacy_bios::port_writes())
+    board_.ports().write(write.port, 1, write.value);
+  route_sent_ipis();
+  LocalApic& apic = cpus_[0]->apic();
+  for (const legacy_bios::ApicSetting& setting : legacy_bios::bsp_apic_settings()) {
+    if (apic.mmio_enabled()) {
+      apic.mmio_write(setting.offset, 4, setting.value, 0);
+    } else {
+      apic.wrmsr(LocalApic::MSR_X2APIC_FIRST + setting.offset / 16, setting.value, 0);
+    }
+  }
 }
 
 Machine::~Machine() = default;
@@ -140,6 +161,14 @@ void Machine::send_timed_interrupts(const IoApicMessages& messages, uint64_t at_
         IpiInFlight{.sender = IpiInFlight::kNoSender, .message = message, .sent_ns = at_ns, .from_device = true});
 }
 
+void Machine::pic_output_changed(std::optional<uint64_t> at_ns) {
+  Cpu* cpu = at_ns ? nullptr : running_ ? running_ : in_slice_;
+  const uint64_t at = at_ns ? *at_ns : cpu ? cpu->now() : settled_time();
+  ipis_to_route_.push_back(
+      IpiInFlight{.sender = IpiInFlight::kNoSender, .message = {}, .sent_ns = at, .from_device = true, .pic_intr = true});
+  if (running_ && running_ == cpu && cpu->vcpu()) cpu->vcpu()->request_stop();
+}
+
 // --- Scheduling ------------------------------------------------------------------
 
 // Each call moves the event strictly later (Pit8254::next_out_change), so
@@ -157,13 +186,15 @@ void Machine::run_device_timers(uint64_t horizon_ns) {
 std::optional<uint64_t> Machine::device_event_that_may_interrupt() const {
   const std::optional<uint64_t> at = timeline_.device_event();
   if (!at) return std::nullopt;
-  const auto mode = static_cast<ApicDeliveryMode>((board_.ioapic().redirection(PcBoard::kPitGsi) >>
-                                                   ioapic::RTE_DELIVERY_MODE_SHIFT) & 7);
-  if (mode != ApicDeliveryMode::Fixed && mode != ApicDeliveryMode::LowestPriority) return at;
+  const uint32_t entry = board_.ioapic().redirection(PcBoard::kPitGsi);
+  const bool pin_open = !(entry & ioapic::RTE_MASKED);
+  const auto mode = static_cast<ApicDeliveryMode>((entry >> ioapic::RTE_DELIVERY_MODE_SHIFT) & 7);
+  if (pin_open && mode != ApicDeliveryMode::Fixed && mode != ApicDeliveryMode::LowestPriority) return at;
+  const bool pic_open = board_.pic().line_unmasked(0);
   for (const auto& cpu : cpus_) {
     const Cpu::State state = cpu->state();
     if ((state == Cpu::State::Halted || state == Cpu::State::Running) &&
-        cpu->pending_interrupts().interrupts_end_halt())
+        cpu->pending_interrupts().interrupts_end_halt() && (pin_open || (pic_open && cpu->apic().accepts_pic_intr())))
       return at;
   }
   return std::nullopt;
@@ -252,7 +283,17 @@ std::optional<std::string> Machine::deliver_pending(Cpu& cpu) {
     return std::nullopt;
   }
   if (pending.takes_interrupt()) {
-    uint8_t vector = cpu.apic().acknowledge();
+    // ExtINT goes first, whatever the APIC's priorities (QEMU's
+    // apic_get_interrupt leaves it to the 8259). The INTA may find INTR
+    // fallen since the vCPU heard it rise (an EOI or a mask in between):
+    // then the 8259 has nothing for it, and the APIC is asked instead.
+    const bool extint = pending.extint && board_.pic().output();
+    if (pending.extint && !extint) {
+      cpu.see_pic_intr(false);
+      if (!cpu.pending_interrupts().takes_interrupt()) return std::nullopt;
+    }
+    const uint8_t vector = extint ? board_.acknowledge_pic_interrupt() : cpu.apic().acknowledge();
+    if (extint) cpu.see_pic_intr(board_.pic().output());
     if (Injection injection = vcpu.inject_interrupt(vector); !injection)
       return fmt::format("interrupt {:#x} has no usable handler: {}", vector, injection.detail);
     ++stats_.vcpu(cpu.index()).interrupts_taken[vector];
@@ -287,6 +328,7 @@ void Machine::route_sent_ipis() {
 }
 
 void Machine::route(const IpiInFlight& ipi) {
+  if (ipi.pic_intr) return route_pic_intr(ipi);
   const ApicMessage& message = ipi.message;
   // A device's message is no IPI: not counted, and the I/O APIC sends no
   // reserved delivery mode.
@@ -322,10 +364,37 @@ void Machine::route(const IpiInFlight& ipi) {
   }
 }
 
+void Machine::route_pic_intr(const IpiInFlight& change) {
+  const bool level = board_.pic().output();
+  for (const auto& c : cpus_) {
+    Cpu& target = *c;
+    if (target.state() == Cpu::State::WaitForSipi) continue;
+    if (!target.apic().accepts_pic_intr()) {
+      target.see_pic_intr(level);
+      continue;
+    }
+    if (target.state() == Cpu::State::Running) {
+      const uint64_t arrival = ipi_arrival_at_running_ns(config_.cost, change.sent_ns, false);
+      if (target.now() < arrival) {
+        timeline_.schedule_arrival(arrival, target.index(), change);
+        continue;
+      }
+    }
+    deliver(target, change);
+  }
+}
+
 void Machine::deliver(Cpu& target, const IpiInFlight& ipi) {
   const bool was_halted = target.state() == Cpu::State::Halted;
   const uint64_t wake_event =
       ipi_wake_event_ns(config_.cost, ipi.sent_ns, target.parked_in_mwait(), target.index() == ipi.sender);
+  if (ipi.pic_intr) {
+    // INTR is a level: the vCPU sees it as it stands when the change arrives.
+    target.see_pic_intr(board_.pic().output());
+    if (target.can_wake()) target.wake(wake_event, WakeCause::Interrupt);
+    rekey(target);
+    return;
+  }
   ApicAcceptResult accepted = target.apic().accept(ipi.message);
   switch (accepted.kind) {
     case ApicAccept::Interrupt:
@@ -423,7 +492,7 @@ uint64_t Machine::slice_budget(Cpu& cpu, uint64_t now, uint64_t limit_ns) const 
   uint64_t budget = std::max<uint64_t>(1, config_.cost.instructions_for_ns(until > now ? until - now : 0));
   // An interrupt or NMI waiting out an STI shadow goes in after one instruction.
   const Cpu::PendingInterrupts pending = cpu.pending_interrupts();
-  if (pending.vector && !pending.window_open && (cpu.vcpu()->state().rflags & x86::kFlagIf)) budget = 1;
+  if (pending.interrupt() && !pending.window_open && (cpu.vcpu()->state().rflags & x86::kFlagIf)) budget = 1;
   if (pending.nmi_after_shadow()) budget = 1;
   return std::min(budget, config_.quantum);
 }

@@ -146,6 +146,9 @@ class Machine final : private CpuEvents, private BoardEvents {
   // configuration, so a bad flag is reported before a missing file.
   Machine(const MachineConfig& config, std::optional<BootFiles> files, std::function<void(uint8_t)> serial_out,
           VcpuFactory make_vcpu);
+  // MachineConfig::legacy_bios: the devices, the BSP's APIC and the IVT as
+  // SeaBIOS leaves them, before vCPU 0's first instruction.
+  void enter_legacy_bios_state();
 
   // CpuEvents
   bool ipi_sent(const IpiInFlight& ipi) override;
@@ -166,6 +169,10 @@ class Machine final : private CpuEvents, private BoardEvents {
   // A timed line's messages (the PIT's IRQ 0): they leave at its time, from
   // no vCPU, and are routed at once (run_device_timers).
   void send_timed_interrupts(const IoApicMessages& messages, uint64_t at_ns) override;
+  // The 8259's INTR changed: in an access (which it ends), in the INTA of
+  // the vCPU in its slice, or at a timed line's time. The change travels to
+  // the vCPUs as a device message does.
+  void pic_output_changed(std::optional<uint64_t> at_ns) override;
   // The PIT or pin 2's entry was written: the slice ends after the access.
   void device_timers_changed() override { guest_exit_requested(); }
   // A reset or power-off: the run ends once the running slice does.
@@ -189,8 +196,9 @@ class Machine final : private CpuEvents, private BoardEvents {
   void run_device_timers(uint64_t horizon_ns);
   // The board's next timed event, if an interrupt it sends could be taken:
   // some vCPU, running or halted, has its interrupt window open (or sits in
-  // an MWAIT that interrupts break), or pin 2 sends an NMI, INIT or other
-  // non-fixed message. Otherwise it only sets IRR bits nobody acts on
+  // an MWAIT that interrupts break) while pin 2 is unmasked or the 8259's
+  // IRQ 0 is open and its APIC takes INTR, or pin 2 sends an NMI, INIT or
+  // other non-fixed message. Otherwise it only sets IRR bits nobody acts on
   // before the next event that counts, so a halt or a spin need not stop
   // at it: a `cli; hlt` or `cli; jmp .` guest with the PIT ticking is
   // still a hang, found at once.
@@ -220,6 +228,9 @@ class Machine final : private CpuEvents, private BoardEvents {
   // Routes every IPI sent in the slice that just ended, in send order.
   void route_sent_ipis();
   void route(const IpiInFlight& ipi);
+  // A change of the 8259's INTR reaches each vCPU whose APIC takes it as a
+  // message would; the others, which cannot act on it, just note the level.
+  void route_pic_intr(const IpiInFlight& change);
   // Hands one IPI to one target APIC and acts on what it accepted.
   void deliver(Cpu& target, const IpiInFlight& ipi);
   // A vCPU that just halted (HLT or MWAIT): IPIs already sent to it arrive

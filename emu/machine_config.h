@@ -62,6 +62,11 @@ struct MachineConfig {
   // (-machine pit=off removes it); pc-testdev and pci-testdev (at 00:02.0)
   // only when asked for.
   PlatformDevices devices{PlatformDevice::IsaDebugExit, PlatformDevice::Pit};
+  // The 8259s, the PIT, the BSP's LINT0 and the real-mode IVT as SeaBIOS
+  // leaves them (firmware/legacy_bios.h): the QEMU front turns it on, as
+  // QEMU always runs a BIOS. Off for `topolab run` and the experiments,
+  // whose guests set up what they use (and whose results were made so).
+  bool legacy_bios = false;
 };
 
 }  // namespace topolab

@@ -69,6 +69,7 @@ void MachineCpu::system_instruction(SystemInstruction kind) {
 
 MachineCpu::PendingInterrupts MachineCpu::pending_interrupts() const {
   return {.vector = apic_.pending_vector(),
+          .extint = pic_intr_ && apic_.accepts_pic_intr(),
           .window_open = vcpu_->interrupt_window_open(),
           .nmi = nmi_pending_ > 0,
           .nmi_blocked = vcpu_->nmi_blocked(),

@@ -136,6 +136,7 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   // What it could take: one query of the vCPU and its APIC (crosvm's shape).
   struct PendingInterrupts {
     std::optional<uint8_t> vector;  // the APIC's highest vector that beats PPR
+    bool extint = false;            // the 8259's INTR, high, through LINT0 (ExtINT ignores PPR)
     bool window_open = false;       // RFLAGS.IF = 1 and no STI / MOV SS shadow
     bool nmi = false;               // an NMI waits
     bool nmi_blocked = false;       // the previous NMI's handler has not IRETed
@@ -145,16 +146,22 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
     bool takes_nmi() const { return nmi && !nmi_blocked && !shadowed; }
     // An NMI waits out the shadow only: one more instruction lets it in.
     bool nmi_after_shadow() const { return nmi && !nmi_blocked && shadowed; }
-    bool takes_interrupt() const { return vector && window_open; }
+    bool interrupt() const { return vector || extint; }
+    bool takes_interrupt() const { return interrupt() && window_open; }
     // Something waits for the vCPU to open its window or IRET its NMI.
-    bool waits_for_window() const { return (vector && !window_open) || (nmi && (nmi_blocked || shadowed)); }
+    bool waits_for_window() const { return (interrupt() && !window_open) || (nmi && (nmi_blocked || shadowed)); }
     // An interrupt, once there, would end a halt: it would be taken now,
     // or MWAIT breaks for it.
     bool interrupts_end_halt() const { return window_open || mwait_breaks; }
-    bool interrupt_ends_halt() const { return vector && interrupts_end_halt(); }
+    bool interrupt_ends_halt() const { return interrupt() && interrupts_end_halt(); }
   };
   PendingInterrupts pending_interrupts() const;
   bool nmi_pending() const { return nmi_pending_ > 0; }
+  // The 8259's INTR as this vCPU last saw it (the machine samples it when
+  // a change reaches the vCPU and at each slice's start); it counts only
+  // while the APIC accepts it (LocalApic::accepts_pic_intr).
+  void see_pic_intr(bool level) { pic_intr_ = level; }
+  bool pic_intr() const { return pic_intr_; }
   // An NMI accepted by the APIC. As KVM (process_nmi), one may be in service
   // and one latched: while none is in service two can wait, so the first
   // is taken and the second stays latched behind it; while one is in
@@ -215,7 +222,7 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
     ar(apic_, state_, idle_ns_, exit_ns_, skipped_ns_, stall_milli_cycles_, spin_, slice_end_ns_, halted_since_, accrued_until_,
        poll_busy_ns_, waiting_since_);
     ar(in_mwait_, mwait_breaks_on_interrupt_, monitor_armed_, ever_monitored_, monitor_line_, monitor_snapshot_,
-       nmi_pending_, msr_file_);
+       nmi_pending_, pic_intr_, msr_file_);
     std::optional<std::string> engine;
     if constexpr (Archive::is_saving::value) {
       if (vcpu_) engine = vcpu_->save_state();
@@ -301,6 +308,7 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   uint64_t monitor_line_ = 0;
   std::array<uint8_t, kMonitorLine> monitor_snapshot_{};
   unsigned nmi_pending_ = 0;  // NMIs waiting: at most 2 (accept_nmi)
+  bool pic_intr_ = false;
   // The MSRs the machine keeps for this vCPU (TSC, MISC_ENABLE, MTRRs, PMU,
   // machine check...), from its own CPUID.
   MsrFile msr_file_;

@@ -58,6 +58,7 @@ MachineFingerprint machine_fingerprint(const Machine& machine) {
       {"spin skipping", c.spin_skip ? "on" : "off"},
       {"clocks", !c.synced_clocks ? "by image" : *c.synced_clocks ? "synced" : "per vCPU"},
       {"devices", devices_of(c)},
+      {"firmware state", c.legacy_bios ? "SeaBIOS's (the QEMU front)" : "none"},
       {"CPUID", cpuid_digest(machine)},
       {"memory at start (image, initrd, tables)", hex64(ram_pages::digest(ram))},
   };

@@ -37,7 +37,9 @@ RunResult Machine::finish(RunResult::Outcome outcome, std::string diagnosis) {
 }
 
 RunResult Machine::finish_idle() {
-  if (timeline_.next_waking_timer())
+  // A timer, or a timed device line a vCPU could take, still to come: the
+  // limit ended the run, not a deadlock.
+  if (timeline_.next_waking_timer() || device_event_that_may_interrupt())
     return finish(RunResult::Outcome::BudgetExhausted,
                   fmt::format("the guest did not finish within {} s of virtual time (halted, waiting for timers; "
                               "raise --time-limit)",

@@ -31,14 +31,28 @@ FwCfg::Config fw_cfg_config(const Topology& topology, uint64_t ram_bytes) {
 
 }  // namespace
 
+template <class Access>
+auto PcBoard::with_pit_line_synced(Access access) {
+  if (!pit_) return access();
+  const std::optional<uint64_t> before = next_timer_event();
+  sync_pit_line(events_.device_now_ns(), false);
+  struct Notify {
+    PcBoard& board;
+    std::optional<uint64_t> before;
+    ~Notify() {
+      if (board.next_timer_event() != before) board.events_.device_timers_changed();
+    }
+  } notify{*this, before};
+  return access();
+}
+
 PcBoard::PcBoard(const PcBoardConfig& config, std::function<void(uint8_t)> serial_out, BoardEvents& events)
     : events_(events),
       ram_(checked_ram_regions(config.ram_mib, config.phys_bits)),
-      uart_(std::move(serial_out), [this](bool asserted) { set_pin(Uart16550::kCom1Gsi, asserted); }),
+      uart_(std::move(serial_out), [this](bool asserted) { set_isa_irq(Uart16550::kCom1Gsi, asserted); }),
       debug_exit_([this] { events_.guest_exit_requested(); }),
       fw_cfg_(fw_cfg_config(config.topology, ram_.total_bytes())),
-      pic_master_(PicStub::Role::kMaster),
-      pic_slave_(PicStub::Role::kSlave),
+      pic_([this](bool) { events_.pic_output_changed(timed_change_ns_); }),
       measure_port_([this](MeasurePort::Mark mark) { events_.measure_mark(mark); }),
       ioapic_(config.ioapic_extended_destination),
       i8042_([this] {
@@ -91,12 +105,16 @@ void PcBoard::attach_debug_exit() { ports_.attach(DebugExit::kBase, DebugExit::k
 
 void PcBoard::attach_fw_cfg() { ports_.attach(FwCfg::kBase, FwCfg::kPortCount, fw_cfg_); }
 
-// The two 8259As, stubs a guest programs and masks (they deliver nothing:
-// devices/pic_stub.h), and PIIX3's ELCR beside them.
+// The two 8259As (devices/pic8259.h) and PIIX3's ELCR beside them.
 void PcBoard::attach_pics() {
-  ports_.attach(PicStub::kMasterBase, PicStub::kPortCount, pic_master_);
-  ports_.attach(PicStub::kSlaveBase, PicStub::kPortCount, pic_slave_);
-  ports_.attach(Elcr::kBase, Elcr::kPortCount, elcr_);
+  ports_.attach(Pic8259::kMasterBase, Pic8259::kPortCount, pic_master_ports_);
+  ports_.attach(Pic8259::kSlaveBase, Pic8259::kPortCount, pic_slave_ports_);
+  ports_.attach(Pic8259::kElcrBase, Pic8259::kElcrPortCount, pic_.elcr_ports());
+}
+
+void PcBoard::set_isa_irq(unsigned line, bool asserted) {
+  if (line < Pic8259::kLines) pic_.set_irq(line, asserted);
+  events_.send_device_interrupts(ioapic_.set_pin(gsi_of_isa_irq(line), asserted));
 }
 
 void PcBoard::attach_measure_port() { ports_.attach(MeasurePort::kBase, MeasurePort::kPortCount, measure_port_); }
@@ -124,7 +142,8 @@ void PcBoard::attach_pit() {
 // --- Timed lines ---------------------------------------------------------------
 
 std::optional<uint64_t> PcBoard::next_timer_event() const {
-  if (!pit_ || (ioapic_.redirection(kPitGsi) & ioapic::RTE_MASKED)) return std::nullopt;
+  if (!pit_) return std::nullopt;
+  if ((ioapic_.redirection(kPitGsi) & ioapic::RTE_MASKED) && !pic_.line_unmasked(0)) return std::nullopt;
   return pit_next_change_;
 }
 
@@ -132,23 +151,44 @@ void PcBoard::run_timers(uint64_t ns) {
   if (pit_) sync_pit_line(ns, true);
 }
 
+bool PcBoard::pit_rose_since_sync(uint64_t ns) const {
+  if (!pit_next_change_ || *pit_next_change_ > ns) return false;
+  if (!pit_line_) return true;  // low then, so its first change rose
+  // High then: it fell first, and rose if it changed again.
+  const std::optional<uint64_t> second = pit_->next_out_change(0, *pit_next_change_);
+  return second && *second <= ns;
+}
+
 void PcBoard::sync_pit_line(uint64_t ns, bool timed) {
-  const IoApicMessages sent = ioapic_.set_pin(kPitGsi, pit_->out_at(0, ns));
+  const bool level = pit_->out_at(0, ns);
+  if (timed) timed_change_ns_ = ns;
+  // The 8259 latches any rising edge in IRR, masked or not: one the line
+  // below does not make (low then, high now) is given to it as a pulse.
+  // Only changes reach it, as OUT's own do: ICW1 forgets an edge, and a
+  // line that stayed high must not bring it back.
+  const bool pulse = pit_rose_since_sync(ns) && (pit_line_ || !level);
+  if (pulse) {
+    pic_.set_irq(0, false);
+    pic_.set_irq(0, true);
+  }
+  if (pulse || level != pit_line_) pic_.set_irq(0, level);
+  timed_change_ns_.reset();
+  const IoApicMessages sent = ioapic_.set_pin(kPitGsi, level);
   if (timed) {
     events_.send_timed_interrupts(sent, ns);
   } else {
     events_.send_device_interrupts(sent);
   }
+  pit_line_ = level;
   pit_next_change_ = pit_->next_out_change(0, ns);
 }
 
-template <class Access>
-void PcBoard::with_pit_line_synced(Access access) {
-  if (!pit_) return access();
-  const std::optional<uint64_t> before = next_timer_event();
-  sync_pit_line(events_.device_now_ns(), false);
-  access();
-  if (next_timer_event() != before) events_.device_timers_changed();
+uint32_t PcBoard::PicPorts::read(uint16_t offset, unsigned size) {
+  return board_.with_pit_line_synced([&] { return chip_.read(offset, size); });
+}
+
+void PcBoard::PicPorts::write(uint16_t offset, unsigned size, uint32_t value) {
+  board_.with_pit_line_synced([&] { chip_.write(offset, size, value); });
 }
 
 void PcBoard::write_ioapic_page(uint64_t offset, unsigned size, uint64_t value) {
@@ -173,7 +213,7 @@ void PcBoard::attach_pci_testdev() {
 }
 
 void PcBoard::attach_pc_testdev() {
-  pc_testdev_.emplace([this](unsigned gsi, bool asserted) { set_pin(gsi, asserted); });
+  pc_testdev_.emplace([this](unsigned line, bool asserted) { set_isa_irq(line, asserted); });
   ports_.attach(PcTestdev::kBase, PcTestdev::kPortCount, *pc_testdev_);
   ports_.attach(PcTestdev::kIrqLineBase, PcTestdev::kIrqLines, pc_testdev_->irq_lines());
   mmio_.attach(PcTestdev::kIomemBase, PcTestdev::kIomemSize, pc_testdev_->iomem());

@@ -38,7 +38,7 @@
 #include "devices/mmio_bus.h"
 #include "devices/pc_testdev.h"
 #include "devices/pci.h"
-#include "devices/pic_stub.h"
+#include "devices/pic8259.h"
 #include "devices/pit8254.h"
 #include "devices/port_bus.h"
 #include "devices/uart16550.h"
@@ -60,6 +60,9 @@ class BoardEvents {
   // Messages a timed line sent at `at_ns` (PcBoard::run_timers), outside
   // any vCPU's access.
   virtual void send_timed_interrupts(const IoApicMessages& messages, uint64_t at_ns) = 0;
+  // INT of the 8259 pair (PcBoard::pic()) changed: in a vCPU's access or
+  // its INTA (`at_ns` nullopt), or when a timed line changed at `at_ns`.
+  virtual void pic_output_changed(std::optional<uint64_t> at_ns) = 0;
   // A guest access moved next_timer_event(): the slice that made it ends
   // after the access, so the next one is cut at the new time.
   virtual void device_timers_changed() = 0;
@@ -110,14 +113,23 @@ class PcBoard {
   // I/O APIC hears (SDM 10.8.5).
   void broadcast_eoi(uint8_t vector) { events_.send_device_interrupts(ioapic_.eoi(vector)); }
 
+  // --- The 8259 pair: ISA IRQs 0-15 through ExtINT --------------------------------
+  const Pic8259& pic() const { return pic_; }
+  // A vCPU's INTA cycle for ExtINT: the vector the pair answers, IRR to ISR.
+  uint8_t acknowledge_pic_interrupt() { return pic_.acknowledge(); }
+  // Where ISA IRQ `line` meets the I/O APIC: the pin of the same number, but
+  // IRQ 0 on pin 2 (the MADT's interrupt source override, QEMU's pc).
+  static unsigned gsi_of_isa_irq(unsigned line) { return line == 0 ? kPitGsi : line; }
+
   // --- Timed lines: the PIT's channel 0 OUT on ISA IRQ 0 ------------------
   // ISA IRQ 0 is the I/O APIC's pin 2, as the MADT's interrupt source
   // override says (firmware/acpi) and QEMU's pc machine wires it.
   static constexpr unsigned kPitGsi = 2;
   // When a timed line next changes level (virtual ns), nullopt for never.
-  // While pin 2's entry is masked its edges are lost (82093AA), so nothing
-  // is run: the line is brought up to date when the guest writes the PIT
-  // or the I/O APIC, before the write can unmask it.
+  // While pin 2's entry and the 8259's IRQ 0 are both masked, nothing is
+  // run: pin 2 loses its edges (82093AA) and the 8259 latches at most one
+  // in IRR, so the line is brought up to date when the guest accesses the
+  // PIT, the I/O APIC or the 8259s, before the access can unmask or read it.
   std::optional<uint64_t> next_timer_event() const;
   // Brings the timed lines to their levels at `ns` (the machine calls it at
   // next_timer_event()); their messages leave at `ns`.
@@ -130,9 +142,9 @@ class PcBoard {
   // the same configuration makes the same ones.
   template <class Archive>
   void serialize(Archive& ar) {
-    ar(ports_, uart_, debug_exit_, fw_cfg_, pic_master_, pic_slave_, elcr_, ioapic_, acpi_pm_, bochs_shutdown_,
-       cmos_rtc_, pci_host_, host_bridge_);
-    if (pit_) ar(*pit_, pit_next_change_);
+    ar(ports_, uart_, debug_exit_, fw_cfg_, pic_, ioapic_, acpi_pm_, bochs_shutdown_, cmos_rtc_, pci_host_,
+       host_bridge_);
+    if (pit_) ar(*pit_, pit_next_change_, pit_line_);
     if (pci_testdev_) ar(*pci_testdev_);
     if (pc_testdev_) ar(*pc_testdev_);
   }
@@ -182,16 +194,32 @@ class PcBoard {
   void attach_pc_testdev();
   void map_device_windows();
 
-  // An interrupt line into the I/O APIC: a pin's messages leave at once.
-  void set_pin(unsigned gsi, bool asserted) { events_.send_device_interrupts(ioapic_.set_pin(gsi, asserted)); }
+  // ISA IRQ `line` (0-23) to `asserted`, as QEMU's gsi_handler: lines 0-15
+  // reach the 8259s, and every line its I/O APIC pin, whose messages
+  // leave at once.
+  void set_isa_irq(unsigned line, bool asserted);
   // IRQ 0 to channel 0's OUT at `ns`, in a guest access or (`timed`) at
   // the line's own time; and when OUT changes next.
   void sync_pit_line(uint64_t ns, bool timed);
-  // A guest access that may move IRQ 0 (a PIT or I/O APIC write): the line
-  // as it stands at the access, then `access`, then the machine told if
-  // the next change moved.
+  // OUT rose at least once after the last sync and up to `ns`.
+  bool pit_rose_since_sync(uint64_t ns) const;
+  // A guest access that may move IRQ 0 or read what it latched (the PIT,
+  // the I/O APIC, the 8259s): the line as it stands at the access, then
+  // `access`, then the machine told if the next change moved.
   template <class Access>
-  void with_pit_line_synced(Access access);
+  auto with_pit_line_synced(Access access);
+  // The 8259s' ports, each access with the PIT's line synced before it.
+  class PicPorts final : public PortDevice {
+   public:
+    PicPorts(PcBoard& board, PortDevice& chip) : board_(board), chip_(chip) {}
+    std::string name() const override { return chip_.name(); }
+    uint32_t read(uint16_t offset, unsigned size) override;
+    void write(uint16_t offset, unsigned size, uint32_t value) override;
+
+   private:
+    PcBoard& board_;
+    PortDevice& chip_;
+  };
   // The I/O APIC's page on the MMIO bus.
   uint64_t read_ioapic_page(uint64_t offset, unsigned size) {
     return ioapic_.mmio_read(static_cast<uint32_t>(offset), size);
@@ -205,8 +233,10 @@ class PcBoard {
   Uart16550 uart_;
   DebugExit debug_exit_;
   FwCfg fw_cfg_;
-  PicStub pic_master_, pic_slave_;
-  Elcr elcr_;
+  Pic8259 pic_;
+  PicPorts pic_master_ports_{*this, pic_.master_ports()}, pic_slave_ports_{*this, pic_.slave_ports()};
+  // Set while a timed line changes (run_timers): when INT changed.
+  std::optional<uint64_t> timed_change_ns_;
   MeasurePort measure_port_;
   IoApic ioapic_;
   MmioWindowOf<PcBoard, &PcBoard::read_ioapic_page, &PcBoard::write_ioapic_page> ioapic_page_{*this, "ioapic"};
@@ -215,6 +245,7 @@ class PcBoard {
   BochsShutdown bochs_shutdown_;
   std::optional<Pit8254> pit_;
   std::optional<uint64_t> pit_next_change_;  // channel 0's OUT, as of the last sync
+  bool pit_line_ = false;                    // and its level then
   CmosRtc cmos_rtc_;
   PciHost pci_host_;
   PciFunction host_bridge_;

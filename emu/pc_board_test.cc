@@ -25,6 +25,7 @@ class RecordingEvents final : public BoardEvents {
   void send_timed_interrupts(const IoApicMessages& messages, uint64_t at_ns) override {
     for (const ApicMessage& message : messages) timed.emplace_back(at_ns, message);
   }
+  void pic_output_changed(std::optional<uint64_t> at_ns) override { pic_changes.emplace_back(at_ns); }
   void device_timers_changed() override { ++timer_changes; }
   void request_shutdown(std::string how) override { shutdowns.push_back(std::move(how)); }
   void guest_exit_requested() override { ++guest_exits; }
@@ -37,6 +38,7 @@ class RecordingEvents final : public BoardEvents {
 
   IoApicMessages interrupts;
   std::vector<std::pair<uint64_t, ApicMessage>> timed;
+  std::vector<std::optional<uint64_t>> pic_changes;
   unsigned timer_changes = 0;
   std::vector<std::string> shutdowns;
   unsigned guest_exits = 0;
@@ -79,9 +81,9 @@ TEST(PcBoard, EveryBoardHasTheDevicesNothingTurnsOff) {
   EXPECT_EQ(rig.port_owner(Uart16550::kCom1Base), "uart16550");
   EXPECT_EQ(rig.port_owner(Uart16550::kCom1Base + Uart16550::kPortCount - 1), "uart16550");
   EXPECT_EQ(rig.port_owner(FwCfg::kBase), "fw_cfg");
-  EXPECT_EQ(rig.port_owner(PicStub::kMasterBase), "pic-master");
-  EXPECT_EQ(rig.port_owner(PicStub::kSlaveBase + 1), "pic-slave");
-  EXPECT_EQ(rig.port_owner(Elcr::kBase), "elcr");
+  EXPECT_EQ(rig.port_owner(Pic8259::kMasterBase), "pic-master");
+  EXPECT_EQ(rig.port_owner(Pic8259::kSlaveBase + 1), "pic-slave");
+  EXPECT_EQ(rig.port_owner(Pic8259::kElcrBase), "elcr");
   EXPECT_EQ(rig.port_owner(MeasurePort::kBase), "measure-window");
   EXPECT_EQ(rig.port_owner(I8042::kDataPort), "i8042-data");
   EXPECT_EQ(rig.port_owner(I8042::kCommandPort), "i8042-command");
@@ -149,7 +151,7 @@ TEST(PcBoard, PciTestdevSitsInItsSlot) {
 
 TEST(PcBoard, ItsBusesRejectADeviceOverAnother) {
   BoardRig rig(kEveryOptionalDevice);
-  Elcr intruder;
+  MeasurePort intruder([](MeasurePort::Mark) {});
   EXPECT_THROW(rig.board.ports().attach(Uart16550::kCom1Base + 4, 1, intruder), std::invalid_argument);
   EXPECT_THROW(rig.board.ports().attach(Pit8254::kBase, 1, intruder), std::invalid_argument);
   EXPECT_THROW(rig.board.ports().attach(PcTestdev::kIrqLineBase + 3, 1, intruder), std::invalid_argument);
@@ -287,6 +289,76 @@ TEST(PcBoard, ThePitsChannel0RaisesPin2AtEachRisingEdge) {
   EXPECT_TRUE(rig.events.interrupts.empty()) << "nothing was sent from a guest access";
 }
 
+// SeaBIOS's 8259 setup (bases 0x08 and 0x70), with the masks given.
+void seabios_pics(PortBus& ports, uint8_t master_mask, uint8_t slave_mask) {
+  ports.write(Pic8259::kMasterBase, 1, 0x11);
+  for (uint8_t b : {0x08, 0x04, 0x01}) ports.write(Pic8259::kMasterBase + 1, 1, b);
+  ports.write(Pic8259::kSlaveBase, 1, 0x11);
+  for (uint8_t b : {0x70, 0x02, 0x01}) ports.write(Pic8259::kSlaveBase + 1, 1, b);
+  ports.write(Pic8259::kMasterBase + 1, 1, master_mask);
+  ports.write(Pic8259::kSlaveBase + 1, 1, slave_mask);
+}
+
+// QEMU's gsi_handler: an ISA line reaches the 8259 and the I/O APIC pin of
+// its number. pc-testdev's line ports take bytes only, as QEMU's do
+// ("Invalid write ... size 4" for kvm-unit-tests' realmode).
+TEST(PcBoard, IsaLinesReachThe8259AndTheIoApic) {
+  BoardRig rig(PlatformDevices{PlatformDevice::PcTestdev});
+  PortBus& ports = rig.board.ports();
+  seabios_pics(ports, 0xfb, 0xf7);  // IRQ 2 and IRQ 11 open
+  EXPECT_TRUE(rig.events.pic_changes.empty());
+  ports.write(PcTestdev::kIrqLineBase + 11, 4, 1);
+  EXPECT_FALSE(rig.board.pic().output()) << "a dword write is dropped";
+  ports.write(PcTestdev::kIrqLineBase + 11, 1, 1);
+  EXPECT_TRUE(rig.board.pic().output());
+  ASSERT_EQ(rig.events.pic_changes.size(), 1u);
+  EXPECT_EQ(rig.events.pic_changes[0], std::nullopt) << "from a guest access";
+  EXPECT_TRUE(rig.board.ioapic().pin_asserted(11));
+  EXPECT_EQ(rig.board.acknowledge_pic_interrupt(), 0x73);
+  EXPECT_FALSE(rig.board.pic().output());
+  EXPECT_EQ(rig.events.pic_changes.size(), 2u);
+  // Lines past 15 reach the I/O APIC only.
+  ports.write(PcTestdev::kIrqLineBase + 20, 1, 1);
+  EXPECT_TRUE(rig.board.ioapic().pin_asserted(20));
+  EXPECT_EQ(rig.events.pic_changes.size(), 2u);
+}
+
+// The PIT's IRQ 0 through the 8259 alone (I/O APIC pin 2 masked, as
+// SeaBIOS leaves it): the board runs its edges while the 8259 has IRQ 0
+// open, and an edge that came while nothing ran is latched at the next
+// access, as the 8259 latches edges whether or not it masks them.
+TEST(PcBoard, ThePitsIrq0ReachesThe8259WhilePin2IsMasked) {
+  BoardRig rig(PlatformDevices{PlatformDevice::Pit});
+  PortBus& ports = rig.board.ports();
+  rig.events.now_ns = 1'000;
+  seabios_pics(ports, 0xff, 0xff);
+  ports.write(Pit8254::kBase + 3, 1, 0x34);  // channel 0, mode 2, 100 ticks
+  ports.write(Pit8254::kBase, 1, 100);
+  ports.write(Pit8254::kBase, 1, 0);
+  EXPECT_EQ(rig.board.next_timer_event(), std::nullopt) << "IRQ 0 masked everywhere";
+  EXPECT_EQ(rig.board.pic().irr(false) & 1, 1) << "the control word raised OUT: an edge";
+  seabios_pics(ports, 0xff, 0xff);  // ICW1 forgets it
+  EXPECT_EQ(rig.board.pic().irr(false) & 1, 0);
+  const uint64_t load = Pit8254::ticks_at(1'000);
+  rig.events.now_ns = Pit8254::ns_at(load + 250);  // two full periods went by
+  const unsigned changes_before = rig.events.timer_changes;
+  ports.write(Pic8259::kMasterBase + 1, 1, 0xfe);  // unmask IRQ 0: synced first
+  EXPECT_EQ(rig.board.pic().irr(false) & 1, 1) << "the edges came while masked: IRR holds one";
+  EXPECT_TRUE(rig.board.pic().output());
+  EXPECT_EQ(rig.events.timer_changes, changes_before + 1) << "the PIT now runs on the timeline";
+  EXPECT_EQ(rig.board.next_timer_event(), Pit8254::ns_at(load + 299));
+  EXPECT_EQ(rig.board.acknowledge_pic_interrupt(), 0x08);
+  ports.write(Pic8259::kMasterBase, 1, 0x20);  // EOI
+  rig.board.run_timers(Pit8254::ns_at(load + 299));
+  EXPECT_FALSE(rig.board.pic().output()) << "a falling edge";
+  const size_t before = rig.events.pic_changes.size();
+  rig.board.run_timers(Pit8254::ns_at(load + 300));
+  EXPECT_TRUE(rig.board.pic().output());
+  ASSERT_EQ(rig.events.pic_changes.size(), before + 1);
+  EXPECT_EQ(rig.events.pic_changes.back(), Pit8254::ns_at(load + 300)) << "at the edge's own time";
+  EXPECT_TRUE(rig.events.timed.empty()) << "pin 2 is masked: the I/O APIC sends nothing";
+}
+
 TEST(PcBoard, DevicesReachTheMachineThroughItsEvents) {
   BoardRig rig(kEveryOptionalDevice);
   PortBus& ports = rig.board.ports();
@@ -361,9 +433,9 @@ TEST(PcBoardSnapshot, RoundTripsEveryDevicesState) {
   ports.write(Uart16550::kCom1Base + 3, 1, 0x03);
   ports.write(Uart16550::kCom1Base + 7, 1, 0x5a);
   ports.write(Uart16550::kCom1Base + 1, 1, 0x02);  // THRE interrupt pending
-  ports.write(PicStub::kMasterBase, 1, 0x11);      // ICW1, ICW2; ICW3 to come
-  ports.write(PicStub::kMasterBase + 1, 1, 0x20);
-  ports.write(Elcr::kBase + 1, 1, 0x0e);
+  ports.write(Pic8259::kMasterBase, 1, 0x11);      // ICW1, ICW2; ICW3 to come
+  ports.write(Pic8259::kMasterBase + 1, 1, 0x20);
+  ports.write(Pic8259::kElcrBase + 1, 1, 0x0e);
   ports.write(Pit8254::kBase + 3, 1, 0x34);  // channel 0: mode 2, 10000
   ports.write(Pit8254::kBase, 1, 0x10);
   ports.write(Pit8254::kBase, 1, 0x27);

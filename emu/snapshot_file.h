@@ -27,8 +27,10 @@ using MachineFingerprint = std::vector<std::pair<std::string, std::string>>;
 // (restore_snapshot), which catches a bump forgotten.
 // 2: the PIT's next OUT change, the timeline's device event; 3: the
 // fingerprint's memory digest covers RAM's regions and its non-zero pages
-// (emu/ram_pages.h), not every byte from 0.
-inline constexpr uint32_t kSnapshotFormat = 3;
+// (emu/ram_pages.h), not every byte from 0; 4: the 8259 pair's whole
+// state, the PIT line's level, each vCPU's view of INTR, the INTR changes
+// in flight.
+inline constexpr uint32_t kSnapshotFormat = 4;
 
 struct MachineSnapshot {
   MachineFingerprint fingerprint;

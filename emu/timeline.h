@@ -39,7 +39,8 @@ namespace topolab {
 // An IPI on its way: who sent it, what, and when it left. An interrupt
 // message from a platform device (the I/O APIC) travels the same way, with
 // `from_device` set and `sender` the vCPU whose access caused it; it is not
-// counted as an IPI.
+// counted as an IPI. So does a change of the 8259's INTR (`pic_intr`, from
+// no sender, `message` unused): the vCPU it reaches looks at INTR then.
 struct IpiInFlight {
   // `sender` of a message no vCPU's access caused (a timed device line).
   static constexpr unsigned kNoSender = ~0u;
@@ -47,9 +48,10 @@ struct IpiInFlight {
   ApicMessage message;
   uint64_t sent_ns = 0;
   bool from_device = false;
+  bool pic_intr = false;
   template <class Archive>
   void serialize(Archive& ar) {
-    ar(sender, message, sent_ns, from_device);
+    ar(sender, message, sent_ns, from_device, pic_intr);
   }
 };
 
