@@ -13,7 +13,7 @@ uint32_t bytes_of(uint32_t word, unsigned byte, unsigned size) {
 }  // namespace
 
 uint32_t AcpiPm::registers(uint64_t ticks) const {
-  const uint16_t status = (ticks >> 23) != tmr_sts_cleared_epoch_ ? STS_TMR : 0;
+  const uint16_t status = status_ | ((ticks >> 23) != tmr_sts_cleared_epoch_ ? STS_TMR : 0);
   return status | (uint32_t{enable_} << 16);
 }
 
@@ -33,6 +33,7 @@ void AcpiPm::write(uint16_t offset, unsigned size, uint32_t value) {
   if (offset < kPm1En) {
     auto [bits, mask] = in(kPm1Sts, 2);
     if (bits & mask & STS_TMR) tmr_sts_cleared_epoch_ = ticks_at(now_ns_()) >> 23;
+    status_ &= static_cast<uint16_t>(~(bits & mask));
     return;
   }
   if (offset < kPm1Cnt) {
@@ -44,7 +45,11 @@ void AcpiPm::write(uint16_t offset, unsigned size, uint32_t value) {
     auto [bits, mask] = in(kPm1Cnt, 2);
     const uint16_t written = static_cast<uint16_t>((control_ & ~mask) | bits);
     control_ = static_cast<uint16_t>(CNT_SCI_EN | (written & CNT_WRITABLE));
-    if ((mask & CNT_SLP_EN) && (bits & CNT_SLP_EN) && ((written >> CNT_SLP_TYP_SHIFT) & 7) == 0) on_power_off_();
+    if ((mask & CNT_SLP_EN) && (bits & CNT_SLP_EN)) {
+      const unsigned sleep_type = (written >> CNT_SLP_TYP_SHIFT) & 7;
+      if (sleep_type == kSlpTypSoftOff) on_power_off_();
+      if (sleep_type == kSlpTypS3 && on_suspend_) on_suspend_();
+    }
     return;
   }
   // 0x606-0x607 are unused, PM_TMR is read only.

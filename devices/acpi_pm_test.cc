@@ -10,8 +10,8 @@ namespace {
 
 struct Pm {
   uint64_t now = 0;
-  int power_offs = 0;
-  AcpiPm pm{[this] { return now; }, [this] { ++power_offs; }};
+  int power_offs = 0, suspends = 0;
+  AcpiPm pm{[this] { return now; }, [this] { ++power_offs; }, [this] { ++suspends; }};
 };
 
 TEST(AcpiPm, TimerCountsAt3579545HzOnVirtualTimeAndWrapsAt24Bits) {
@@ -55,13 +55,32 @@ TEST(AcpiPm, EnableReadsBackAndControlKeepsSciEn) {
 
 TEST(AcpiPm, SlpEnWithTypeZeroPowersOff) {
   Pm t;
-  t.pm.write(AcpiPm::kPm1Cnt, 2, AcpiPm::CNT_SLP_EN | (1u << AcpiPm::CNT_SLP_TYP_SHIFT));  // S1: ignored
+  t.pm.write(AcpiPm::kPm1Cnt, 2, AcpiPm::CNT_SLP_EN | (2u << AcpiPm::CNT_SLP_TYP_SHIFT));  // ignored
   EXPECT_EQ(t.power_offs, 0);
   t.pm.write(AcpiPm::kPm1Cnt, 2, AcpiPm::CNT_SLP_EN);  // \_S5: SLP_TYP 0
   EXPECT_EQ(t.power_offs, 1);
   t.pm.write(AcpiPm::kPm1Cnt + 1, 1, AcpiPm::CNT_SLP_EN >> 8);  // the high byte alone
   EXPECT_EQ(t.power_offs, 2);
   EXPECT_EQ(t.pm.read(AcpiPm::kPm1Cnt, 2) & AcpiPm::CNT_SLP_EN, 0u);
+}
+
+// kvm-unit-tests' s3: RTC_EN in PM1_EN, then SLP_TYP 1 | SLP_EN (0x2400):
+// S3 as QEMU's PIIX4; waking sets WAK_STS and RTC_STS, each cleared by a 1.
+TEST(AcpiPm, SlpTypOneSuspendsAndWakingSetsWakAndRtcStatus) {
+  Pm t;
+  EXPECT_FALSE(t.pm.rtc_wakes());
+  t.pm.write(AcpiPm::kPm1En, 2, AcpiPm::EN_RTC);
+  EXPECT_TRUE(t.pm.rtc_wakes());
+  t.pm.write(AcpiPm::kPm1Cnt, 2, 0x2400);
+  EXPECT_EQ(t.suspends, 1);
+  EXPECT_EQ(t.power_offs, 0);
+  EXPECT_EQ(t.pm.read(AcpiPm::kPm1Sts, 2) & (AcpiPm::STS_WAK | AcpiPm::STS_RTC), 0u);
+  t.pm.wake_from_s3(true);
+  EXPECT_EQ(t.pm.read(AcpiPm::kPm1Sts, 2) & (AcpiPm::STS_WAK | AcpiPm::STS_RTC), AcpiPm::STS_WAK | AcpiPm::STS_RTC);
+  t.pm.write(AcpiPm::kPm1Sts, 2, AcpiPm::STS_RTC);
+  EXPECT_EQ(t.pm.read(AcpiPm::kPm1Sts, 2) & (AcpiPm::STS_WAK | AcpiPm::STS_RTC), AcpiPm::STS_WAK);
+  t.pm.write(AcpiPm::kPm1Sts + 1, 1, AcpiPm::STS_WAK >> 8);
+  EXPECT_EQ(t.pm.read(AcpiPm::kPm1Sts, 2) & AcpiPm::STS_WAK, 0u);
 }
 
 TEST(AcpiPmSnapshot, RoundTripsEnablesControlAndTheClearedTimerStatus) {

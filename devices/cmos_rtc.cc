@@ -2,6 +2,7 @@
 #include "devices/cmos_rtc.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace topolab {
 
@@ -144,16 +145,45 @@ void CmosRtc::put_time(int64_t seconds) {
   const unsigned year = static_cast<unsigned>(std::clamp<int64_t>(t.year, 0, 9999));
   cmos_[REG_SECONDS] = to_reg(t.second);
   cmos_[REG_MINUTES] = to_reg(t.minute);
-  if (cmos_[REG_B] & B_24H) {
-    cmos_[REG_HOURS] = to_reg(t.hour);
-  } else {
-    cmos_[REG_HOURS] = static_cast<uint8_t>(to_reg(t.hour % 12 ? t.hour % 12 : 12) | (t.hour >= 12 ? HOURS_PM : 0));
-  }
+  cmos_[REG_HOURS] = hours_reg(t.hour);
   cmos_[REG_DAY_OF_WEEK] = to_reg(t.weekday + 1);  // 1 = Sunday
   cmos_[REG_DAY_OF_MONTH] = to_reg(t.day);
   cmos_[REG_MONTH] = to_reg(t.month);
   cmos_[REG_YEAR] = to_reg(year % 100);
   cmos_[REG_CENTURY] = to_reg(year / 100);
+}
+
+uint8_t CmosRtc::hours_reg(unsigned hour) const {
+  if (cmos_[REG_B] & B_24H) return to_reg(hour);
+  return static_cast<uint8_t>(to_reg(hour % 12 ? hour % 12 : 12) | (hour >= 12 ? HOURS_PM : 0));
+}
+
+bool CmosRtc::alarm_matches(int64_t seconds) const {
+  const Civil t = civil_from_seconds(seconds);
+  const auto matches = [this](uint8_t alarm_index, uint8_t value) {
+    const uint8_t alarm = cmos_[alarm_index];
+    return alarm >= kAlarmDontCare || alarm == value;
+  };
+  return matches(REG_SECONDS_ALARM, to_reg(t.second)) && matches(REG_MINUTES_ALARM, to_reg(t.minute)) &&
+         matches(REG_HOURS_ALARM, hours_reg(t.hour));
+}
+
+std::optional<uint64_t> CmosRtc::next_alarm_ns(uint64_t ns) const {
+  return alarm_between(ns, std::numeric_limits<uint64_t>::max());
+}
+
+std::optional<uint64_t> CmosRtc::alarm_between(uint64_t after_ns, uint64_t until_ns) const {
+  if (!running() || until_ns <= after_ns) return std::nullopt;
+  // Updates come at each whole second of the clock; the one at clock
+  // second s brings the time base_seconds_ + s. A day holds every match.
+  const uint64_t clock = clock_ns_at(after_ns);
+  const uint64_t first = clock / kNsPerSecond + 1;
+  constexpr uint64_t kSecondsPerDay = 86'400;
+  uint64_t last = first + kSecondsPerDay;
+  if (until_ns - after_ns < kSecondsPerDay * kNsPerSecond) last = (clock + (until_ns - after_ns)) / kNsPerSecond;
+  for (uint64_t second = first; second <= last; ++second)
+    if (alarm_matches(base_seconds_ + static_cast<int64_t>(second))) return after_ns + (second * kNsPerSecond - clock);
+  return std::nullopt;
 }
 
 int64_t CmosRtc::time_in_registers() const {
@@ -181,7 +211,13 @@ uint8_t CmosRtc::read_data(uint64_t ns) {
   }
   switch (index) {
     case REG_A: return static_cast<uint8_t>(cmos_[REG_A] | (update_in_progress_at(ns) ? A_UIP : 0));
-    case REG_C: return 0;  // no flag ever sets (see the header)
+    case REG_C: {
+      // AF for an alarm since C was last read; reading clears it.
+      const bool af = alarm_between(flags_cleared_ns_, ns).has_value();
+      flags_cleared_ns_ = std::max(flags_cleared_ns_, ns);
+      if (!af) return 0;
+      return static_cast<uint8_t>(C_AF | (cmos_[REG_B] & B_AIE ? C_IRQF : 0));
+    }
     default: return cmos_[index];
   }
 }

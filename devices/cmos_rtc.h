@@ -25,11 +25,16 @@
 //   (the real chip's divider is not reset by such a write; QEMU's
 //   rtc_set_time restarts the second at the last phase it kept);
 // - D.VRT reads 1 (valid RAM and time); C and D ignore writes. Every
-//   other byte of the 128, the alarm registers included, is memory.
+//   other byte of the 128 is memory;
+// - the alarm: at each update whose new time matches the three alarm
+//   registers (a byte of 0xC0-0xFF matches anything, "don't care"), C.AF
+//   sets (with C.IRQF when B.AIE), and reading C clears it; with B.AIE the
+//   alarm wakes the machine from S3 when PM1_EN.RTC_EN lets it
+//   (next_alarm_ns; QEMU's rtc_update_timer and check_alarm).
 //
 // Not modelled (deliberately):
-// - No interrupt: nothing raises IRQ 8, and the periodic, alarm and
-//   update-ended flags in C never set (C reads 0). Linux 6.1 boots without
+// - No interrupt: nothing raises IRQ 8, and the periodic and update-ended
+//   flags in C never set. Linux 6.1 boots without
 //   them: it reads the time by polling UIP (mc146818_get_time) and sets
 //   it in SET mode (mc146818_set_time), and its rtc-cmos driver needs IRQ 8 only for
 //   alarms (rtcwake, RTC_WKALM_SET) and update interrupts (RTC_UIE_ON, which
@@ -43,6 +48,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "devices/port_bus.h"
@@ -65,7 +71,9 @@ class CmosRtc : public PortDevice {
   static constexpr uint8_t A_UIP = 1u << 7, A_DV_MASK = 7u << 4, A_DV_RESET = 6u << 4, A_DV_32KHZ = 2u << 4;
   static constexpr uint8_t B_SET = 1u << 7, B_PIE = 1u << 6, B_AIE = 1u << 5, B_UIE = 1u << 4, B_SQWE = 1u << 3,
                            B_DM_BINARY = 1u << 2, B_24H = 1u << 1, B_DSE = 1u << 0;
+  static constexpr uint8_t C_IRQF = 1u << 7, C_AF = 1u << 5;
   static constexpr uint8_t D_VRT = 1u << 7;
+  static constexpr uint8_t kAlarmDontCare = 0xc0;  // an alarm byte at or above it matches any value
   static constexpr uint8_t HOURS_PM = 1u << 7;  // 12-hour mode
   // Power-on values as QEMU's rtc_realizefn: 32.768 kHz divider with a
   // 1024 Hz rate, 24 hours, BCD.
@@ -95,12 +103,16 @@ class CmosRtc : public PortDevice {
   // whether UIP reads 1 at virtual `ns`.
   int64_t seconds_at(uint64_t ns) const;
   bool update_in_progress_at(uint64_t ns) const;
+  // The first update after `ns` (virtual time) whose new time matches the
+  // alarm, within a day; nullopt while the clock is stopped, or for none.
+  std::optional<uint64_t> next_alarm_ns(uint64_t ns) const;
+  bool alarm_interrupts() const { return cmos_[REG_B] & B_AIE; }
 
   // Snapshots (base/state_archive.h). The running clock is kept relative to
   // virtual time (base_ns_), so it resumes right when the machine's does.
   template <class Archive>
   void serialize(Archive& ar) {
-    ar(cmos_, index_, nmi_masked_, base_seconds_, base_ns_, phase_ns_, divider_was_reset_);
+    ar(cmos_, index_, nmi_masked_, base_seconds_, base_ns_, phase_ns_, divider_was_reset_, flags_cleared_ns_);
   }
 
  private:
@@ -117,6 +129,11 @@ class CmosRtc : public PortDevice {
   uint8_t to_reg(unsigned value) const;
   unsigned from_reg(uint8_t value) const;
   void put_time(int64_t seconds);  // into the time registers, in B's format
+  uint8_t hours_reg(unsigned hour) const;  // 0-23, in B's format (12 hours: bit 7 PM)
+  // The alarm registers match the time `seconds`.
+  bool alarm_matches(int64_t seconds) const;
+  // The first alarm update in (after_ns, until_ns], within a day of after_ns.
+  std::optional<uint64_t> alarm_between(uint64_t after_ns, uint64_t until_ns) const;
   int64_t time_in_registers() const;
   void resume(uint64_t ns, uint64_t phase_ns);
   uint8_t read_data(uint64_t ns);
@@ -133,6 +150,7 @@ class CmosRtc : public PortDevice {
   uint64_t base_ns_ = 0;
   uint64_t phase_ns_ = 0;
   bool divider_was_reset_ = false;  // since the clock last stopped
+  uint64_t flags_cleared_ns_ = 0;   // when C was last read (which clears AF)
 };
 
 }  // namespace topolab

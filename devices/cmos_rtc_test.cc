@@ -337,6 +337,46 @@ TEST(CmosRtc, AlarmBytesHoldTheLastWriteWhetherTheClockRunsOrIsStopped) {
   EXPECT_EQ(g.cmos_read(0x00), 0x03u);  // the seconds, held under SET since 3 s, are apart from them
 }
 
+// The alarm (data sheet "Alarm"; QEMU's check_alarm): at each update whose
+// new time matches the three alarm bytes, a byte of 0xC0-0xFF matching any
+// value. C.AF says one came since C was last read (IRQF too with B.AIE).
+TEST(CmosRtc, TheAlarmFiresAtTheUpdatesItMatchesAndSetsAfInC) {
+  Guest g;
+  g.now = kSecond / 2;  // 2026-01-01 00:00:00.5
+  EXPECT_EQ(g.cmos_read(0x0c), 0u);
+  for (uint8_t alarm : {0x01, 0x03, 0x05}) g.cmos_write(CmosRtc::kAlarmDontCare, alarm);
+  EXPECT_EQ(g.rtc.next_alarm_ns(g.now), kSecond) << "don't care everywhere: every second";
+  g.cmos_write(0x30, 0x01);  // at :30 of every minute
+  EXPECT_EQ(g.rtc.next_alarm_ns(g.now), 30 * kSecond);
+  g.cmos_write(0x02, 0x03);  // 00:02:30
+  g.cmos_write(0x00, 0x05);
+  EXPECT_EQ(g.rtc.next_alarm_ns(g.now), 150 * kSecond);
+  EXPECT_EQ(g.rtc.next_alarm_ns(150 * kSecond), 150 * kSecond + 86'400 * kSecond) << "then a day later";
+  g.now = 150 * kSecond - 1;
+  EXPECT_EQ(g.cmos_read(0x0c), 0u);
+  g.now = 150 * kSecond + 1;
+  EXPECT_EQ(g.cmos_read(0x0c), CmosRtc::C_AF);
+  EXPECT_EQ(g.cmos_read(0x0c), 0u) << "reading C cleared it";
+  g.cmos_write(CmosRtc::kResetB | CmosRtc::B_AIE, 0x0b);
+  EXPECT_TRUE(g.rtc.alarm_interrupts());
+  g.cmos_write(CmosRtc::kAlarmDontCare, 0x03);
+  g.now += 61 * kSecond;
+  EXPECT_EQ(g.cmos_read(0x0c), CmosRtc::C_AF | CmosRtc::C_IRQF);
+  // A stopped clock has no updates, so no alarm.
+  g.cmos_write(CmosRtc::kResetB | CmosRtc::B_SET, 0x0b);
+  EXPECT_EQ(g.rtc.next_alarm_ns(g.now), std::nullopt);
+}
+
+// In 12-hour mode the hours alarm is compared as the register reads, PM bit included.
+TEST(CmosRtc, TheHoursAlarmTakesTheTwelveHourFormat) {
+  Guest g;
+  g.cmos_write(CmosRtc::kResetB & ~CmosRtc::B_24H, 0x0b);
+  g.cmos_write(0x00, 0x01);
+  g.cmos_write(0x00, 0x03);
+  g.cmos_write(0x81, 0x05);  // 1 PM
+  EXPECT_EQ(g.rtc.next_alarm_ns(0), 13 * 3600 * kSecond);
+}
+
 TEST(CmosRtc, AVcpuBehindTheWriterSeesTheClockAsSet) {
   Guest g;
   g.now = 10 * kSecond;

@@ -78,6 +78,7 @@ Machine::Machine(const MachineConfig& config, std::optional<BootFiles> files, st
   AcpiWindow acpi_window;
   if (config.legacy_bios) acpi_window.size = legacy_bios::kCodeBase - acpi_window.base;
   const AcpiTables acpi = build_acpi_tables(board_.ram(), config_.topology, config_.numa, acpi_window);
+  facs_ = acpi.facs;
   // The guest sees a Multiboot image's file name without its directories
   // (QEMU passes the path as typed), so where the image sits cannot change
   // what it does.
@@ -130,6 +131,42 @@ void Machine::set_trace(std::FILE* out) {
 void Machine::request_shutdown(std::string how) {
   if (!shutdown_) shutdown_ = std::move(how);
   if (running_ && running_->vcpu()) running_->vcpu()->request_stop();
+}
+
+void Machine::request_suspend() {
+  suspend_ = true;
+  if (running_ && running_->vcpu()) running_->vcpu()->request_stop();
+}
+
+std::optional<RunResult> Machine::sleep_in_s3(uint64_t at_ns) {
+  suspend_ = false;
+  const std::optional<uint64_t> wake = board_.s3_wake_ns(at_ns);
+  if (!wake)
+    return finish(RunResult::Outcome::Hung,
+                  "guest asleep for good: it entered S3 (PM1a_CNT SLP_TYP 1) with no wake source (the RTC alarm wakes "
+                  "it only with PM1_EN.RTC_EN and the RTC's B.AIE set)");
+  if (*wake >= limit_ns())
+    return finish(RunResult::Outcome::BudgetExhausted,
+                  fmt::format("the guest sleeps in S3 until its RTC alarm at {} ns of virtual time, after the {} s "
+                              "limit (raise --time-limit)",
+                              *wake, config_.time_limit_seconds));
+  uint32_t vector = 0;
+  std::memcpy(&vector, board_.ram().bytes(facs_ + kFacsWakingVector, 4).data(), 4);
+  if (vector == 0 || vector >= memory_map::kFirstMiB)
+    return finish(RunResult::Outcome::Crashed,
+                  fmt::format("guest crashed: it woke from S3 with the FACS's firmware_waking_vector at {:#x}, which "
+                              "real mode cannot reach (SeaBIOS would reboot)",
+                              vector));
+  // A platform reset for the CPUs: each waits for SIPI with its APIC reset.
+  for (const auto& cpu : cpus_) {
+    if (cpu->state() != Cpu::State::WaitForSipi) cpu->enter_wait_for_sipi();
+    cpu->apic().reset();
+    cpu->see_pic_intr(false);
+  }
+  board_.wake_from_s3();
+  cpus_[0]->start_in_real_mode(static_cast<uint16_t>(vector >> 4), static_cast<uint16_t>(vector & 0xf), *wake);
+  for (const auto& cpu : cpus_) rekey(*cpu);
+  return std::nullopt;
 }
 
 void Machine::guest_exit_requested() {
@@ -534,6 +571,10 @@ std::optional<RunResult> Machine::run_slice(Cpu& cpu, uint64_t now, uint64_t lim
   }
   if (board_.guest_exit_value()) return finish(RunResult::Outcome::GuestExit, "");
   if (shutdown_) return finish(RunResult::Outcome::Shutdown, *shutdown_);
+  if (suspend_) {
+    reset_itself = true;  // its clock and state are the S3 resume's, not its slice's
+    return sleep_in_s3(cpu.now());
+  }
   return handle_exit(cpu, exit);
 }
 

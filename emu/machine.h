@@ -177,6 +177,8 @@ class Machine final : private CpuEvents, private BoardEvents {
   void device_timers_changed() override { guest_exit_requested(); }
   // A reset or power-off: the run ends once the running slice does.
   void request_shutdown(std::string how) override;
+  // S3: the machine sleeps once the running slice ends (sleep_in_s3).
+  void request_suspend() override;
   void guest_exit_requested() override;
   // The virtual time a device reads: the accessing vCPU's clock.
   uint64_t device_now_ns() override;
@@ -280,6 +282,11 @@ class Machine final : private CpuEvents, private BoardEvents {
   std::string stuck_loop_diagnosis(const Cpu& cpu, const VcpuExit& exit) const;
   // Nobody can run: the time limit, a timer still to come, or a deadlock.
   RunResult finish_idle();
+  // The guest entered S3 at `at_ns`: every vCPU stops, virtual time moves
+  // to the wake event, and vCPU 0 resumes at the FACS waking vector in real
+  // mode, the others waiting for SIPI, as after SeaBIOS's s3_resume. A
+  // result when nothing can wake it, or not before the time limit.
+  std::optional<RunResult> sleep_in_s3(uint64_t at_ns);
   RunResult finish(RunResult::Outcome outcome, std::string diagnosis);
 
   MachineConfig config_;
@@ -288,6 +295,8 @@ class Machine final : private CpuEvents, private BoardEvents {
   VcpuFactory make_vcpu_;
   PcBoard board_;
   std::optional<std::string> shutdown_;  // how the guest reset or powered off
+  bool suspend_ = false;                 // it entered S3 in the running slice
+  uint32_t facs_ = 0;                    // the FACS's address (the S3 waking vector)
   GuestClock clock_;  // before platform_, which refers to it
   Stats stats_;
   ActivityLog activity_;

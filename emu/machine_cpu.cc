@@ -144,10 +144,21 @@ void MachineCpu::start_at_sipi(uint8_t vector, uint64_t at_ns) {
   if (!vcpu_) create_engine();
   vcpu_->reset_for_init();
   vcpu_->start_at_sipi(vector);
+  leave_wait_for_sipi(at_ns);
+  platform_.stats.record_wake(index_, WakeCause::Sipi);
+}
+
+void MachineCpu::start_in_real_mode(uint16_t selector, uint16_t ip, uint64_t at_ns) {
+  if (!vcpu_) create_engine();
+  vcpu_->reset_for_init();
+  vcpu_->start_in_real_mode(selector, ip);
+  leave_wait_for_sipi(at_ns);
+}
+
+void MachineCpu::leave_wait_for_sipi(uint64_t at_ns) {
   catch_up(at_ns);
   platform_.activity.record(index_, waiting_since_, now(), VcpuActivity::WaitForSipi);
   state_ = State::Running;
-  platform_.stats.record_wake(index_, WakeCause::Sipi);
 }
 
 void MachineCpu::accrue_idle(uint64_t t) {

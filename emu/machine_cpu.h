@@ -189,6 +189,8 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   void wake(uint64_t event_ns, WakeCause cause);
   void enter_wait_for_sipi();
   void start_at_sipi(uint8_t vector, uint64_t at_ns);
+  // The firmware starts it at CS:IP in real mode at `at_ns` (an S3 resume).
+  void start_in_real_mode(uint16_t selector, uint16_t ip, uint64_t at_ns);
   // Books the halt up to `t` (halted time, and host CPU while the host
   // halt-polls or the vCPU sits in MWAIT), so a measuring window that ends
   // during a halt gets its share of it.
@@ -265,6 +267,8 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
 
  private:
   void create_engine();
+  // From waiting for SIPI to running at `at_ns`.
+  void leave_wait_for_sipi(uint64_t at_ns);
   // What an APIC write caused: its exit, its message, and a stop when it
   // left an interrupt pending (an EOI or TPR write can unmask one) or moved
   // the timer, so the machine delivers or re-plans at once.

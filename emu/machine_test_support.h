@@ -55,6 +55,7 @@ class FakeVcpu final : public Vcpu {
   std::vector<uint8_t> injected;
   std::vector<uint64_t> injected_at;
   std::optional<uint8_t> sipi_vector;
+  std::optional<std::pair<uint16_t, uint16_t>> real_mode_start;  // CS, IP
   std::optional<PauseLoopExiting> pause_loop_exiting;  // what the machine asked for
   // How often the machine asked for its clock or its interrupt window: a
   // walk over every vCPU asks each of them.
@@ -67,6 +68,10 @@ class FakeVcpu final : public Vcpu {
   void start_at_sipi(uint8_t vector) override {
     waiting_for_sipi_ = false;
     sipi_vector = vector;
+  }
+  void start_in_real_mode(uint16_t selector, uint16_t ip) override {
+    waiting_for_sipi_ = false;
+    real_mode_start = std::pair<uint16_t, uint16_t>(selector, ip);
   }
   bool waiting_for_sipi() const override { return waiting_for_sipi_; }
   Injection inject_interrupt(uint8_t vector) override { return record_injection(vector); }

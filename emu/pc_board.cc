@@ -59,7 +59,8 @@ PcBoard::PcBoard(const PcBoardConfig& config, std::function<void(uint8_t)> seria
         events_.request_shutdown("the guest reset the machine through the keyboard controller (0x64 <- 0xFE)");
       }),
       acpi_pm_([this] { return events_.device_now_ns(); },
-               [this] { events_.request_shutdown("the guest powered the machine off (ACPI S5 through PM1a_CNT)"); }),
+               [this] { events_.request_shutdown("the guest powered the machine off (ACPI S5 through PM1a_CNT)"); },
+               [this] { events_.request_suspend(); }),
       bochs_shutdown_(
           [this] { events_.request_shutdown("the guest powered the machine off (\"Shutdown\" to port 0x8900)"); }),
       cmos_rtc_([this] { return events_.device_now_ns(); },

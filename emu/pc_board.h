@@ -68,6 +68,8 @@ class BoardEvents {
   virtual void device_timers_changed() = 0;
   // The guest reset the machine or powered it off; `how` is the closing line.
   virtual void request_shutdown(std::string how) = 0;
+  // The guest put the machine to sleep in S3 (PM1a_CNT SLP_TYP 1).
+  virtual void request_suspend() = 0;
   // The guest wrote to isa-debug-exit: its value is the board's
   // guest_exit_value(), and the run ends once the slice does.
   virtual void guest_exit_requested() = 0;
@@ -112,6 +114,17 @@ class PcBoard {
   // The local APICs EOIed a level-triggered vector: the EOI message the
   // I/O APIC hears (SDM 10.8.5).
   void broadcast_eoi(uint8_t vector) { events_.send_device_interrupts(ioapic_.eoi(vector)); }
+
+  // --- S3 -----------------------------------------------------------------------------
+  // When the machine, asleep in S3 since `ns`, wakes: at the RTC's next
+  // alarm, if PM1_EN.RTC_EN and the RTC's B.AIE let it (QEMU's wakeup
+  // reasons); nullopt: nothing can wake it.
+  std::optional<uint64_t> s3_wake_ns(uint64_t ns) const {
+    if (!acpi_pm_.rtc_wakes() || !cmos_rtc_.alarm_interrupts()) return std::nullopt;
+    return cmos_rtc_.next_alarm_ns(ns);
+  }
+  // It woke by the RTC alarm: PM1_STS says so.
+  void wake_from_s3() { acpi_pm_.wake_from_s3(true); }
 
   // --- The 8259 pair: ISA IRQs 0-15 through ExtINT --------------------------------
   const Pic8259& pic() const { return pic_; }

@@ -28,6 +28,7 @@ class RecordingEvents final : public BoardEvents {
   void pic_output_changed(std::optional<uint64_t> at_ns) override { pic_changes.emplace_back(at_ns); }
   void device_timers_changed() override { ++timer_changes; }
   void request_shutdown(std::string how) override { shutdowns.push_back(std::move(how)); }
+  void request_suspend() override { ++suspends; }
   void guest_exit_requested() override { ++guest_exits; }
   uint64_t device_now_ns() override {
     ++time_reads;
@@ -41,6 +42,7 @@ class RecordingEvents final : public BoardEvents {
   std::vector<std::optional<uint64_t>> pic_changes;
   unsigned timer_changes = 0;
   std::vector<std::string> shutdowns;
+  unsigned suspends = 0;
   unsigned guest_exits = 0;
   uint64_t now_ns = 0;
   unsigned time_reads = 0;

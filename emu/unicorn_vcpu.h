@@ -28,6 +28,7 @@ class UnicornVcpu final : public Vcpu {
   void enter_linux32(uint32_t entry, uint32_t boot_params, uint32_t gdt, uint16_t gdt_limit) override;
   void reset_for_init() override;
   void start_at_sipi(uint8_t vector) override;
+  void start_in_real_mode(uint16_t selector, uint16_t ip) override;
   bool waiting_for_sipi() const override;
   Injection inject_interrupt(uint8_t vector) override;
   Injection inject_nmi() override;

@@ -190,7 +190,8 @@ VcpuExit UnicornVcpu::run(uint64_t budget) { return engine_->run(budget); }
 
 void UnicornVcpu::reset_for_init() { engine_->reset_for_init(); }
 
-void UnicornVcpu::start_at_sipi(uint8_t vector) { engine_->start_at_sipi(vector); }
+void UnicornVcpu::start_at_sipi(uint8_t vector) { engine_->start_in_real_mode(static_cast<uint16_t>(vector << 8), 0); }
+void UnicornVcpu::start_in_real_mode(uint16_t selector, uint16_t ip) { engine_->start_in_real_mode(selector, ip); }
 
 bool UnicornVcpu::waiting_for_sipi() const { return engine_->waits_for_sipi; }
 

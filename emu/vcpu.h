@@ -223,7 +223,12 @@ class Vcpu {
   // CS = vector << 8 (base vector << 12), IP = 0, with translated code
   // dropped (the boot CPU wrote the trampoline).
   virtual void start_at_sipi(uint8_t vector) = 0;
-  // True from reset_for_init() until start_at_sipi().
+  // From the INIT state, real mode at CS:IP = `selector`:`ip` (base
+  // selector << 4), translated code dropped: the firmware's jump to an
+  // S3 waking vector (ACPI's FACS firmware_waking_vector, as SeaBIOS's
+  // s3_resume makes it).
+  virtual void start_in_real_mode(uint16_t selector, uint16_t ip) = 0;
+  // True from reset_for_init() until start_at_sipi() or start_in_real_mode().
   virtual bool waiting_for_sipi() const = 0;
 
   // Delivers an external interrupt (or NMI: vector 2) or an exception through

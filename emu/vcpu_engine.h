@@ -445,7 +445,8 @@ struct UnicornVcpu::Engine final : GuestMemoryMap::Owner {
   uc_x86_mmr read_mmr(int reg) const;
   std::optional<x86::SegmentDescriptor> read_descriptor(uint16_t selector);
   void reset_for_init();
-  void start_at_sipi(uint8_t vector);
+  // SIPI (vector << 8, 0) or a firmware's real-mode jump, from the INIT state.
+  void start_in_real_mode(uint16_t selector, uint16_t ip);
 
   // --- guest memory through the guest's paging (arch/page_walker) ---
   x86::PagingState paging_state();

@@ -276,12 +276,11 @@ void UnicornVcpu::Engine::reset_for_init() {
   waits_for_sipi = true;
 }
 
-void UnicornVcpu::Engine::start_at_sipi(uint8_t vector) {
+void UnicornVcpu::Engine::start_in_real_mode(uint16_t selector, uint16_t ip) {
   if (!waits_for_sipi)
     throw std::logic_error(fmt::format("cpu{}: SIPI without INIT (the machine ignores a SIPI to a running CPU)", index));
-  const auto selector = static_cast<uint16_t>(vector << 8);
   RealModeSegmentLoader::for_this_thread().load(uc, {{UC_X86_REG_CS, selector}});
-  write_reg(UC_X86_REG_RIP, 0);
+  write_reg(UC_X86_REG_RIP, ip);
   known_cs = {selector, uint64_t{selector} << 4};
   waits_for_sipi = false;
   // The trampoline was written by another vCPU: drop whatever this engine

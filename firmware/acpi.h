@@ -19,7 +19,8 @@
 //   both are below 4 GiB), no C2/C3, no GPE block, no fixed power or sleep
 //   button.
 // - FACS (§5.2.10): version 2, 64 bytes on a 64-byte boundary, waking
-//   vectors and global lock 0. Nothing wakes from a sleep state.
+//   vectors and global lock 0. The guest writes firmware_waking_vector
+//   before S3; the machine resumes there in real mode (kFacsWakingVector).
 // - DSDT (§5.2.11.1): `Name (\_S5, Package (4) {0, 0, 0, 0})`, the soft-off
 //   type, and nothing else. There are no processor device objects, which
 //   the spec asks for beside x2APIC entries (§5.2.12.12); OSes that only
@@ -76,6 +77,10 @@ struct AcpiWindow {
   uint32_t base = kBiosAreaBase;
   uint32_t size = kBiosAreaSize;
 };
+
+// The FACS's 32-bit firmware_waking_vector (§5.2.10, Table 5.14): where the
+// firmware resumes the OS from S3, in real mode at vector >> 4 : vector & 0xF.
+inline constexpr uint32_t kFacsWakingVector = 12;
 
 // Guest-physical addresses of what build_acpi_tables wrote.
 struct AcpiTables {

@@ -3,7 +3,8 @@
 // of index and data port accesses of every width and steps of virtual time,
 // from a start date the input picks (years 1970-9999).
 // Invariants (MC146818A data sheet, as the header scopes it):
-// - the index port reads all ones; C reads 0; D reads VRT (0x80); A reads
+// - the index port reads all ones; C reads at most AF and IRQF, IRQF only
+//   with AF and B.AIE, AF only while the clock runs; D reads VRT (0x80); A reads
 //   bits 6:0 as written and UIP (bit 7) exactly in the last 244.14 us of a
 //   running clock's second; B reads as written, except that SET clears UIE;
 //   CMOS memory bytes, the alarm bytes (0x1, 0x3, 0x5) among them, read
@@ -187,7 +188,10 @@ class Harness {
     } else if (reg == CmosRtc::REG_B) {
       FUZZ_CHECK(got == b_, "B reads {:#x}, expected {:#x}", got, b_);
     } else if (reg == CmosRtc::REG_C) {
-      FUZZ_CHECK(got == 0, "C reads {:#x}", got);
+      const bool af = got & CmosRtc::C_AF;
+      FUZZ_CHECK((got & ~(CmosRtc::C_AF | CmosRtc::C_IRQF)) == 0, "C reads {:#x}: a flag that never sets", got);
+      FUZZ_CHECK(bool(got & CmosRtc::C_IRQF) == (af && (b_ & CmosRtc::B_AIE)), "C reads {:#x} with B {:#x}", got, b_);
+      FUZZ_CHECK(!af || running(), "C reads AF with the clock stopped");
     } else if (reg == CmosRtc::REG_D) {
       FUZZ_CHECK(got == CmosRtc::D_VRT, "D reads {:#x}", got);
     } else if (!is_time_register(reg) && memory_known_[reg]) {

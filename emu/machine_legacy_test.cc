@@ -1,13 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The 8259's INTR through LINT0 (ExtINT), on scripted fake vCPUs: a halted
-// BSP woken by the PIT's tick, the INTA's vector, a request withdrawn
-// before the INTA, the legacy path of a hardware-disabled APIC, and the
-// hang found at once when no APIC takes INTR.
+// The legacy platform on scripted fake vCPUs. The 8259's INTR through
+// LINT0 (ExtINT): a halted BSP woken by the PIT's tick, the INTA's vector,
+// a request withdrawn before the INTA, the legacy path of a
+// hardware-disabled APIC, and the hang found at once when no APIC takes
+// INTR. S3: asleep until the RTC alarm, then vCPU 0 at the FACS's waking
+// vector in real mode.
+#include <cstring>
+
 #include <gtest/gtest.h>
 
+#include "devices/acpi_pm.h"
+#include "devices/cmos_rtc.h"
 #include "devices/pic8259.h"
 #include "devices/pit8254.h"
 #include "emu/machine_test_support.h"
+#include "firmware/acpi.h"
 #include "firmware/legacy_bios.h"
 
 namespace topolab::machine_test {
@@ -122,6 +129,83 @@ TEST(MachinePic, NoApicTakingIntrIsAHangFoundAtOnce) {
   EXPECT_EQ(r.outcome, RunResult::Outcome::Hung) << r.diagnosis;
   EXPECT_NE(r.diagnosis.find("nothing can wake it"), std::string::npos) << r.diagnosis;
   EXPECT_LT(rig.machine->virtual_time(), Pit8254::ns_at(65536));
+}
+
+// The FACS in the BIOS area, found by its signature as a guest's ACPI code does.
+uint64_t find_facs(GuestRam& ram) {
+  for (uint64_t a = memory_map::kBiosAreaBase; a < memory_map::kBiosAreaBase + memory_map::kBiosAreaSize; a += 64)
+    if (std::memcmp(ram.bytes(a, 4).data(), "FACS", 4) == 0) return a;
+  return 0;
+}
+
+// kvm-unit-tests' s3: the waking vector, RTC_EN, an alarm every second with
+// AIE, then SLP_TYP 1 | SLP_EN. The machine sleeps to the next update and
+// vCPU 0 resumes in real mode at 0100:0000 (vector 0x1000).
+Action enter_s3(uint32_t waking_vector, bool rtc_wakes = true) {
+  return [=](FakeVcpu& v, uint64_t) {
+    const uint64_t facs = find_facs(*v.ram);
+    EXPECT_NE(facs, 0u);
+    std::memcpy(v.ram->bytes(facs + kFacsWakingVector, 4).data(), &waking_vector, 4);
+    if (rtc_wakes) v.host().port_out(AcpiPm::kBase + AcpiPm::kPm1En, 2, AcpiPm::EN_RTC);
+    for (uint8_t alarm : {CmosRtc::REG_SECONDS_ALARM, CmosRtc::REG_MINUTES_ALARM, CmosRtc::REG_HOURS_ALARM}) {
+      v.host().port_out(CmosRtc::kBase, 1, alarm);
+      v.host().port_out(CmosRtc::kBase + 1, 1, CmosRtc::kAlarmDontCare);
+    }
+    v.host().port_out(CmosRtc::kBase, 1, CmosRtc::REG_B);
+    v.host().port_out(CmosRtc::kBase + 1, 1, CmosRtc::kResetB | CmosRtc::B_AIE);
+    v.retire(100);
+    v.host().port_out(AcpiPm::kBase + AcpiPm::kPm1Cnt, 2, 0x2400);
+    return stop();
+  };
+}
+
+TEST(MachineS3, TheRtcAlarmWakesTheMachineAtTheFacsWakingVector) {
+  uint32_t status = 0;
+  uint64_t resumed_at = 0;
+  const Action after_resume = [&](FakeVcpu& v, uint64_t) {
+    status = v.host().port_in(AcpiPm::kBase + AcpiPm::kPm1Sts, 2);
+    resumed_at = v.host().read_tsc();
+    return stop();
+  };
+  Rig rig("2", {{enter_s3(0x1000), after_resume, guest_exit(1)}}, "", true,
+          [](MachineConfig& config) { config.time_limit_seconds = 2; });
+  const RunResult r = rig.machine->run();
+  EXPECT_EQ(r.outcome, RunResult::Outcome::GuestExit) << r.diagnosis;
+  ASSERT_TRUE(rig.cpu(0).real_mode_start);
+  EXPECT_EQ(*rig.cpu(0).real_mode_start, (std::pair<uint16_t, uint16_t>(0x100, 0)));
+  EXPECT_EQ(resumed_at, CmosRtc::kNsPerSecond) << "the first update after it slept";
+  EXPECT_EQ(status & (AcpiPm::STS_WAK | AcpiPm::STS_RTC), AcpiPm::STS_WAK | AcpiPm::STS_RTC);
+  EXPECT_EQ(rig.machine->cpu(1).state(), MachineCpu::State::WaitForSipi);
+}
+
+TEST(MachineS3, AVectorOffA16ByteBoundaryIsSegmentAndOffset) {
+  Rig rig("1", {{enter_s3(0x9abcd), guest_exit(1)}}, "", true,
+          [](MachineConfig& config) { config.time_limit_seconds = 2; });
+  EXPECT_EQ(rig.machine->run().outcome, RunResult::Outcome::GuestExit);
+  ASSERT_TRUE(rig.cpu(0).real_mode_start);
+  EXPECT_EQ(*rig.cpu(0).real_mode_start, (std::pair<uint16_t, uint16_t>(0x9abc, 0xd)));
+}
+
+TEST(MachineS3, SleepWithNoWakeSourceEndsTheRunAtOnce) {
+  Rig rig("1", {{enter_s3(0x1000, false), guest_exit(1)}}, "", true,
+          [](MachineConfig& config) { config.time_limit_seconds = 2; });
+  const RunResult r = rig.machine->run();
+  EXPECT_EQ(r.outcome, RunResult::Outcome::Hung);
+  EXPECT_NE(r.diagnosis.find("no wake source"), std::string::npos) << r.diagnosis;
+}
+
+TEST(MachineS3, AWakeAfterTheTimeLimitEndsTheRunThere) {
+  Rig rig("1", {{enter_s3(0x1000), guest_exit(1)}});  // a 10 ms limit
+  const RunResult r = rig.machine->run();
+  EXPECT_EQ(r.outcome, RunResult::Outcome::BudgetExhausted);
+  EXPECT_NE(r.diagnosis.find("sleeps in S3"), std::string::npos) << r.diagnosis;
+}
+
+TEST(MachineS3, NoWakingVectorIsOneLine) {
+  Rig rig("1", {{enter_s3(0), guest_exit(1)}}, "", true, [](MachineConfig& config) { config.time_limit_seconds = 2; });
+  const RunResult r = rig.machine->run();
+  EXPECT_EQ(r.outcome, RunResult::Outcome::Crashed);
+  EXPECT_NE(r.diagnosis.find("firmware_waking_vector at 0x0"), std::string::npos) << r.diagnosis;
 }
 
 }  // namespace
