@@ -191,7 +191,9 @@ if [ -z "$qemu_results" ] && [ $no_qemu = 0 ]; then
   qemu_version=$("$qemu_bin" -version 2>/dev/null | head -1)
 elif [ -n "$qemu_results" ]; then
   qemu_version="${qemu_label:-saved results from $(basename "$qemu_results")}"
+  # A run this script saved keeps its note on /dev/kvm beside it.
   nokvm_note=""
+  [ -f "$(dirname "$qemu_results")/qemu.nokvm" ] && nokvm_note=$(cat "$(dirname "$qemu_results")/qemu.nokvm")
 else
   qemu_version=""
 fi
