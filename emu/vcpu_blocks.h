@@ -57,10 +57,13 @@ inline cs_mode capstone_mode(CodeSize size) {
 // as no-ops that only call a hook (arch/fast_syscall has their rules).
 // RDMSR and WRMSR are no sites: their instruction hooks answer them
 // (topolab's engine patch 0003); the kinds name them for execute_trap.
-enum class TrapKind : uint8_t { Rdmsr, Wrmsr, Rdpmc, Rdtscp, Monitor, Mwait, Syscall, Sysenter, Iret, Pause, MovToCr8, MovFromCr8, MovToCr4, System };
+enum class TrapKind : uint8_t {
+  Rdmsr, Wrmsr, Rdpmc, Rdtscp, Monitor, Mwait, Syscall, Sysenter, Iret, Pause, MovToCr8, MovFromCr8, MovToCr4, System,
+  MovFromDr,  // watched for DR7.GD only (MOV to DR is a System site)
+};
 
 inline bool is_watched(TrapKind kind) {
-  return kind == TrapKind::Iret || kind == TrapKind::Pause || kind == TrapKind::System;
+  return kind == TrapKind::Iret || kind == TrapKind::Pause || kind == TrapKind::System || kind == TrapKind::MovFromDr;
 }
 
 inline std::optional<TrapKind> trap_kind(unsigned capstone_id) {
@@ -90,7 +93,8 @@ inline std::span<const uint8_t> trap_opcode(TrapKind kind) {
     case TrapKind::Mwait: return kMwait;
     case TrapKind::Syscall: return kSyscall;
     case TrapKind::Sysenter: return kSysenter;
-    case TrapKind::Iret: case TrapKind::Pause: case TrapKind::System: break;  // watched, never stopped at
+    case TrapKind::Iret: case TrapKind::Pause: case TrapKind::System: case TrapKind::MovFromDr:
+      break;  // watched; a MOV DR stops only for DR7.GD (is_mov_dr)
     case TrapKind::Rdmsr: case TrapKind::Wrmsr: break;  // answered by their instruction hooks
     case TrapKind::MovToCr8: case TrapKind::MovFromCr8: case TrapKind::MovToCr4: break;  // see cr8_access
   }
@@ -331,6 +335,22 @@ inline std::optional<SystemInstruction> system_instruction(const cs_insn& insn) 
   return std::nullopt;
 }
 
+// MOV from a debug register (0F 21 /r): a site for DR7.GD alone, which
+// makes every MOV to or from a debug register fault (SDM Vol. 3B 18.2.4).
+inline bool is_mov_from_dr(const cs_insn& insn) {
+  if (insn.id != X86_INS_MOV) return false;
+  const cs_x86& x86 = insn.detail->x86;
+  return x86.op_count == 2 && x86.operands[1].type == X86_OP_REG && x86.operands[1].reg >= X86_REG_DR0 &&
+         x86.operands[1].reg <= X86_REG_DR15;
+}
+
+// The bytes of a MOV to or from a debug register end in 0F 21 or 0F 23 and
+// ModR/M (the instruction may have been rewritten since it was decoded).
+inline bool is_mov_dr(std::span<const uint8_t> bytes) {
+  return bytes.size() >= 3 && bytes[bytes.size() - 3] == 0x0F &&
+         (bytes[bytes.size() - 2] == 0x21 || bytes[bytes.size() - 2] == 0x23);
+}
+
 // One translated block as Capstone sees it.
 struct DecodedBlock {
   uint64_t start = 0;
@@ -504,6 +524,8 @@ class Disassembler {
     } else if (const std::optional<SystemInstruction> system = system_instruction(insn)) {
       block.traps.push_back({.address = insn.address, .kind = TrapKind::System,
                              .length = static_cast<uint8_t>(insn.size), .system = *system});
+    } else if (is_mov_from_dr(insn)) {
+      block.traps.push_back({insn.address, TrapKind::MovFromDr, static_cast<uint8_t>(insn.size)});
     }
     block.ends_with_software_interrupt = is_software_interrupt(insn.id);
     block.ends_with_hlt = insn.id == X86_INS_HLT;

@@ -172,8 +172,18 @@ std::optional<UnicornVcpu::Engine::TrapFault> UnicornVcpu::Engine::execute_trap(
       break;  // emulate_trap hands them elsewhere
     case TrapKind::Iret:
     case TrapKind::Pause:
-    case TrapKind::System:
       break;  // never stopped at: on_trap_site lets it run
+    case TrapKind::System:
+    case TrapKind::MovFromDr: {
+      // Stopped at only for a MOV DR with DR7.GD set (on_trap_site): a
+      // fault-like #DB before it runs, DR6.BD set and DR6.B0-B3 clear, and
+      // GD cleared so the handler can use the debug registers (SDM Vol. 3B
+      // 18.2.4, 18.2.3; KVM's handle_dr and kvm_deliver_exception_payload).
+      write_reg(UC_X86_REG_DR6, (read_reg(UC_X86_REG_DR6) & ~kDr6BreakpointHits) | kDr6DebugRegisterAccess);
+      write_reg(UC_X86_REG_DR7, read_reg(UC_X86_REG_DR7) & ~kDr7GeneralDetect);
+      return TrapFault{{.vector = x86::kDebug, .error_code = std::nullopt},
+                       "a MOV to or from a debug register with DR7.GD set"};
+    }
     case TrapKind::MovFromCr8:
       break;  // no site: the engine reads its CR8 (Vcpu::set_cr8)
     case TrapKind::MovToCr4:

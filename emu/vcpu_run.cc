@@ -150,6 +150,15 @@ void UnicornVcpu::Engine::on_trap_site(uc_engine*, uint64_t address, uint32_t, v
   }
   if (trap && trap->kind == TrapKind::MovToCr8) return e.guarded([&] { e.at_cr8(*trap, address); });
   if (trap && trap->kind == TrapKind::MovToCr4) return e.guarded([&] { e.at_cr4(*trap, address); });
+  const bool mov_dr = trap && (trap->kind == TrapKind::MovFromDr ||
+                               (trap->kind == TrapKind::System && trap->system == SystemInstruction::DrWrite));
+  // DR7.GD: a MOV to or from a debug register faults with #DB instead of
+  // running (at CPL 0: at CPL > 0 the engine's #GP comes first).
+  if (mov_dr && e.guarded<bool>([&] {
+        return (e.read_reg(UC_X86_REG_DR7) & kDr7GeneralDetect) && e.current_cpl() == 0;
+      }))
+    return e.guarded([&] { e.stop_at_trap_site(address); });
+  if (trap && trap->kind == TrapKind::MovFromDr) return;
   if (trap && trap->kind == TrapKind::System)
     return e.guarded([&] { e.call_host_mid_block([&] { e.host.system_instruction(trap->system); }); });
   e.guarded([&] { e.stop_at_trap_site(address); });
@@ -249,6 +258,8 @@ void UnicornVcpu::Engine::stop_at_trap_site(uint64_t address) {
     const DecodedBlock* block = decoded(entered());
     const std::optional<Cr8Access> cr8 = cr8_access(bytes, block ? block->code_size : code_size_from_registers());
     if (!cr8 || cr8->kind != trap.kind) return;
+  } else if (trap.kind == TrapKind::System || trap.kind == TrapKind::MovFromDr) {
+    if (!is_mov_dr(bytes)) return;  // only a MOV DR stops (DR7.GD)
   } else if (const auto opcode = trap_opcode(trap.kind);
              !std::equal(opcode.begin(), opcode.end(), bytes.end() - opcode.size())) {
     return;

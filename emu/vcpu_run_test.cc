@@ -444,6 +444,46 @@ TEST_F(VcpuTest, MisalignedMovapsIsGeneralProtection) {
   EXPECT_NE(exit.detail.find("#GP"), std::string::npos) << exit.detail;
 }
 
+// DR7.GD (SDM Vol. 3B 18.2.4): with it set, a MOV to or from any debug
+// register is a fault-like #DB before it runs (with no IDT, a triple fault
+// at the MOV); without it they run.
+TEST_F(VcpuTest, GeneralDetectMakesAMovFromADebugRegisterFault) {
+  boot64({
+      0x48, 0xc7, 0xc0, 0x00, 0x20, 0x00, 0x00,  // 2001: mov rax, 0x2000 (GD)
+      0x0f, 0x23, 0xf8,                          // 2008: mov dr7, rax
+      0x0f, 0x21, 0xc3,                          // 200b: mov rbx, dr0
+      0xf4,                                      // 200e: hlt
+  });
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::TripleFault);
+  EXPECT_EQ(exit.rip, 0x200bu);
+  EXPECT_NE(exit.detail.find("#DB"), std::string::npos) << exit.detail;
+  EXPECT_NE(exit.detail.find("DR7.GD"), std::string::npos) << exit.detail;
+}
+
+TEST_F(VcpuTest, GeneralDetectMakesAMovToADebugRegisterFault) {
+  boot64({
+      0x48, 0xc7, 0xc0, 0x00, 0x20, 0x00, 0x00,  // 2001: mov rax, 0x2000 (GD)
+      0x0f, 0x23, 0xf8,                          // 2008: mov dr7, rax
+      0x31, 0xc9,                                // 200b: xor ecx, ecx
+      0x0f, 0x23, 0xf1,                          // 200d: mov dr6, rcx
+      0xf4,                                      // 2010: hlt
+  });
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::TripleFault);
+  EXPECT_EQ(exit.rip, 0x200du);
+  EXPECT_NE(exit.detail.find("DR7.GD"), std::string::npos) << exit.detail;
+}
+
+TEST_F(VcpuTest, WithoutGeneralDetectDebugRegisterMovesRun) {
+  boot64({
+      0x48, 0xc7, 0xc0, 0x00, 0x04, 0x00, 0x00,  // 2001: mov rax, 0x400 (DR7's reset value)
+      0x0f, 0x23, 0xf8,                          // 2008: mov dr7, rax
+      0x0f, 0x21, 0xfb,                          // 200b: mov rbx, dr7
+      0xf4,                                      // 200e: hlt
+  });
+  EXPECT_EQ(run_expecting(VcpuExit::Reason::Halt).rip, 0x200fu);
+  EXPECT_EQ(cpu.state().rbx, 0x400u);
+}
+
 TEST_F(VcpuTest, AlignedMovapsAndMisalignedMovupsRun) {
   load(0x5010, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
   boot64({
