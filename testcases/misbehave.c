@@ -125,8 +125,17 @@
  *                  address registers (0x514, 0x518) anyway, once with an
  *                  address past RAM and once with its own code's: nothing
  *                  is written, and the legacy interface still reads "QEMU"
+ *   pic_storm      the 8259 pair through LINT0 as ExtINT, with the PIT's
+ *                  IRQ 0 at its fastest (every 1.7 us): in auto-EOI mode,
+ *                  20,000 rounds of reprogramming with interrupts on (ICW
+ *                  sequences with and without AEOI, masks, OCW2 EOIs and
+ *                  rotations, OCW3 reads, polls, special mask, the ELCR); then
+ *                  normal EOI mode with no EOI: the first tick stays in
+ *                  service and blocks the rest until the EOI, and ICW1
+ *                  forgets what waited
  */
 #include "lib/cmdline.h"
+#include "lib/idt.h"
 #include "lib/io.h"
 #include "lib/msr.h"
 #include "lib/printf.h"
@@ -139,6 +148,7 @@
 #define APIC_BASE_ADDR_MASK	0xFFFFFF000ull
 #define APIC_REG_ID		0x020
 #define APIC_REG_SVR		0x0F0
+#define APIC_REG_LVT0		0x350
 #define APIC_REG_ESR		0x280
 #define APIC_REG_ICR_LO		0x300
 #define APIC_REG_ICR_HI		0x310
@@ -580,6 +590,94 @@ static int rtc_pit_storm(void)
 	return bad ? EXIT_FAIL : EXIT_PASS;
 }
 
+/* The 8259 pair at vector bases 0x20 and 0x28, the slave on IR2, in
+ * auto-EOI mode or not (ICW4 bit 1). */
+static void pic_setup(bool auto_eoi)
+{
+	outb(0x20, 0x11);
+	outb(0x21, 0x20);
+	outb(0x21, 0x04);
+	outb(0x21, auto_eoi ? 0x03 : 0x01);
+	outb(0xA0, 0x11);
+	outb(0xA1, 0x28);
+	outb(0xA1, 0x02);
+	outb(0xA1, auto_eoi ? 0x03 : 0x01);
+}
+
+static volatile uint32_t pic_interrupts;
+
+static void pic_interrupt(struct irq_frame *f)
+{
+	(void)f;
+	pic_interrupts++;
+}
+
+/* Interrupts on until `count` of them came (or a long while: the count
+ * says which), then a while more, for one that should not come. QEMU's PIT
+ * runs on host time: the first wait is as long as its ticks need. */
+static void pic_wait_for(uint32_t count)
+{
+	__asm__ volatile("sti");
+	for (uint32_t i = 0; i < 10000000 && pic_interrupts < count; i++)
+		__asm__ volatile("pause");
+	spin_a_while();
+	__asm__ volatile("cli");
+}
+
+static int pic_storm(void)
+{
+	unsigned bad = 0;
+	uint32_t during_storm, in_service, after_eoi;
+	uint8_t isr;
+
+	idt_init();
+	for (unsigned v = 0x20; v < 0x30; v++)
+		idt_set_handler(v, pic_interrupt);
+	*apic_reg(APIC_REG_SVR) = 0x1FF;
+	*apic_reg(APIC_REG_LVT0) = 0x700;	/* ExtINT, unmasked */
+	pic_setup(true);
+	outb(0xA1, 0xFF);
+	outb(0x21, 0xFE);			/* IRQ 0 only */
+	outb(0x43, 0x34);			/* channel 0, mode 2, count 2 */
+	outb(0x40, 2);
+	outb(0x40, 0);
+	__asm__ volatile("sti");
+	for (uint32_t i = 0; i < 20000; i++) {
+		switch (i % 8) {
+		case 0: pic_setup(i & 8); outb(0xA1, 0xFF); outb(0x21, (uint8_t)(0xFE & ~(i >> 4 & 0x04))); break;
+		case 1: outb(0x20, (uint8_t)(0x20 | (i >> 3 & 0xE0) | (i & 7))); break;	/* OCW2, every command */
+		case 2: outb(0x20, (uint8_t)(0x08 | (i >> 3 & 3))); (void)inb(0x20); break;	/* OCW3 read IRR/ISR */
+		case 3: outb(0x20, 0x0C); (void)inb(0x20); break;	/* poll */
+		case 4: outb(0x20, (uint8_t)(0x48 | (i >> 4 & 0x20))); break;	/* special mask on/off */
+		case 5: outb(0x21, (uint8_t)(i >> 3)); outb(0x21, 0xFE); break;	/* masks */
+		case 6: outb(0x4D0, (uint8_t)i); outb(0x4D0, 0); break;	/* ELCR */
+		default: outb(0x20, 0x20); outb(0xA0, 0x20); break;	/* EOIs */
+		}
+	}
+	__asm__ volatile("cli");
+	during_storm = pic_interrupts;
+	/* Normal EOI mode, IRQ 0 open, no EOI: one tick in service blocks the rest. */
+	pic_setup(false);
+	outb(0xA1, 0xFF);
+	outb(0x21, 0xFE);
+	pic_interrupts = 0;
+	pic_wait_for(1);
+	in_service = pic_interrupts;
+	outb(0x20, 0x0B);			/* OCW3: read ISR */
+	isr = inb(0x20);
+	outb(0x20, 0x0A);
+	outb(0x20, 0x20);			/* the EOI: the next tick comes */
+	pic_wait_for(2);
+	after_eoi = pic_interrupts;
+	outb(0x21, 0xFF);
+	*apic_reg(APIC_REG_LVT0) = 0x10700;
+	bad += in_service != 1 || isr != 0x01 || after_eoi != 2;
+	printf("misbehave: pic_storm: 20000 rounds, %u interrupts through ExtINT; without EOI %u, ISR 0x%x; after "
+	       "the EOI %u; %s\n",
+	       during_storm, in_service, isr, after_eoi, bad ? "WRONG" : "ok");
+	return bad ? EXIT_FAIL : EXIT_PASS;
+}
+
 /* fw_cfg's legacy interface (0x510 selector, 0x511 data) and the DMA
  * address registers a DMA-capable fw_cfg has (0x514 high, 0x518 low, each
  * big-endian). */
@@ -662,7 +760,7 @@ int main(const struct multiboot_info *mbi)
 		       "peer_flag|two_blocks|call_loop|same_branch|pause_forever|"
 		       "sti_spin|sti_count|count_forever|all_stuck|ends_late|"
 		       "rtc_wait|tsc_wait|pit_halt|pit_spin|pit_no_idt|pci_all_ones|"
-		       "ioapic_wild|rtc_pit_storm|fw_cfg_dma|rep_forever\n");
+		       "ioapic_wild|rtc_pit_storm|fw_cfg_dma|pic_storm|rep_forever\n");
 		return EXIT_FAIL;
 	}
 	printf("misbehave: mode=%s\n", mode);
@@ -766,6 +864,8 @@ int main(const struct multiboot_info *mbi)
 		return rtc_pit_storm();
 	} else if (!strcmp(mode, "fw_cfg_dma")) {
 		return fw_cfg_dma();
+	} else if (!strcmp(mode, "pic_storm")) {
+		return pic_storm();
 	} else if (!strcmp(mode, "flag")) {
 		__asm__ volatile("cli");
 		while (!never_set)
