@@ -565,6 +565,63 @@ TEST_F(LongModeInjectionTest, RingThreeInterruptsSwitchToRsp0AndIstAndIretqRetur
   EXPECT_EQ(ram.read<uint64_t>(kIst1 - 40), 0x2204u);
 }
 
+// Event delivery from ring 3 and IRETQ back keep FS and GS: in 64-bit mode
+// their bases come from IA32_FS_BASE/IA32_GS_BASE, which neither touches
+// (SDM Vol. 3A 6.14.2; only SWAPGS exchanges GS's), whatever the selectors.
+TEST_F(LongModeInjectionTest, RingChangesKeepTheGsAndFsBases) {
+  constexpr uint64_t kGdt2 = 0x3200, kGdtr2 = 0x3280, kTss = 0x6000, kRsp0 = 0x9000;
+  adjust_tables = [this] {
+    for (uint64_t table : {kPml4, kPdpt, kPd}) ram.write<uint64_t>(table, ram.read<uint64_t>(table) | 0x4);  // U/S
+    for (uint64_t page : {0x2000u, 0x7000u}) ram.write<uint64_t>(kPt + 8 * (page >> 12), page | 0x7);  // user
+  };
+  ram.write<uint64_t>(kGdt2 + 0x08, 0x00AF'9A00'0000'FFFF);  // 64-bit code, DPL 0
+  ram.write<uint64_t>(kGdt2 + 0x10, 0x00CF'9200'0000'FFFF);  // data, DPL 0
+  ram.write<uint64_t>(kGdt2 + 0x18, 0x00CF'F200'0000'FFFF);  // data, DPL 3
+  ram.write<uint64_t>(kGdt2 + 0x20, 0x00AF'FA00'0000'FFFF);  // 64-bit code, DPL 3
+  ram.write<uint64_t>(kGdt2 + 0x28, 0x0000'8900'0000'0067 | (kTss << 16));  // 64-bit TSS, available
+  ram.write<uint64_t>(kGdt2 + 0x30, 0);
+  ram.write<uint16_t>(kGdtr2, 7 * 8 - 1);
+  ram.write<uint32_t>(kGdtr2 + 2, kGdt2);
+  ram.write<uint64_t>(kTss + 0x04, kRsp0);  // RSP0
+  ram.write<uint64_t>(0x5008, 0xABCD);      // what GS:8 holds (GS base 0x5000)
+  ram.write<uint64_t>(0x5110, 0x1234);      // what FS:0x10 holds (FS base 0x5100)
+  write_idtr(0xFFF);
+  set_gate64(0x80, 0x2100, kInterruptGate, 0, 3);
+  load(0x2100, {
+                   0x65, 0x48, 0x8b, 0x34, 0x25, 0x08, 0x00, 0x00, 0x00,  // 2100: mov rsi, gs:[8]
+                   0x64, 0x48, 0x8b, 0x3c, 0x25, 0x10, 0x00, 0x00, 0x00,  // 2109: mov rdi, fs:[0x10]
+                   0xf4,                                                  // 2112: hlt
+               });
+  load(0x2200, {
+                   0xcd, 0x80,  // 2200: int 0x80 (ring 3)
+               });
+  boot64({
+      0x0f, 0x01, 0x14, 0x25, 0x80, 0x32, 0x00, 0x00,  // 2001: lgdt [0x3280]
+      0x66, 0xb8, 0x28, 0x00,                          // 2009: mov ax, 0x28
+      0x0f, 0x00, 0xd8,                                // 200d: ltr ax
+      0x0f, 0x01, 0x1c, 0x25, 0x28, 0x31, 0x00, 0x00,  // 2010: lidt [0x3128]
+      0xb9, 0x01, 0x01, 0x00, 0xc0,                    // 2018: mov ecx, 0xc0000101 (IA32_GS_BASE)
+      0xb8, 0x00, 0x50, 0x00, 0x00,                    // 201d: mov eax, 0x5000
+      0x31, 0xd2,                                      // 2022: xor edx, edx
+      0x0f, 0x30,                                      // 2024: wrmsr
+      0xb9, 0x00, 0x01, 0x00, 0xc0,                    // 2026: mov ecx, 0xc0000100 (IA32_FS_BASE)
+      0xb8, 0x00, 0x51, 0x00, 0x00,                    // 202b: mov eax, 0x5100
+      0x0f, 0x30,                                      // 2030: wrmsr
+      0x48, 0xc7, 0xc4, 0x00, 0x88, 0x00, 0x00,        // 2032: mov rsp, 0x8800
+      0x6a, 0x1b,                                      // 2039: push 0x1b (SS, RPL 3)
+      0x68, 0x00, 0x80, 0x00, 0x00,                    // 203b: push 0x8000 (RSP)
+      0x6a, 0x02,                                      // 2040: push 2 (RFLAGS)
+      0x6a, 0x23,                                      // 2042: push 0x23 (CS, RPL 3)
+      0x68, 0x00, 0x22, 0x00, 0x00,                    // 2044: push 0x2200 (RIP)
+      0x48, 0xcf,                                      // 2049: iretq
+  });
+  run_expecting(VcpuExit::Reason::Halt);
+  const VcpuState s = cpu.state();
+  EXPECT_EQ(s.cs, 0x08) << "the handler runs in ring 0";
+  EXPECT_EQ(s.rsi, 0xABCDu) << "GS base kept";
+  EXPECT_EQ(s.rdi, 0x1234u) << "FS base kept";
+}
+
 // Two contributory faults give #DF (SDM table 6-5), delivered to its gate
 // with error code 0.
 TEST_F(LongModeInjectionTest, GeneralProtectionWithANotPresentGateIsADoubleFault) {

@@ -444,6 +444,45 @@ TEST_F(VcpuTest, MisalignedMovapsIsGeneralProtection) {
   EXPECT_NE(exit.detail.find("#GP"), std::string::npos) << exit.detail;
 }
 
+// Unicorn patch 0015: in 64-bit mode a null SS loads at CPL 0 only with
+// RPL 0 (SDM Vol. 2B MOV); RPL 3 is #GP(0) (with no IDT, a triple fault).
+TEST_F(VcpuTest, MovOfANullSsWithRplOtherThanCplIsGeneralProtection) {
+  boot64({
+      0x31, 0xc0,        // 2001: xor eax, eax
+      0x8e, 0xd0,        // 2003: mov ss, ax (null, RPL 0: loads)
+      0xb8, 0x03, 0x00, 0x00, 0x00,  // 2005: mov eax, 3
+      0x8e, 0xd0,        // 200a: mov ss, ax (null, RPL 3)
+      0xf4,              // 200c: hlt
+  });
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::TripleFault);
+  EXPECT_EQ(exit.rip, 0x200au);
+  EXPECT_NE(exit.detail.find("#GP(0x0)"), std::string::npos) << exit.detail;
+}
+
+// Unicorn patch 0016: a near JMP, CALL or RET to a non-canonical target is
+// #GP(0) at the branch, before it pushes or pops (SDM Vol. 2A), not a
+// fault at the target's fetch. With no IDT, a triple fault at the branch.
+TEST_F(VcpuTest, ANonCanonicalNearBranchTargetIsGeneralProtectionAtTheBranch) {
+  const std::vector<std::pair<std::vector<uint8_t>, uint64_t>> cases = {
+      {{0xff, 0xe0}, 0},        // jmp rax
+      {{0xff, 0xd0}, 0},        // call rax: nothing pushed
+      {{0x50, 0xc3}, 1},        // push rax; ret: the RET faults with RSP unmoved
+  };
+  for (const auto& [branch, pre] : cases) {
+    std::vector<uint8_t> code = {
+        0x48, 0xb8, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa,  // 2001: mov rax, 0xaaaaaaaaaaaaaaaa
+        0x48, 0xc7, 0xc4, 0x00, 0x80, 0x00, 0x00,                    // 200b: mov rsp, 0x8000
+    };
+    code.insert(code.end(), branch.begin(), branch.end());           // 2012: the branch (after any push)
+    code.push_back(0xf4);
+    boot64(code);
+    const VcpuExit exit = run_expecting(VcpuExit::Reason::TripleFault);
+    EXPECT_EQ(exit.rip, 0x2012u + pre) << "at the branch";
+    EXPECT_NE(exit.detail.find("#GP(0x0)"), std::string::npos) << exit.detail;
+    EXPECT_EQ(cpu.state().rsp, 0x8000u - 8 * pre) << "nothing pushed or popped";
+  }
+}
+
 // DR7.GD (SDM Vol. 3B 18.2.4): with it set, a MOV to or from any debug
 // register is a fault-like #DB before it runs (with no IDT, a triple fault
 // at the MOV); without it they run.
