@@ -275,6 +275,42 @@ TEST_F(VcpuTest, WindowIsClosedWithIfClear) {
 
 class LongModeInjectionTest : public VcpuTest {
  protected:
+  // For the ring-change tests: a GDT at 0x3200 (GDTR at 0x3280) with ring 0
+  // code 0x08 and data 0x10, ring 3 data 0x18 and code 0x20, and a 64-bit
+  // TSS at 0x28 whose RSP0 and IST1 are given; pages 0x2000 and 0x7000 (and
+  // the tables above them) user-accessible.
+  static constexpr uint64_t kRingGdt = 0x3200, kRingGdtr = 0x3280, kRingTss = 0x6000;
+  void set_up_ring_three(uint64_t rsp0, uint64_t ist1 = 0) {
+    adjust_tables = [this] {
+      for (uint64_t table : {kPml4, kPdpt, kPd}) ram.write<uint64_t>(table, ram.read<uint64_t>(table) | 0x4);  // U/S
+      for (uint64_t page : {0x2000u, 0x7000u}) ram.write<uint64_t>(kPt + 8 * (page >> 12), page | 0x7);  // user
+    };
+    ram.write<uint64_t>(kRingGdt + 0x08, 0x00AF'9A00'0000'FFFF);  // 64-bit code, DPL 0
+    ram.write<uint64_t>(kRingGdt + 0x10, 0x00CF'9200'0000'FFFF);  // data, DPL 0
+    ram.write<uint64_t>(kRingGdt + 0x18, 0x00CF'F200'0000'FFFF);  // data, DPL 3
+    ram.write<uint64_t>(kRingGdt + 0x20, 0x00AF'FA00'0000'FFFF);  // 64-bit code, DPL 3
+    ram.write<uint64_t>(kRingGdt + 0x28, 0x0000'8900'0000'0067 | (kRingTss << 16));  // 64-bit TSS, available
+    ram.write<uint64_t>(kRingGdt + 0x30, 0);
+    ram.write<uint16_t>(kRingGdtr, 7 * 8 - 1);
+    ram.write<uint32_t>(kRingGdtr + 2, kRingGdt);
+    ram.write<uint64_t>(kRingTss + 0x04, rsp0);  // RSP0
+    ram.write<uint64_t>(kRingTss + 0x24, ist1);  // IST1
+  }
+  // `code`, then IRETQ to ring 3 at 0x2200 with RSP 0x8000 (SS 0x1b, CS
+  // 0x23, RFLAGS 2), from ring 0's own stack at 0x8800.
+  static Bytes then_iretq_to_ring_three(Bytes code) {
+    const Bytes iretq = {
+        0x48, 0xc7, 0xc4, 0x00, 0x88, 0x00, 0x00,  // mov rsp, 0x8800 (ring 0's own stack)
+        0x6a, 0x1b,                                // push 0x1b (SS, RPL 3)
+        0x68, 0x00, 0x80, 0x00, 0x00,              // push 0x8000 (RSP)
+        0x6a, 0x02,                                // push 2 (RFLAGS)
+        0x6a, 0x23,                                // push 0x23 (CS, RPL 3)
+        0x68, 0x00, 0x22, 0x00, 0x00,              // push 0x2200 (RIP)
+        0x48, 0xcf,                                // iretq
+    };
+    code.insert(code.end(), iretq.begin(), iretq.end());
+    return code;
+  }
   void halt_in_long_mode_with_interrupts_on() {
     write_idtr(0xFFF);
     load(0x2100, {
@@ -503,21 +539,8 @@ TEST_F(LongModeInjectionTest, ReservedBitPageFaultCarriesPresentAsTheSdmSays) {
 // through a DPL-3 gate onto RSP0 from the TSS, IRETQ back, and INT 0x81
 // through a gate with IST1.
 TEST_F(LongModeInjectionTest, RingThreeInterruptsSwitchToRsp0AndIstAndIretqReturns) {
-  constexpr uint64_t kGdt2 = 0x3200, kGdtr2 = 0x3280, kTss = 0x6000, kRsp0 = 0x9000, kIst1 = 0xA000;
-  adjust_tables = [this] {
-    for (uint64_t table : {kPml4, kPdpt, kPd}) ram.write<uint64_t>(table, ram.read<uint64_t>(table) | 0x4);  // U/S
-    for (uint64_t page : {0x2000u, 0x7000u}) ram.write<uint64_t>(kPt + 8 * (page >> 12), page | 0x7);  // user
-  };
-  ram.write<uint64_t>(kGdt2 + 0x08, 0x00AF'9A00'0000'FFFF);  // 64-bit code, DPL 0
-  ram.write<uint64_t>(kGdt2 + 0x10, 0x00CF'9200'0000'FFFF);  // data, DPL 0
-  ram.write<uint64_t>(kGdt2 + 0x18, 0x00CF'F200'0000'FFFF);  // data, DPL 3
-  ram.write<uint64_t>(kGdt2 + 0x20, 0x00AF'FA00'0000'FFFF);  // 64-bit code, DPL 3
-  ram.write<uint64_t>(kGdt2 + 0x28, 0x0000'8900'0000'0067 | (kTss << 16));  // 64-bit TSS, available
-  ram.write<uint64_t>(kGdt2 + 0x30, 0);
-  ram.write<uint16_t>(kGdtr2, 7 * 8 - 1);
-  ram.write<uint32_t>(kGdtr2 + 2, kGdt2);
-  ram.write<uint64_t>(kTss + 0x04, kRsp0);  // RSP0
-  ram.write<uint64_t>(kTss + 0x24, kIst1);  // IST1
+  constexpr uint64_t kRsp0 = 0x9000, kIst1 = 0xA000;
+  set_up_ring_three(kRsp0, kIst1);
   write_idtr(0xFFF);
   set_gate64(0x80, 0x2100, kInterruptGate, 0, 3);
   set_gate64(0x81, 0x2120, kInterruptGate, 1, 3);
@@ -535,19 +558,12 @@ TEST_F(LongModeInjectionTest, RingThreeInterruptsSwitchToRsp0AndIstAndIretqRetur
                    0xcd, 0x80,  // 2200: int 0x80 (ring 3)
                    0xcd, 0x81,  // 2202: int 0x81
                });
-  boot64({
+  boot64(then_iretq_to_ring_three({
       0x0f, 0x01, 0x14, 0x25, 0x80, 0x32, 0x00, 0x00,  // 2001: lgdt [0x3280]
       0x66, 0xb8, 0x28, 0x00,                          // 2009: mov ax, 0x28
       0x0f, 0x00, 0xd8,                                // 200d: ltr ax
       0x0f, 0x01, 0x1c, 0x25, 0x28, 0x31, 0x00, 0x00,  // 2010: lidt [0x3128]
-      0x48, 0xc7, 0xc4, 0x00, 0x88, 0x00, 0x00,        // 2018: mov rsp, 0x8800 (ring 0's own stack)
-      0x6a, 0x1b,                                      // 201f: push 0x1b (SS, RPL 3)
-      0x68, 0x00, 0x80, 0x00, 0x00,                    // 2021: push 0x8000 (RSP)
-      0x6a, 0x02,                                      // 2026: push 2 (RFLAGS)
-      0x6a, 0x23,                                      // 2028: push 0x23 (CS, RPL 3)
-      0x68, 0x00, 0x22, 0x00, 0x00,                    // 202a: push 0x2200 (RIP)
-      0x48, 0xcf,                                      // 202f: iretq
-  });
+  }));
   run_expecting(VcpuExit::Reason::Halt);
   VcpuState s = cpu.state();
   EXPECT_EQ(s.cs, 0x08) << "the handler runs in ring 0";
@@ -569,20 +585,7 @@ TEST_F(LongModeInjectionTest, RingThreeInterruptsSwitchToRsp0AndIstAndIretqRetur
 // their bases come from IA32_FS_BASE/IA32_GS_BASE, which neither touches
 // (SDM Vol. 3A 6.14.2; only SWAPGS exchanges GS's), whatever the selectors.
 TEST_F(LongModeInjectionTest, RingChangesKeepTheGsAndFsBases) {
-  constexpr uint64_t kGdt2 = 0x3200, kGdtr2 = 0x3280, kTss = 0x6000, kRsp0 = 0x9000;
-  adjust_tables = [this] {
-    for (uint64_t table : {kPml4, kPdpt, kPd}) ram.write<uint64_t>(table, ram.read<uint64_t>(table) | 0x4);  // U/S
-    for (uint64_t page : {0x2000u, 0x7000u}) ram.write<uint64_t>(kPt + 8 * (page >> 12), page | 0x7);  // user
-  };
-  ram.write<uint64_t>(kGdt2 + 0x08, 0x00AF'9A00'0000'FFFF);  // 64-bit code, DPL 0
-  ram.write<uint64_t>(kGdt2 + 0x10, 0x00CF'9200'0000'FFFF);  // data, DPL 0
-  ram.write<uint64_t>(kGdt2 + 0x18, 0x00CF'F200'0000'FFFF);  // data, DPL 3
-  ram.write<uint64_t>(kGdt2 + 0x20, 0x00AF'FA00'0000'FFFF);  // 64-bit code, DPL 3
-  ram.write<uint64_t>(kGdt2 + 0x28, 0x0000'8900'0000'0067 | (kTss << 16));  // 64-bit TSS, available
-  ram.write<uint64_t>(kGdt2 + 0x30, 0);
-  ram.write<uint16_t>(kGdtr2, 7 * 8 - 1);
-  ram.write<uint32_t>(kGdtr2 + 2, kGdt2);
-  ram.write<uint64_t>(kTss + 0x04, kRsp0);  // RSP0
+  set_up_ring_three(0x9000);
   ram.write<uint64_t>(0x5008, 0xABCD);      // what GS:8 holds (GS base 0x5000)
   ram.write<uint64_t>(0x5110, 0x1234);      // what FS:0x10 holds (FS base 0x5100)
   write_idtr(0xFFF);
@@ -595,7 +598,7 @@ TEST_F(LongModeInjectionTest, RingChangesKeepTheGsAndFsBases) {
   load(0x2200, {
                    0xcd, 0x80,  // 2200: int 0x80 (ring 3)
                });
-  boot64({
+  boot64(then_iretq_to_ring_three({
       0x0f, 0x01, 0x14, 0x25, 0x80, 0x32, 0x00, 0x00,  // 2001: lgdt [0x3280]
       0x66, 0xb8, 0x28, 0x00,                          // 2009: mov ax, 0x28
       0x0f, 0x00, 0xd8,                                // 200d: ltr ax
@@ -607,14 +610,7 @@ TEST_F(LongModeInjectionTest, RingChangesKeepTheGsAndFsBases) {
       0xb9, 0x00, 0x01, 0x00, 0xc0,                    // 2026: mov ecx, 0xc0000100 (IA32_FS_BASE)
       0xb8, 0x00, 0x51, 0x00, 0x00,                    // 202b: mov eax, 0x5100
       0x0f, 0x30,                                      // 2030: wrmsr
-      0x48, 0xc7, 0xc4, 0x00, 0x88, 0x00, 0x00,        // 2032: mov rsp, 0x8800
-      0x6a, 0x1b,                                      // 2039: push 0x1b (SS, RPL 3)
-      0x68, 0x00, 0x80, 0x00, 0x00,                    // 203b: push 0x8000 (RSP)
-      0x6a, 0x02,                                      // 2040: push 2 (RFLAGS)
-      0x6a, 0x23,                                      // 2042: push 0x23 (CS, RPL 3)
-      0x68, 0x00, 0x22, 0x00, 0x00,                    // 2044: push 0x2200 (RIP)
-      0x48, 0xcf,                                      // 2049: iretq
-  });
+  }));
   run_expecting(VcpuExit::Reason::Halt);
   const VcpuState s = cpu.state();
   EXPECT_EQ(s.cs, 0x08) << "the handler runs in ring 0";

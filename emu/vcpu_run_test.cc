@@ -486,30 +486,24 @@ TEST_F(VcpuTest, ANonCanonicalNearBranchTargetIsGeneralProtectionAtTheBranch) {
 // DR7.GD (SDM Vol. 3B 18.2.4): with it set, a MOV to or from any debug
 // register is a fault-like #DB before it runs (with no IDT, a triple fault
 // at the MOV); without it they run.
-TEST_F(VcpuTest, GeneralDetectMakesAMovFromADebugRegisterFault) {
-  boot64({
-      0x48, 0xc7, 0xc0, 0x00, 0x20, 0x00, 0x00,  // 2001: mov rax, 0x2000 (GD)
-      0x0f, 0x23, 0xf8,                          // 2008: mov dr7, rax
-      0x0f, 0x21, 0xc3,                          // 200b: mov rbx, dr0
-      0xf4,                                      // 200e: hlt
-  });
-  const VcpuExit exit = run_expecting(VcpuExit::Reason::TripleFault);
-  EXPECT_EQ(exit.rip, 0x200bu);
-  EXPECT_NE(exit.detail.find("#DB"), std::string::npos) << exit.detail;
-  EXPECT_NE(exit.detail.find("DR7.GD"), std::string::npos) << exit.detail;
-}
-
-TEST_F(VcpuTest, GeneralDetectMakesAMovToADebugRegisterFault) {
-  boot64({
-      0x48, 0xc7, 0xc0, 0x00, 0x20, 0x00, 0x00,  // 2001: mov rax, 0x2000 (GD)
-      0x0f, 0x23, 0xf8,                          // 2008: mov dr7, rax
-      0x31, 0xc9,                                // 200b: xor ecx, ecx
-      0x0f, 0x23, 0xf1,                          // 200d: mov dr6, rcx
-      0xf4,                                      // 2010: hlt
-  });
-  const VcpuExit exit = run_expecting(VcpuExit::Reason::TripleFault);
-  EXPECT_EQ(exit.rip, 0x200du);
-  EXPECT_NE(exit.detail.find("DR7.GD"), std::string::npos) << exit.detail;
+TEST_F(VcpuTest, GeneralDetectMakesMovsToAndFromDebugRegistersFault) {
+  const std::vector<std::vector<uint8_t>> moves = {
+      {0x0f, 0x21, 0xc3},  // mov rbx, dr0
+      {0x0f, 0x23, 0xf1},  // mov dr6, rcx
+  };
+  for (const std::vector<uint8_t>& move : moves) {
+    std::vector<uint8_t> code = {
+        0x48, 0xc7, 0xc0, 0x00, 0x20, 0x00, 0x00,  // 2001: mov rax, 0x2000 (GD)
+        0x0f, 0x23, 0xf8,                          // 2008: mov dr7, rax
+    };
+    code.insert(code.end(), move.begin(), move.end());  // 200b
+    code.push_back(0xf4);
+    boot64(code);
+    const VcpuExit exit = run_expecting(VcpuExit::Reason::TripleFault);
+    EXPECT_EQ(exit.rip, 0x200bu);
+    EXPECT_NE(exit.detail.find("#DB"), std::string::npos) << exit.detail;
+    EXPECT_NE(exit.detail.find("DR7.GD"), std::string::npos) << exit.detail;
+  }
 }
 
 TEST_F(VcpuTest, WithoutGeneralDetectDebugRegisterMovesRun) {
