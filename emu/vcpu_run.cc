@@ -150,6 +150,9 @@ void UnicornVcpu::Engine::on_trap_site(uc_engine*, uint64_t address, uint32_t, v
   }
   if (trap && trap->kind == TrapKind::MovToCr8) return e.guarded([&] { e.at_cr8(*trap, address); });
   if (trap && trap->kind == TrapKind::MovToCr4) return e.guarded([&] { e.at_cr4(*trap, address); });
+  // A serializing instruction is charged when it is reached, faulting or not (docs/cost_model.md).
+  if (trap && trap->kind == TrapKind::System)
+    e.guarded([&] { e.call_host_mid_block([&] { e.host.system_instruction(trap->system); }); });
   const bool mov_dr = trap && (trap->kind == TrapKind::MovFromDr ||
                                (trap->kind == TrapKind::System && trap->system == SystemInstruction::DrWrite));
   // DR7.GD: a MOV to or from a debug register faults with #DB instead of
@@ -158,9 +161,7 @@ void UnicornVcpu::Engine::on_trap_site(uc_engine*, uint64_t address, uint32_t, v
         return (e.read_reg(UC_X86_REG_DR7) & kDr7GeneralDetect) && e.current_cpl() == 0;
       }))
     return e.guarded([&] { e.stop_at_trap_site(address); });
-  if (trap && trap->kind == TrapKind::MovFromDr) return;
-  if (trap && trap->kind == TrapKind::System)
-    return e.guarded([&] { e.call_host_mid_block([&] { e.host.system_instruction(trap->system); }); });
+  if (trap && (trap->kind == TrapKind::System || trap->kind == TrapKind::MovFromDr)) return;
   e.guarded([&] { e.stop_at_trap_site(address); });
 }
 
