@@ -108,6 +108,13 @@ inline bool is_prefix(uint8_t b, CodeSize size) {
          b == 0x26 || b == 0x64 || b == 0x65 || (size == CodeSize::Bits64 && (b & 0xF0) == 0x40);
 }
 
+// ICEBP (INT1, F1) behind any legacy prefixes or REX: its length, else 0.
+inline size_t icebp_length(std::span<const uint8_t> bytes, CodeSize size) {
+  size_t i = 0;
+  while (i < bytes.size() && is_prefix(bytes[i], size)) ++i;
+  return i < bytes.size() && bytes[i] == 0xF1 ? i + 1 : 0;
+}
+
 // STI, MOV SS and POP SS hold off maskable interrupts for one instruction
 // (SDM Vol. 3A 6.8.3). Unicorn ends a block after each of them
 // (StiShadowDefersTheInterruptPastTheHlt, MovSsEndsItsBlockAndShadowsThe-

@@ -490,10 +490,13 @@ std::optional<VcpuExit> UnicornVcpu::Engine::exit_for_error(uc_err err) {
   switch (err) {
     case UC_ERR_INSN_INVALID:
       settle_at(linear);
-      // QEMU 7.2's TCG raises #UD for ICEBP; the SDM's is a #DB trap.
-      if (peek_byte(linear) == kIcebpOpcode)
+      // QEMU 7.2's TCG raises #UD for ICEBP; the SDM's is a #DB trap. The
+      // engine raises #UD for one behind prefixes (kvm-unit-tests' debug
+      // runs 2E 2E F1) and stops at a bare one (exit_for_halt).
+      if (const size_t length =
+              icebp_length(peek_linear(linear, 15).value_or(std::vector<uint8_t>{}), code_size_from_registers()))
         return deliver({.kind = x86::EventKind::kPrivilegedSoftwareException, .vector = x86::kDebug,
-                        .instruction_length = 1},
+                        .instruction_length = static_cast<uint8_t>(length)},
                        fmt::format("{:#x}: int1", linear));
       if (std::optional<std::optional<VcpuExit>> done = emulate_hypercall(rip, linear)) return *done;
       return raise({.vector = x86::kInvalidOpcode, .error_code = std::nullopt},

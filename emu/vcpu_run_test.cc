@@ -483,6 +483,15 @@ TEST_F(VcpuTest, ANonCanonicalNearBranchTargetIsGeneralProtectionAtTheBranch) {
   }
 }
 
+// ICEBP behind prefixes, which the engine raises #UD for, is the #DB trap a
+// bare one is (SDM Vol. 2A INT1); with no IDT, a #DB that cannot be delivered.
+TEST_F(VcpuTest, APrefixedIcebpIsADebugTrapNotInvalidOpcode) {
+  boot64({0x2e, 0x2e, 0xf1, 0xf4});  // 2001: cs cs int1; 2004: hlt
+  const VcpuExit exit = run_expecting(VcpuExit::Reason::TripleFault);
+  EXPECT_NE(exit.detail.find("delivering INT1"), std::string::npos) << exit.detail;
+  EXPECT_EQ(exit.detail.find("#UD"), std::string::npos) << exit.detail;
+}
+
 // DR7.GD (SDM Vol. 3B 18.2.4): with it set, a MOV to or from any debug
 // register is a fault-like #DB before it runs (with no IDT, a triple fault
 // at the MOV); without it they run.
