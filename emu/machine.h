@@ -219,7 +219,8 @@ class Machine final : private CpuEvents, private BoardEvents {
   std::string timeline_mismatch() const;
   uint64_t limit_ns() const { return static_cast<uint64_t>(config_.time_limit_seconds * 1e9); }
   // Runs `cpu` for one slice from its clock `now`; a result ends the run.
-  // `reset_itself`: an INIT it sent itself reset it during the slice.
+  // `reset_itself`: an INIT it sent itself, or the S3 sleep it entered,
+  // reset it during the slice.
   std::optional<RunResult> run_slice(Cpu& cpu, uint64_t now, uint64_t limit_ns, bool& reset_itself);
   // The instructions `cpu` may run from `now`: to its next event, at most a quantum.
   uint64_t slice_budget(Cpu& cpu, uint64_t now, uint64_t limit_ns) const;
