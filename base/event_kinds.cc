@@ -6,7 +6,7 @@
 namespace topolab {
 
 std::string_view to_string(WakeCause cause) {
-  static constexpr std::string_view kNames[] = {"interrupt", "timer", "nmi", "init", "sipi", "mwait-store"};
+  static constexpr std::string_view kNames[] = {"interrupt", "timer", "nmi", "init", "sipi", "mwait-store", "pv-kick"};
   static_assert(std::size(kNames) == kWakeCauses);
   return kNames[static_cast<size_t>(cause)];
 }

@@ -12,8 +12,9 @@
 namespace topolab {
 
 // Why a halted (or MWAIT-parked) vCPU resumed.
-enum class WakeCause : uint8_t { Interrupt, Timer, Nmi, Init, Sipi, MwaitStore };
-inline constexpr size_t kWakeCauses = static_cast<size_t>(WakeCause::MwaitStore) + 1;
+// PvKick: KVM_HC_KICK_CPU (PV spinlocks' unlock of a halted waiter).
+enum class WakeCause : uint8_t { Interrupt, Timer, Nmi, Init, Sipi, MwaitStore, PvKick };
+inline constexpr size_t kWakeCauses = static_cast<size_t>(WakeCause::PvKick) + 1;
 std::string_view to_string(WakeCause cause);
 
 // The kinds of VM exit the cost model charges for (model/cost_model.h).

@@ -21,7 +21,8 @@ void send_from_bitmap(uint64_t bitmap, uint32_t min, unsigned bits, const ApicMe
 
 }  // namespace
 
-KvmHypercallResult kvm_hypercall(const KvmHypercall& in, const std::function<bool(uint32_t)>& apic_exists) {
+KvmHypercallResult kvm_hypercall(const KvmHypercall& in, const KvmPvHost& host,
+                                 const std::function<bool(uint32_t)>& apic_exists) {
   KvmHypercall call = in;
   if (!call.long_mode) {
     for (uint64_t* r : {&call.nr, &call.a0, &call.a1, &call.a2, &call.a3}) *r = static_cast<uint32_t>(*r);
@@ -31,8 +32,13 @@ KvmHypercallResult kvm_hypercall(const KvmHypercall& in, const std::function<boo
     out.ret = -KVM_EPERM;
     return out;
   }
+  // KVM's guest_pv_has: without enforcement every feature counts as there.
+  auto has = [&](unsigned feature) { return !host.enforce || host.offers(feature); };
+  out.ret = -KVM_ENOSYS;
   switch (call.nr) {
     case KVM_HC_SEND_IPI: {
+      if (!has(KVM_FEATURE_PV_SEND_IPI)) return out;
+      out.ret = 0;
       using namespace apic;
       // A physical, 32-bit destination whatever the sender's APIC mode: KVM
       // looks the IDs up in its physical map directly.
@@ -52,12 +58,29 @@ KvmHypercallResult kvm_hypercall(const KvmHypercall& in, const std::function<boo
       return out;
     }
     case KVM_HC_KICK_CPU:
+      if (!has(KVM_FEATURE_PV_UNHALT)) return out;
+      out.kick = static_cast<uint32_t>(call.a1);
+      out.ret = 0;
+      return out;
     case KVM_HC_SCHED_YIELD:
+      if (!has(KVM_FEATURE_PV_SCHED_YIELD)) return out;
+      out.ret = 0;
+      return out;
     case KVM_HC_VAPIC_POLL_IRQ:
+      out.ret = 0;
       return out;
     default:
-      out.ret = -KVM_ENOSYS;
       return out;
+  }
+}
+
+std::string kvm_hypercall_name(uint64_t nr) {
+  switch (nr) {
+    case KVM_HC_VAPIC_POLL_IRQ: return "vapic_poll_irq";
+    case KVM_HC_KICK_CPU: return "kick_cpu";
+    case KVM_HC_SEND_IPI: return "send_ipi";
+    case KVM_HC_SCHED_YIELD: return "sched_yield";
+    default: return "nr_" + std::to_string(nr);
   }
 }
 

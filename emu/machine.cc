@@ -351,6 +351,8 @@ uint64_t Machine::total_instructions() const {
 // destinations is built twice per ICR write.
 bool Machine::ipi_sent(const IpiInFlight& ipi) {
   ipis_to_route_.push_back(ipi);
+  // A kick may be for the sender's own next HLT: routed before it.
+  if (ipi.kvm_kick) return true;
   return ipi.message.delivery_mode != ApicDeliveryMode::Fixed || cpus_[ipi.sender]->apic().matches(ipi.message);
 }
 
@@ -367,6 +369,18 @@ void Machine::route_sent_ipis() {
 void Machine::route(const IpiInFlight& ipi) {
   if (ipi.pic_intr) return route_pic_intr(ipi);
   const ApicMessage& message = ipi.message;
+  if (ipi.kvm_kick) {
+    // Not an IPI: no count, and a kick to no vCPU is lost, as in KVM.
+    for (unsigned index : bus_->destinations(message)) {
+      Cpu& target = *cpus_[index];
+      if (target.state() == Cpu::State::Running && target.now() < ipi.sent_ns) {
+        timeline_.schedule_arrival(ipi.sent_ns, index, ipi);
+        continue;
+      }
+      deliver(target, ipi);
+    }
+    return;
+  }
   // A device's message is no IPI: not counted, and the I/O APIC sends no
   // reserved delivery mode.
   if (!ipi.from_device) {
@@ -425,6 +439,11 @@ void Machine::deliver(Cpu& target, const IpiInFlight& ipi) {
   const bool was_halted = target.state() == Cpu::State::Halted;
   const uint64_t wake_event =
       ipi_wake_event_ns(config_.cost, ipi.sent_ns, target.parked_in_mwait(), target.index() == ipi.sender);
+  if (ipi.kvm_kick) {
+    target.kick(wake_event);
+    rekey(target);
+    return;
+  }
   if (ipi.pic_intr) {
     // INTR is a level: the vCPU sees it as it stands when the change arrives.
     target.see_pic_intr(board_.pic().output());

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "arch/x86_arch.h"
+#include "devices/cmos_rtc.h"
 #include "model/cost_rules.h"
 
 namespace topolab {
@@ -18,7 +19,10 @@ MachineCpu::MachineCpu(const CpuPlatform& platform, unsigned index)
                             .x2apic_supported = platform.cpuid.cpu().has(CpuFeature::X2apic),
                             .tsc_hz = platform.cost.tsc_hz()}),
       state_(index == 0 ? State::Running : State::WaitForSipi),
-      msr_file_([&platform, index](uint32_t leaf, uint32_t subleaf) { return platform.cpuid.query(index, leaf, subleaf); }) {
+      msr_file_([&platform, index](uint32_t leaf, uint32_t subleaf) { return platform.cpuid.query(index, leaf, subleaf); }),
+      kvm_msrs_(KvmPvHost{.present = platform.cpuid.cpu().kvm_signature,
+                          .enforce = platform.cpuid.cpu().kvm_pv_enforce_cpuid,
+                          .features = platform.cpuid.cpu().kvm_pv.cpuid_eax()}) {
   // With APIC IDs past 254, firmware hands over every APIC in x2APIC mode
   // (xAPIC cannot address them), as a BIOS does and Linux expects.
   if (platform.topology.needs_x2apic())
@@ -93,12 +97,32 @@ WakeCause MachineCpu::wake_cause_now() const {
 
 // --- Halt, MWAIT, INIT, SIPI -------------------------------------------------
 
-void MachineCpu::halt() {
+bool MachineCpu::halt() {
+  if (pv_unhalted_) {
+    // KVM_HC_KICK_CPU came first: the HLT exits and the vCPU runs on (KVM's
+    // pv_unhalted makes it runnable before it blocks).
+    pv_unhalted_ = false;
+    ++platform_.stats.vcpu(index_).hlt_entries;
+    return false;
+  }
   state_ = State::Halted;
   in_mwait_ = false;
   ++platform_.stats.vcpu(index_).hlt_entries;
   halted_since_ = accrued_until_ = now();
-  poll_busy_ns_ = platform_.cost.halt_poll_ns;
+  // The guest's haltpoll driver may have switched the host's polling off
+  // (MSR_KVM_POLL_CONTROL).
+  poll_busy_ns_ = kvm_msrs_.host_may_poll() ? platform_.cost.halt_poll_ns : 0;
+  return true;
+}
+
+void MachineCpu::kick(uint64_t event_ns) {
+  if (state_ == State::Halted && !in_mwait_) {
+    wake(event_ns, WakeCause::PvKick);
+    return;
+  }
+  // Not blocked in HLT: the next HLT returns at once. (A vCPU in MWAIT is
+  // in guest mode, which a kick does not interrupt.)
+  if (state_ != State::WaitForSipi) pv_unhalted_ = true;
 }
 
 void MachineCpu::park_in_mwait(bool break_on_interrupt) {
@@ -111,8 +135,9 @@ void MachineCpu::park_in_mwait(bool break_on_interrupt) {
 
 void MachineCpu::wake(uint64_t event_ns, WakeCause cause) {
   if (state_ == State::Halted) {
-    const Resumption r = resume_from_halt(platform_.cost, {.halted_since_ns = halted_since_, .in_mwait = in_mwait_},
-                                          event_ns);
+    const Resumption r = resume_from_halt(
+        platform_.cost,
+        {.halted_since_ns = halted_since_, .in_mwait = in_mwait_, .host_polls = kvm_msrs_.host_may_poll()}, event_ns);
     VcpuStats& s = platform_.stats.vcpu(index_);
     if (r.poll == HaltPoll::Hit) ++s.halt_poll_hits;
     if (r.poll == HaltPoll::Miss) ++s.halt_poll_misses;
@@ -138,6 +163,9 @@ void MachineCpu::enter_wait_for_sipi() {
   ever_monitored_ = false;
   if (vcpu_) vcpu_->reset_for_init();
   nmi_pending_ = 0;
+  // KVM's vCPU reset: kvmclock, steal time and PV EOI off, host polling on.
+  kvm_msrs_.reset();
+  pv_unhalted_ = false;
 }
 
 void MachineCpu::start_at_sipi(uint8_t vector, uint64_t at_ns) {
@@ -263,6 +291,10 @@ void MachineCpu::port_out(uint16_t port, unsigned size, uint32_t value) {
 }
 
 std::optional<uint64_t> MachineCpu::read_msr(uint32_t msr) {
+  if (kvm_msrs_.handles(msr)) {
+    charge_exit(ExitKind::Msr);
+    return kvm_msrs_.read(msr);
+  }
   // An MSR CPUID does not announce does not exist: #GP (SDM Vol. 4 2.1).
   if (!platform_.msrs.announced(msr)) {
     charge_exit(ExitKind::Msr);
@@ -281,6 +313,10 @@ std::optional<uint64_t> MachineCpu::read_machine_msr(uint32_t msr) {
 }
 
 bool MachineCpu::write_msr(uint32_t msr, uint64_t value) {
+  if (kvm_msrs_.handles(msr)) {
+    charge_exit(ExitKind::Msr);
+    return write_kvm_msr(msr, value);
+  }
   if (!platform_.msrs.announced(msr)) {
     charge_exit(ExitKind::Msr);
     return false;
@@ -299,7 +335,72 @@ bool MachineCpu::write_msr(uint32_t msr, uint64_t value) {
 }
 
 bool MachineCpu::write_machine_msr(uint32_t msr, uint64_t value) {
-  return msr_file_.write(msr, value, platform_.cost.tsc_for_ns(platform_.clock.read(now())));
+  if (!msr_file_.write(msr, value, platform_.cost.tsc_for_ns(platform_.clock.read(now())))) return false;
+  // A new TSC offset: KVM updates kvmclock's page (KVM_REQ_CLOCK_UPDATE).
+  if (msr == x86::kMsrTsc || msr == x86::kMsrTscAdjust) write_pvclock_page();
+  return true;
+}
+
+// --- KVM's paravirtual MSRs (devices/kvm_pv_msrs.h) -----------------------------
+
+bool MachineCpu::write_kvm_msr(uint32_t msr, uint64_t value) {
+  const std::optional<KvmPvUpdate> update = kvm_msrs_.write(msr, value);
+  if (!update) return false;
+  switch (*update) {
+    case KvmPvUpdate::None: break;
+    case KvmPvUpdate::WallClock: write_wall_clock(); break;
+    case KvmPvUpdate::SystemTime: write_pvclock_page(); break;
+    case KvmPvUpdate::StealTime: record_steal_time(); break;
+  }
+  return true;
+}
+
+// KVM writes guest memory through its memslots: an address outside RAM
+// takes nothing, and the write is lost (kvm_write_guest fails quietly).
+template <size_t N>
+void MachineCpu::write_guest(uint64_t address, const std::array<uint8_t, N>& bytes) {
+  if (!platform_.ram.is_ram(address, N)) return;
+  std::span<uint8_t> to = platform_.ram.bytes(address, N);
+  std::copy(bytes.begin(), bytes.end(), to.begin());
+}
+
+uint32_t MachineCpu::guest_version_at(uint64_t address) const {
+  return platform_.ram.is_ram(address, 4) ? platform_.ram.read<uint32_t>(address) : 0;
+}
+
+// kvmclock's page: this vCPU's TSC now and the virtual time it stands for.
+// topolab's TSC runs at the modelled clock from virtual time, so one page
+// holds for ever; KVM rewrites it only when the TSC's offset changes
+// (write_machine_msr) or the vCPU is reset.
+void MachineCpu::write_pvclock_page() {
+  const std::optional<uint64_t> page = kvm_msrs_.system_time_page();
+  if (!page) return;
+  // KVM's gfn_to_pfn cache refuses a structure that crosses a page.
+  if ((*page & 0xFFF) + 32 > 0x1000) return;
+  const uint64_t ns = platform_.clock.read(now());
+  const uint64_t tsc = msr_file_.tsc(platform_.cost.tsc_for_ns(ns));
+  const uint8_t flags = kvm_msrs_.stable_clock() ? PVCLOCK_TSC_STABLE_BIT : 0;
+  write_guest(*page, pvclock_time_info(pvclock_next_version(guest_version_at(*page)), tsc, ns,
+                                       pvclock_scale(platform_.cost.tsc_hz()), flags));
+}
+
+// The wall-clock time at which kvmclock read 0: the RTC's, whose Unix time
+// at virtual time 0 is CmosRtc::kDefaultStart.
+void MachineCpu::write_wall_clock() {
+  const uint64_t at = kvm_msrs_.wall_clock_address();
+  write_guest(at, pvclock_wall_clock(pvclock_next_version(guest_version_at(at)),
+                                     static_cast<uint32_t>(CmosRtc::kDefaultStart), 0));
+}
+
+// KVM's record_steal_time: the version moves on, `preempted` is cleared
+// and the steal grows by what the host ran instead of this vCPU: nothing,
+// each vCPU having a host CPU of its own in the cost model.
+void MachineCpu::record_steal_time() {
+  const std::optional<uint64_t> area = kvm_msrs_.steal_time_area();
+  if (!area || !platform_.ram.is_ram(*area, 64)) return;
+  const uint64_t version_at = *area + kStealTimeVersionOffset;
+  platform_.ram.write<uint32_t>(version_at, pvclock_next_version(platform_.ram.read<uint32_t>(version_at)));
+  platform_.ram.write<uint8_t>(*area + kStealTimePreemptedOffset, 0);
 }
 
 uint64_t MachineCpu::read_tsc() { return msr_file_.tsc(platform_.cost.tsc_for_ns(platform_.clock.read(now()))); }
@@ -322,11 +423,24 @@ std::optional<int64_t> MachineCpu::hypercall(const KvmHypercall& call) {
   charge_exit(ExitKind::Hypercall);
   const uint64_t at = now();
   const Topology& topology = platform_.topology;
+  const CpuConfig& cpu = platform_.cpuid.cpu();
+  const KvmPvHost host{.present = cpu.kvm_signature, .enforce = cpu.kvm_pv_enforce_cpuid,
+                       .features = cpu.kvm_pv.cpuid_eax()};
   KvmHypercallResult result =
-      kvm_hypercall(call, [&](uint32_t id) { return topology.index_of_apic_id(id).has_value(); });
+      kvm_hypercall(call, host, [&](uint32_t id) { return topology.index_of_apic_id(id).has_value(); });
+  ++platform_.stats.vcpu(index_).hypercalls[call.long_mode ? call.nr : static_cast<uint32_t>(call.nr)];
   for (ApicMessage& message : result.ipis) {
     message.source_id = apic_.id();
     if (platform_.events.ipi_sent({index_, message, ipi_send_ns(platform_.cost, at)})) vcpu_->request_stop();
+  }
+  if (result.kick) {
+    // KVM delivers the kick as an APIC message to a physical destination
+    // (kvm_pv_kick_cpu_op), from the hypercall's exit.
+    const ApicMessage to{.destination_mode = ApicDestinationMode::Physical, .destination = *result.kick,
+                         .source_id = apic_.id(), .x2apic = true};
+    if (platform_.events.ipi_sent(
+            {.sender = index_, .message = to, .sent_ns = ipi_send_ns(platform_.cost, at), .kvm_kick = true}))
+      vcpu_->request_stop();
   }
   return result.ret;
 }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/guest_ram.h"
+#include "devices/kvm_pv_msrs.h"
 #include "devices/local_apic.h"
 #include "devices/port_bus.h"
 #include "emu/guest_clock.h"
@@ -182,7 +183,14 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   WakeCause wake_cause_now() const;
 
   // --- Halt, MWAIT, INIT, SIPI ----------------------------------------------
-  void halt();
+  // HLT: false when a kick (KVM_HC_KICK_CPU) came first, which the HLT
+  // uses up instead of halting.
+  bool halt();
+  // KVM_HC_KICK_CPU reached it at `event_ns`: a vCPU blocked in HLT
+  // resumes; any other but one waiting for SIPI keeps the kick for its
+  // next HLT (KVM's pv_unhalted).
+  void kick(uint64_t event_ns);
+  bool kicked() const { return pv_unhalted_; }
   void park_in_mwait(bool break_on_interrupt);
   // Resumes a halted vCPU for an event at `event_ns`, as the cost rules say
   // (resume_from_halt); a vCPU that was not halted only catches up.
@@ -224,7 +232,7 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
     ar(apic_, state_, idle_ns_, exit_ns_, skipped_ns_, stall_milli_cycles_, spin_, slice_end_ns_, halted_since_, accrued_until_,
        poll_busy_ns_, waiting_since_);
     ar(in_mwait_, mwait_breaks_on_interrupt_, monitor_armed_, ever_monitored_, monitor_line_, monitor_snapshot_,
-       nmi_pending_, pic_intr_, msr_file_);
+       nmi_pending_, pic_intr_, msr_file_, kvm_msrs_, pv_unhalted_);
     std::optional<std::string> engine;
     if constexpr (Archive::is_saving::value) {
       if (vcpu_) engine = vcpu_->save_state();
@@ -275,6 +283,13 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   void after_apic_write(const ApicWrite& write, uint64_t written_ns);
   std::optional<uint64_t> read_machine_msr(uint32_t msr);
   bool write_machine_msr(uint32_t msr, uint64_t value);
+  bool write_kvm_msr(uint32_t msr, uint64_t value);
+  template <size_t N>
+  void write_guest(uint64_t address, const std::array<uint8_t, N>& bytes);
+  uint32_t guest_version_at(uint64_t address) const;
+  void write_pvclock_page();
+  void write_wall_clock();
+  void record_steal_time();
   void record_halt_until(uint64_t end_ns);
   void leave_mwait() {
     in_mwait_ = false;
@@ -316,6 +331,9 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   // The MSRs the machine keeps for this vCPU (TSC, MISC_ENABLE, MTRRs, PMU,
   // machine check...), from its own CPUID.
   MsrFile msr_file_;
+  // KVM's paravirtual MSRs, and a kick that came while it was not in HLT.
+  KvmPvMsrs kvm_msrs_;
+  bool pv_unhalted_ = false;
   std::optional<uint64_t> mapped_apic_page_;
 };
 

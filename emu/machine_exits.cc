@@ -41,8 +41,7 @@ std::optional<RunResult> Machine::handle_exit(Cpu& cpu, const VcpuExit& exit) {
       return handle_loop_exit(cpu, exit);
     case VcpuExit::Reason::Halt:
       cpu.charge_exit(ExitKind::Hlt);
-      cpu.halt();
-      settle_halt(cpu);
+      if (cpu.halt()) settle_halt(cpu);
       return std::nullopt;
     // The vCPU delivers every exception through the guest's IDT itself;
     // these are what it cannot deliver.

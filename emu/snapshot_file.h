@@ -30,7 +30,7 @@ using MachineFingerprint = std::vector<std::pair<std::string, std::string>>;
 // (emu/ram_pages.h), not every byte from 0; 4: the 8259 pair's whole
 // state, the PIT line's level, each vCPU's view of INTR, the INTR changes
 // in flight.
-inline constexpr uint32_t kSnapshotFormat = 4;
+inline constexpr uint32_t kSnapshotFormat = 5;
 
 struct MachineSnapshot {
   MachineFingerprint fingerprint;

@@ -51,6 +51,7 @@ VcpuStats combine(const VcpuStats& a, const VcpuStats& b, Op op) {
   d.exceptions_taken = combine_map(a.exceptions_taken, b.exceptions_taken, op);
   d.wakes = combine_array(a.wakes, b.wakes, op);
   d.mwait_hints = combine_map(a.mwait_hints, b.mwait_hints, op);
+  d.hypercalls = combine_map(a.hypercalls, b.hypercalls, op);
   d.exits = combine_array(a.exits, b.exits, op);
   d.system_instructions = combine_array(a.system_instructions, b.system_instructions, op);
   return d;

@@ -48,6 +48,9 @@ struct VcpuStats {
   uint64_t monitor_arms = 0;
   uint64_t mwait_entries = 0;
   std::map<uint32_t, uint64_t> mwait_hints;  // MWAIT EAX -> times
+  // VMCALL/VMMCALL by hypercall number (devices/kvm_hypercall.h), each
+  // one exit whatever it does: one KVM_HC_SEND_IPI may carry many IPIs.
+  std::map<uint64_t, uint64_t> hypercalls;
   // Spin skipping (emu/pause_loop.h): pause-loop exits, and the virtual
   // time the vCPU spent in skipped spins instead of running them.
   uint64_t ple_exits = 0;
@@ -83,7 +86,7 @@ struct VcpuStats {
        received_by_vector, interrupts_taken, exceptions_taken, received_while_halted, received_while_running,
        ipis_to_nobody, wakes);
     ar(pauses, monitor_arms, mwait_entries, mwait_hints, ple_exits, skipped_ns, open_bus_reads, open_bus_writes);
-    ar(system_instructions);
+    ar(system_instructions, hypercalls);
     ar(run_ns, exits, exit_ns, halt_poll_hits, halt_poll_misses, host_poll_ns, host_mwait_ns);
   }
 };

@@ -49,9 +49,11 @@ struct IpiInFlight {
   uint64_t sent_ns = 0;
   bool from_device = false;
   bool pic_intr = false;
+  // KVM_HC_KICK_CPU to the vCPU `message` names: no interrupt, no IPI.
+  bool kvm_kick = false;
   template <class Archive>
   void serialize(Archive& ar) {
-    ar(sender, message, sent_ns, from_device, pic_intr);
+    ar(sender, message, sent_ns, from_device, pic_intr, kvm_kick);
   }
 };
 

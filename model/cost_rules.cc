@@ -26,13 +26,14 @@ Resumption resume_from_halt(const CostModel& cost, const HaltedVcpu& halted, uin
     if (cost.mwait_passthrough) r.resume_ns = event + cost.mwait_wake_ns;
     return r;
   }
-  if (waited <= cost.halt_poll_ns) {
+  const uint64_t poll_ns = halted.host_polls ? cost.halt_poll_ns : 0;
+  if (waited <= poll_ns) {
     r.poll = HaltPoll::Hit;
     r.resume_ns = event + cost.poll_wake_ns;
     r.poll_busy_ns = r.resume_ns - halted.halted_since_ns;
     return r;
   }
-  if (cost.halt_poll_ns) r.poll = HaltPoll::Miss;
+  if (poll_ns) r.poll = HaltPoll::Miss;
   r.resume_ns = event + cost.halt_wake_ns;
   return r;
 }

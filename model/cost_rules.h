@@ -33,6 +33,9 @@ uint64_t ipi_wake_event_ns(const CostModel& cost, uint64_t sent_ns, bool target_
 struct HaltedVcpu {
   uint64_t halted_since_ns = 0;
   bool in_mwait = false;
+  // The host may halt-poll this vCPU: the guest has not switched it off
+  // (MSR_KVM_POLL_CONTROL, KVM's kvm_arch_no_poll).
+  bool host_polls = true;
 };
 
 enum class HaltPoll : uint8_t { None, Hit, Miss };
@@ -52,7 +55,8 @@ struct Resumption {
 // - after a passed-through MWAIT, once out of C1 (mwait_wake_ns); after a
 //   trapped one at once: the guest was spinning through MWAIT exits;
 // - after a HLT, poll_wake_ns after the event if the host was still
-//   halt-polling (a hit), else halt_wake_ns (a miss when polling was on).
+//   halt-polling (a hit), else halt_wake_ns (a miss when polling was on);
+//   a vCPU whose guest switched host polling off is never polled.
 Resumption resume_from_halt(const CostModel& cost, const HaltedVcpu& halted, uint64_t event_ns);
 
 // The exit an APIC register write costs, if any: a virtualised write none,

@@ -47,6 +47,14 @@ TEST(CostRules, HaltPollHitWithinTheWindowAndMissAfterIt) {
   EXPECT_EQ(resume_from_halt(no_poll, hlt, 11'000), (Resumption{.resume_ns = 16'000, .poll = HaltPoll::None, .poll_busy_ns = std::nullopt}));
 }
 
+// MSR_KVM_POLL_CONTROL = 0 (the guest polls itself): the host blocks at
+// once, neither a hit nor a miss, as with halt_poll_ns = 0.
+TEST(CostRules, NoHostPollWhereTheGuestSwitchedItOff) {
+  const HaltedVcpu guest_polls{.halted_since_ns = 10'000, .in_mwait = false, .host_polls = false};
+  EXPECT_EQ(resume_from_halt(model(), guest_polls, 11'000),
+            (Resumption{.resume_ns = 16'000, .poll = HaltPoll::None, .poll_busy_ns = std::nullopt}));
+}
+
 TEST(CostRules, AnEventAlreadyThereResumesAtOnce) {
   const HaltedVcpu hlt{.halted_since_ns = 10'000};
   EXPECT_EQ(resume_from_halt(model(), hlt, 10'000), (Resumption{.resume_ns = 10'000, .poll = HaltPoll::None, .poll_busy_ns = std::nullopt}));

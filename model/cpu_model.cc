@@ -2,6 +2,7 @@
 #include "model/cpu_model.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 
 #include <fmt/format.h>
@@ -383,6 +384,21 @@ uint32_t parse_leaf(std::string_view key, std::string_view value) {
 
 // What the user switched by name, to tell `enforce` apart from the model.
 using FlagRequests = std::map<std::string_view, bool>;
+// The kvm-* features given (nullopt: QEMU's default for a KVM guest).
+using KvmPvRequests = std::array<std::optional<bool>, kKvmPvFeatures>;
+
+// kvm-*=on|off, +kvm-* or -kvm-*: whether `name` was one of KVM's features.
+bool set_kvm_pv_feature(KvmPvRequests& kvm, std::string_view name, bool on) {
+  if (const KvmPvFeatureInfo* f = find_kvm_pv_feature(name)) {
+    kvm[static_cast<size_t>(f->feature)] = on;
+    return true;
+  }
+  if (std::optional<std::string_view> why = kvm_pv_refusal(name)) {
+    if (on) throw ConfigError(fmt::format("-cpu: topolab cannot give {}: {}", name, *why));
+    return true;  // off is what topolab's host has anyway
+  }
+  return false;
+}
 
 // The reason a flag cannot be advertised on `def`, or "" when it can.
 std::string refusal_on(const FeatureFlag& f, const CpuModelDef& def) {
@@ -413,9 +429,10 @@ void set_feature_flag(CpuConfig& cfg, FlagRequests& requests, std::string_view n
   requests[f->name] = on;
 }
 
-void apply_property(CpuConfig& cfg, FlagRequests& requests, std::string_view prop) {
+void apply_property(CpuConfig& cfg, FlagRequests& requests, KvmPvRequests& kvm, std::string_view prop) {
   CpuModelDef& m = cfg.model;
   if (prop.starts_with('+') || prop.starts_with('-')) {
+    if (set_kvm_pv_feature(kvm, prop.substr(1), prop[0] == '+')) return;
     set_feature_flag(cfg, requests, prop.substr(1), prop[0] == '+');
     return;
   }
@@ -476,6 +493,10 @@ void apply_property(CpuConfig& cfg, FlagRequests& requests, std::string_view pro
     cfg.kvm_signature = parse_switch(key, value);
   } else if (key == "kvm-msi-ext-dest-id") {
     cfg.kvm_msi_ext_dest_id = parse_switch(key, value);
+  } else if (key == "kvm-pv-enforce-cpuid") {
+    cfg.kvm_pv_enforce_cpuid = parse_switch(key, value);
+  } else if (key.starts_with("kvm") && set_kvm_pv_feature(kvm, key, parse_switch(key, value))) {
+    // Recorded; applied once kvm= is known.
   } else if (key == "check") {
     // QEMU warns about filtered features; topolab refuses a requested one
     // anyway, and drops the model's own ones as documented.
@@ -501,7 +522,10 @@ const char* engine_cpu_model_name(EngineCpuModel engine) {
 std::string_view cpu_property_help() {
   return "l3-cache=on|off, vendor=ID, level=N, xlevel=N, model-id=TEXT, family=N, model=N, stepping=N, "
          "phys-bits=32..52, host-phys-bits=on|off, host-cache-info=off, pmu=on|off, migratable=on|off, enforce, "
-         "check, x-force-cpuid-0x1f=on|off, kvm=on|off, kvm-msi-ext-dest-id=on|off";
+         "check, x-force-cpuid-0x1f=on|off, kvm=on|off, kvm-msi-ext-dest-id=on|off, kvm-pv-enforce-cpuid=on|off, "
+         "and with kvm=on KVM's paravirtual features (each NAME=on|off, +NAME, -NAME): kvmclock, "
+         "kvmclock-stable-bit, kvm-nopiodelay, kvm-steal-time, kvm-pv-eoi, kvm-pv-unhalt, kvm-pv-tlb-flush, "
+         "kvm-pv-ipi, kvm-poll-control, kvm-pv-sched-yield, kvm-hint-dedicated";
 }
 
 std::vector<DroppedFeature> dropped_features(const CpuModelDef& model) {
@@ -563,14 +587,27 @@ CpuConfig parse_cpu(std::string_view arg) {
     for (const auto& m : models) known += fmt::format("{}{}", known.empty() ? "" : ", ", m.name);
     throw ConfigError(fmt::format("-cpu: unknown CPU model '{}' (known: {})", name, known));
   }
-  CpuConfig cfg{.model = *it, .pmu = it->pmu, .dropped_requests = {}, .warnings = {}, .arg = std::string(arg)};
+  CpuConfig cfg{.model = *it, .pmu = it->pmu, .kvm_pv = {}, .dropped_requests = {}, .warnings = {}, .arg = std::string(arg)};
   FlagRequests requests;
+  KvmPvRequests kvm;
   while (comma != std::string_view::npos) {
     rest.remove_prefix(comma + 1);
     comma = rest.find(',');
     std::string_view prop = rest.substr(0, comma);
     if (prop.empty()) throw ConfigError(fmt::format("-cpu: empty property in '{}'", arg));
-    apply_property(cfg, requests, prop);
+    apply_property(cfg, requests, kvm, prop);
+  }
+  // QEMU gives a KVM guest its kvm_default_props; topolab's kvm=on is that
+  // guest. Without it there is no KVM leaf to announce a feature in.
+  if (cfg.kvm_signature) cfg.kvm_pv = KvmPvSet::qemu_defaults();
+  for (size_t i = 0; i < kKvmPvFeatures; ++i) {
+    if (!kvm[i]) continue;
+    const KvmPvFeatureInfo& f = kvm_pv_features()[i];
+    if (*kvm[i] && !cfg.kvm_signature)
+      throw ConfigError(fmt::format("-cpu: {}=on needs kvm=on: KVM's paravirtual features are announced in its CPUID "
+                                    "leaf 0x40000001, which only the KVM signature brings",
+                                    f.name));
+    cfg.kvm_pv.set(f.feature, *kvm[i]);
   }
   if (cfg.enforce && !cfg.dropped_requests.empty())
     throw ConfigError(fmt::format("-cpu {},enforce: {}", it->name, cfg.dropped_requests.front()));

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "model/kvm_pv.h"
+
 namespace topolab {
 
 enum class CacheType { Data = 1, Instruction = 2, Unified = 3 };
@@ -183,6 +185,14 @@ struct CpuConfig {
   // brings up CPUs with APIC IDs past 255 in x2APIC mode without interrupt
   // remapping. On by default with kvm=on: topolab's I/O APIC is QEMU's.
   bool kvm_msi_ext_dest_id = true;
+  // KVM's paravirtual features (model/kvm_pv.h): with kvm=on QEMU's
+  // defaults for a KVM guest, as the kvm-* properties change them; without
+  // it none.
+  KvmPvSet kvm_pv;
+  // kvm-pv-enforce-cpuid (KVM_CAP_ENFORCE_PV_FEATURE_CPUID): KVM's MSRs and
+  // hypercalls work only where CPUID announces their feature. Off, as
+  // QEMU's default: a KVM host answers them all.
+  bool kvm_pv_enforce_cpuid = false;
   // Whether the I/O APIC honours the extended destination ID.
   bool offers_ext_dest_id() const { return kvm_signature && kvm_msi_ext_dest_id; }
   // Features asked for that the engine cannot execute, without enforce: not

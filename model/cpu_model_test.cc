@@ -341,5 +341,43 @@ TEST(Enforce, ExistingModelsNameWhatTheyKeepOut) {
   EXPECT_NE(e.find("popcnt (kept out of Skylake-Server as measured on Unicorn 2.0.1"), std::string::npos) << e;
 }
 
+// kvm=on is QEMU's KVM guest: its kvm_default_props, changed by the kvm-*
+// properties in any of QEMU's spellings; without kvm=on none is on, and
+// asking for one is refused, as is a feature QEMU has that topolab cannot give.
+TEST(KvmPv, QemuDefaultsWithKvmOnAndEachPropertyOverAThem) {
+  const CpuConfig kvm = parse_cpu("Skylake-Server,kvm=on");
+  for (const KvmPvFeatureInfo& f : kvm_pv_features())
+    EXPECT_EQ(kvm.kvm_pv.has(f.feature), f.qemu_default) << f.name;
+  EXPECT_TRUE(kvm.kvm_pv.has(KvmPvFeature::Clock));
+  EXPECT_FALSE(kvm.kvm_pv.has(KvmPvFeature::PvIpi));
+  EXPECT_FALSE(kvm.kvm_pv_enforce_cpuid);
+  EXPECT_FALSE(parse_cpu("Skylake-Server").kvm_pv.any());
+  EXPECT_FALSE(parse_cpu("Skylake-Server,kvm=off,kvm-pv-ipi=off").kvm_pv.any()) << "off needs no KVM leaf";
+  const CpuConfig pv = parse_cpu("Skylake-Server,kvm-pv-ipi=on,-kvmclock,+kvm-pv-unhalt,kvm-poll-control,kvm=on");
+  EXPECT_TRUE(pv.kvm_pv.has(KvmPvFeature::PvIpi)) << "kvm=on may come after the features";
+  EXPECT_TRUE(pv.kvm_pv.has(KvmPvFeature::PvUnhalt));
+  EXPECT_TRUE(pv.kvm_pv.has(KvmPvFeature::PollControl));
+  EXPECT_FALSE(pv.kvm_pv.has(KvmPvFeature::Clock));
+  EXPECT_TRUE(pv.kvm_pv.has(KvmPvFeature::StealTime));
+  EXPECT_TRUE(parse_cpu("Skylake-Server,kvm=on,kvm-pv-enforce-cpuid=on").kvm_pv_enforce_cpuid);
+  EXPECT_TRUE(parse_cpu("Skylake-Server,kvm=on,kvm-asyncpf=off,-kvm-asyncpf-int").kvm_pv == kvm.kvm_pv);
+
+  auto refusal = [](const char* cpu) {
+    try {
+      parse_cpu(cpu);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(refusal("Skylake-Server,kvm-pv-ipi=on").find("kvm-pv-ipi=on needs kvm=on"), std::string::npos);
+  EXPECT_NE(refusal("Skylake-Server,kvm=on,kvm-asyncpf=on").find("cannot give kvm-asyncpf: asynchronous page faults"),
+            std::string::npos);
+  EXPECT_NE(refusal("Skylake-Server,kvm=on,+kvm-mmu").find("cannot give kvm-mmu"), std::string::npos);
+  EXPECT_NE(refusal("Skylake-Server,kvm=on,kvm-pv-ipi=maybe").find("kvm-pv-ipi"), std::string::npos);
+  EXPECT_NE(refusal("Skylake-Server,kvm=on,kvm-pv-everything=on").find("unknown property 'kvm-pv-everything'"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace topolab

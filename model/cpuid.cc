@@ -72,7 +72,7 @@ constexpr uint32_t kLeaf7EcxOspke = 1u << 4;
 // The hypervisor range 0x40000000.. (Intel SDM: "reserved for software").
 constexpr uint32_t kHypervisorBase = 0x40000000;
 constexpr uint32_t kHypervisorMax = 0x40000001;
-constexpr uint32_t kKvmFeatureMsiExtDestId = 1u << 15;  // KVM_FEATURE_MSI_EXT_DEST_ID
+constexpr uint32_t kKvmFeatureMsiExtDestId = 1u << KVM_FEATURE_MSI_EXT_DEST_ID;
 constexpr uint32_t kExt1EcxTopoext = 1u << 22;
 constexpr uint32_t kExt1EcxSvm = 1u << 2;
 constexpr uint32_t kExt1EcxCmpLegacy = 1u << 1;
@@ -597,10 +597,14 @@ CpuidRegs CpuidModel::extA() const {
 
 CpuidRegs CpuidModel::hypervisor(uint32_t leaf) const {
   if (!cpu_.has(CpuFeature::Hypervisor)) return {};
-  // KVM's features (Documentation/virt/kvm/x86/cpuid.rst): of its
-  // paravirtual features only the extended destination ID, and no hints.
-  if (leaf == kHypervisorMax)
-    return cpu_.offers_ext_dest_id() ? CpuidRegs{kKvmFeatureMsiExtDestId, 0, 0, 0} : CpuidRegs{};
+  // KVM's features (Documentation/virt/kvm/x86/cpuid.rst): EAX the
+  // paravirtual features that are on and the extended destination ID, EDX
+  // the hints (KVM_HINTS_REALTIME). topolab's own leaves announce none.
+  if (leaf == kHypervisorMax) {
+    if (!cpu_.kvm_signature) return {};
+    return {cpu_.kvm_pv.cpuid_eax() | (cpu_.offers_ext_dest_id() ? kKvmFeatureMsiExtDestId : 0), 0, 0,
+            cpu_.kvm_pv.cpuid_edx()};
+  }
   if (leaf != kHypervisorBase) return {};
   // The hypervisor signature: guests that look for one find "topolab", or
   // with kvm=on KVM's "KVMKVMKVM\0\0\0".

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "model/cpuid.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -171,8 +173,9 @@ INSTANTIATE_TEST_SUITE_P(IssueConfigs, HwlocLegacyDecodes,
                                          Config{"12,sockets=2,cores=3,threads=2", "Skylake-Server"}),
                          config_name);
 
-// The hypervisor leaves: topolab's own signature, or KVM's with kvm=on (no
-// paravirtual features, no hints), and nothing without the hypervisor bit.
+// The hypervisor leaves: topolab's own signature, or KVM's with kvm=on
+// (QEMU's default paravirtual features, no hints), and nothing without the
+// hypervisor bit.
 TEST(HypervisorLeaves, TopolabOrKvmSignature) {
   auto signature = [](const CpuidRegs& r) {
     std::string s;
@@ -185,11 +188,36 @@ TEST(HypervisorLeaves, TopolabOrKvmSignature) {
   EXPECT_EQ(signature(own), std::string("topolab\0\0\0\0\0", 12));
   CpuidModel kvm = make("2", "Skylake-Server,kvm=on");
   EXPECT_EQ(signature(kvm.query(0, 0x40000000, 0)), std::string("KVMKVMKVM\0\0\0", 12));
-  // KVM_FEATURE_MSI_EXT_DEST_ID only, unless turned off; no hints.
-  EXPECT_EQ(kvm.query(0, 0x40000001, 0), (CpuidRegs{1u << 15, 0, 0, 0}));
-  EXPECT_EQ(make("2", "Skylake-Server,kvm=on,kvm-msi-ext-dest-id=off").query(0, 0x40000001, 0), CpuidRegs{});
+  // QEMU's kvm_default_props: CLOCKSOURCE (0), NOP_IO_DELAY (1),
+  // CLOCKSOURCE2 (3), STEAL_TIME (5), PV_EOI (6), CLOCKSOURCE_STABLE_BIT
+  // (24), and MSI_EXT_DEST_ID (15) unless turned off; no hints.
+  EXPECT_EQ(kvm.query(0, 0x40000001, 0), (CpuidRegs{0x0100806B, 0, 0, 0}));
+  EXPECT_EQ(make("2", "Skylake-Server,kvm=on,kvm-msi-ext-dest-id=off").query(0, 0x40000001, 0),
+            (CpuidRegs{0x0100006B, 0, 0, 0}));
+  EXPECT_EQ(make("2",
+                 "Skylake-Server,kvm=on,kvm-msi-ext-dest-id=off,kvmclock=off,kvmclock-stable-bit=off,"
+                 "kvm-nopiodelay=off,kvm-steal-time=off,-kvm-pv-eoi")
+                .query(0, 0x40000001, 0),
+            CpuidRegs{});
   EXPECT_EQ(make("2", "Skylake-Server").query(0, 0x40000001, 0), CpuidRegs{}) << "topolab's own leaves have none";
   EXPECT_EQ(make("2", "Skylake-Server,-hypervisor,kvm=on").query(0, 0x40000000, 0).ebx, 0u);
+}
+
+// Each kvm-* property sets its own bit (Documentation/virt/kvm/x86/cpuid.rst);
+// kvm-hint-dedicated is KVM_HINTS_REALTIME, EDX bit 0.
+TEST(HypervisorLeaves, EachKvmFeatureIsItsBit) {
+  auto leaf = [](std::string_view extra) {
+    return make("2", fmt::format("Skylake-Server,kvm=on,kvm-msi-ext-dest-id=off{}", extra).c_str()).query(0, 0x40000001, 0);
+  };
+  const uint32_t defaults = leaf("").eax;
+  EXPECT_EQ(leaf(",kvm-pv-unhalt=on").eax, defaults | 1u << 7);
+  EXPECT_EQ(leaf(",kvm-pv-tlb-flush=on").eax, defaults | 1u << 9);
+  EXPECT_EQ(leaf(",+kvm-pv-ipi").eax, defaults | 1u << 11);
+  EXPECT_EQ(leaf(",kvm-poll-control").eax, defaults | 1u << 12);
+  EXPECT_EQ(leaf(",kvm-pv-sched-yield=on").eax, defaults | 1u << 13);
+  EXPECT_EQ(leaf(",kvmclock=off").eax, defaults & ~(1u << 0 | 1u << 3));
+  EXPECT_EQ(leaf(",kvm-hint-dedicated=on"), (CpuidRegs{defaults, 0, 0, 1}));
+  EXPECT_EQ(leaf(",kvm-hint-dedicated=on,kvm-hint-dedicated=off").edx, 0u) << "the last one counts";
 }
 
 TEST(Leaf1, PowerOfTwoLogicalCountAndHtt) {

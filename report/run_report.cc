@@ -2,6 +2,7 @@
 #include "report/run_report.h"
 
 #include "report/cpuid_report.h"
+#include "devices/kvm_hypercall.h"
 #include "base/text_buffer.h"
 
 #include <algorithm>
@@ -75,6 +76,9 @@ nlohmann::ordered_json vcpu_json(const VcpuStats& s) {
   v["exits"] = exits;
   put_counters(v, s, "exit_ns", "host_mwait_ns");
   v["system_instructions"] = system;
+  ordered_json calls = ordered_json::object();
+  for (auto [nr, n] : s.hypercalls) calls[kvm_hypercall_name(nr)] = n;
+  v["hypercalls"] = calls;
   v["host_busy_ns"] = s.host_busy_ns();
   return v;
 }

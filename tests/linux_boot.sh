@@ -13,6 +13,9 @@
 #       protocol with -m 16G (RAM above 4 GiB) in two NUMA nodes; the e820
 #       map, Linux's present pages and MemTotal match -m, and linux_check
 #       holds the topology, the nodes and the IPIs to topolab's
+#   linux_boot.sh TOPOLAB OUT kvm-pv      boot by PVH on 4 vCPUs with every KVM
+#       paravirtual feature; Linux's lines for each, its clocksource
+#       (kvm-clock), linux_check, and the report's hypercalls
 #   linux_boot.sh TOPOLAB OUT same A B    the two boots gave the same bytes
 #   linux_boot.sh TOPOLAB OUT bad-input   one-line refusals of broken input
 #
@@ -90,6 +93,53 @@ case $mode in
     python3 "$top/tools/linux_check.py" --console "$out/high-ram.console" --expect "$out/high-ram.expected" \
       --report "$out/high-ram.json"
     ;;
+  kvm-pv)
+    # KVM's paravirtual interface with every feature on (docs/kvm_pv.md),
+    # 4 vCPUs so that Linux sends multicast IPIs, booted by PVH. A wrapper
+    # init prints the clocksource Linux chose and goes on to /init.
+    flock "$dir/.lock" true
+    "$top/tools/linux_guest.sh" >/dev/null
+    printf '%s\n' '#!/bin/sh' 'mount -t sysfs sysfs /sys' \
+      'echo "topolab-clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"' \
+      'umount /sys' 'exec /init' >"$out/pvinit"
+    python3 "$top/tools/make_initramfs.py" --file /topolab-pvinit="$out/pvinit" --mode /topolab-pvinit=0755 \
+      -o "$out/pvinit.cpio"
+    cat "$initrd" "$out/pvinit.cpio" >"$out/kvm-pv-initramfs.cpio"
+    pv=(--smp 4 --cpu "$cpu,+x2apic,kvm=on,kvm-pv-ipi=on,kvm-pv-unhalt=on,kvm-pv-tlb-flush=on,kvm-pv-sched-yield=on,kvm-poll-control=on")
+    status=0
+    "$topolab" run "$dir/vmlinux" --initrd "$out/kvm-pv-initramfs.cpio" -m 512 "${pv[@]}" \
+      --append "$append rdinit=/topolab-pvinit" --time-limit 30 --report json --report-file "$out/kvm-pv.json" \
+      >"$out/kvm-pv.console" 2>"$out/kvm-pv.stderr" || status=$?
+    if [ "$status" != 0 ]; then
+      echo "FAIL: topolab exited with $status"; tail -20 "$out/kvm-pv.console"; cat "$out/kvm-pv.stderr"; exit 1
+    fi
+    grep -q "powered the machine off (ACPI S5" "$out/kvm-pv.stderr" || { echo "FAIL: no ACPI power-off"; exit 1; }
+    # What Linux 6.1 prints as it takes up each feature (arch/x86/kernel/kvm.c, kvmclock.c).
+    for line in "kvm-clock: Using msrs 4b564d01 and 4b564d00" "kvm-guest: KVM setup pv remote TLB flush" \
+      "kvm-guest: setup PV sched yield" "kvm-guest: PV spinlocks enabled" "kvm-guest: setup PV IPIs" \
+      "clocksource: Switched to clocksource kvm-clock" "^topolab-clocksource kvm-clock"; do
+      grep -q -- "$line" "$out/kvm-pv.console" || { echo "FAIL: the guest did not print '$line'"; exit 1; }
+    done
+    "$topolab" cpuid -m 512 "${pv[@]}" --format linux >"$out/kvm-pv.expected"
+    python3 "$top/tools/linux_check.py" --console "$out/kvm-pv.console" --expect "$out/kvm-pv.expected" \
+      --report "$out/kvm-pv.json"
+    # The report's hypercalls: each one exit, PV IPIs among them, and no
+    # more kick wakeups than kicks.
+    python3 - "$out/kvm-pv.json" <<'PY'
+import json, sys
+vcpus = json.load(open(sys.argv[1]))["vcpus"]
+calls = {}
+for v in vcpus:
+    assert v["exits"]["hypercall"] == sum(v["hypercalls"].values()), v["index"]
+    for name, n in v["hypercalls"].items():
+        calls[name] = calls.get(name, 0) + n
+assert set(calls) <= {"send_ipi", "kick_cpu", "sched_yield"}, calls
+assert calls.get("send_ipi", 0) > 0, f"no PV IPI: {calls}"
+kicked = sum(v["wakes"]["pv-kick"] for v in vcpus)
+assert kicked <= calls.get("kick_cpu", 0), (kicked, calls)
+print(f"ok: hypercalls {calls}, {kicked} vCPU(s) woken by a kick")
+PY
+    ;;
   same)
     for ext in console json; do
       cmp "$out/$4.$ext" "$out/$5.$ext" || { echo "FAIL: the two boots' $ext differ"; exit 1; }
@@ -122,5 +172,5 @@ case $mode in
     expect_error 125 "Linux takes at most 2047" "$dir/vmlinux" --append "$(printf 'x%.0s' $(seq 2100))"
     expect_error 125 "takes one -initrd file" "$dir/vmlinux" --initrd "$initrd,$initrd"
     ;;
-  *) echo "usage: linux_boot.sh TOPOLAB OUT boot NAME [vmlinuz|vmlinux] | high-ram | same A B | bad-input" >&2; exit 2 ;;
+  *) echo "usage: linux_boot.sh TOPOLAB OUT boot NAME [vmlinuz|vmlinux] | high-ram | kvm-pv | same A B | bad-input" >&2; exit 2 ;;
 esac

@@ -38,7 +38,8 @@ assert [v["apic_id"] for v in r["vcpus"]] == [0, 1, 2, 3]
 assert r["instructions"] == sum(v["instructions"] for v in r["vcpus"]) > 0
 for v in r["vcpus"]:
     assert set(v["ipis_sent"]) == {"fixed", "lowest-priority", "smi", "nmi", "init", "startup", "extint"}
-    assert set(v["wakes"]) == {"interrupt", "timer", "nmi", "init", "sipi", "mwait-store"}
+    assert set(v["wakes"]) == {"interrupt", "timer", "nmi", "init", "sipi", "mwait-store", "pv-kick"}
+    assert v["hypercalls"] == {}
 PY
 "$topolab" run "$images/cpuid_dump.elf" --info-lapic >/dev/null 2>"$tmp/lapic"
 grep -q 'SPURIOUS_VECTOR\|SVR' "$tmp/lapic" || fail "--info-lapic printed no APIC registers"
