@@ -139,8 +139,20 @@ void MachineCpu::wake(uint64_t event_ns, WakeCause cause) {
         platform_.cost,
         {.halted_since_ns = halted_since_, .in_mwait = in_mwait_, .host_polls = kvm_msrs_.host_may_poll()}, event_ns);
     VcpuStats& s = platform_.stats.vcpu(index_);
-    if (r.poll == HaltPoll::Hit) ++s.halt_poll_hits;
-    if (r.poll == HaltPoll::Miss) ++s.halt_poll_misses;
+    if (r.poll == HaltPoll::Hit) {
+      ++s.halt_poll_hits;
+      s.halt_poll_success_ns += r.resume_ns - halted_since_;
+    }
+    if (r.poll == HaltPoll::Miss) {
+      ++s.halt_poll_misses;
+      s.halt_poll_fail_ns += platform_.cost.halt_poll_ns;
+    }
+    // KVM's halt_wakeup and halt_wait_ns: the host blocked the vCPU (after
+    // polling in vain, or without polling) and woke it.
+    if (!in_mwait_ && r.poll != HaltPoll::Hit && r.resume_ns > halted_since_) {
+      ++s.halt_wakeups;
+      s.halt_wait_ns += r.resume_ns - halted_since_ - (r.poll == HaltPoll::Miss ? platform_.cost.halt_poll_ns : 0);
+    }
     if (r.poll_busy_ns) poll_busy_ns_ = *r.poll_busy_ns;
     catch_up(r.resume_ns);
     accrue_idle(now());

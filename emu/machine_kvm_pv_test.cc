@@ -163,12 +163,21 @@ TEST(MachineKvmPv, PollControlSwitchesTheHostsPollingOff) {
              {write_msr(kMsrKvmPollControl, guest_polls ? 0 : 1), enable_apic_and_halt(), guest_exit(1)}},
             "halt_poll_ns=200000", true, with_cpu("Skylake-Server,kvm=on,kvm-poll-control=on"));
     EXPECT_EQ(rig.machine->run().outcome, RunResult::Outcome::GuestExit);
-    return std::pair{rig.stats(1).halt_poll_hits, rig.stats(1).host_poll_ns};
+    return rig.stats(1);
   };
-  const auto [hits, poll_ns] = run(false);
-  EXPECT_EQ(hits, 1u);
-  EXPECT_GT(poll_ns, 0u);
-  EXPECT_EQ(run(true), (std::pair<uint64_t, uint64_t>{0, 0}));
+  const VcpuStats host_polls = run(false);
+  EXPECT_EQ(host_polls.halt_poll_hits, 1u);
+  EXPECT_GT(host_polls.host_poll_ns, 0u);
+  // KVM's names: the poll caught the wakeup, so the host never blocked.
+  EXPECT_EQ(host_polls.halt_poll_success_ns, host_polls.host_poll_ns);
+  EXPECT_EQ(host_polls.halt_wakeups, 0u);
+  EXPECT_EQ(host_polls.halt_wait_ns, 0u);
+  const VcpuStats guest_polls = run(true);
+  EXPECT_EQ(guest_polls.halt_poll_hits + guest_polls.halt_poll_misses, 0u);
+  EXPECT_EQ(guest_polls.host_poll_ns, 0u);
+  EXPECT_EQ(guest_polls.halt_wakeups, 1u) << "blocked at once, woken by the IPI";
+  EXPECT_GT(guest_polls.halt_wait_ns, 0u);
+  EXPECT_EQ(guest_polls.halt_poll_success_ns + guest_polls.halt_poll_fail_ns, 0u);
 }
 
 // kvm-pv-enforce-cpuid=on: an MSR or hypercall whose feature CPUID does

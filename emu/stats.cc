@@ -80,6 +80,10 @@ std::span<const ScalarCounter> scalar_counters() {
       {"halt_poll_misses", &VcpuStats::halt_poll_misses},
       {"host_poll_ns", &VcpuStats::host_poll_ns},
       {"host_mwait_ns", &VcpuStats::host_mwait_ns},
+      {"halt_poll_success_ns", &VcpuStats::halt_poll_success_ns},
+      {"halt_poll_fail_ns", &VcpuStats::halt_poll_fail_ns},
+      {"halt_wait_ns", &VcpuStats::halt_wait_ns},
+      {"halt_wakeups", &VcpuStats::halt_wakeups},
   };
   return kCounters;
 }

@@ -72,6 +72,13 @@ struct VcpuStats {
   uint64_t halt_poll_misses = 0;  // the host gave up polling and blocked
   uint64_t host_poll_ns = 0;
   uint64_t host_mwait_ns = 0;
+  // KVM's own halt statistics (its debugfs names, report "kvm"), booked
+  // at each wakeup from HLT: the host time polling that caught the
+  // wakeup, polling in vain, and blocked; and the blocked wakeups.
+  uint64_t halt_poll_success_ns = 0;
+  uint64_t halt_poll_fail_ns = 0;
+  uint64_t halt_wait_ns = 0;
+  uint64_t halt_wakeups = 0;
 
   uint64_t total_sent() const;
   uint64_t total_received() const;
@@ -88,6 +95,7 @@ struct VcpuStats {
     ar(pauses, monitor_arms, mwait_entries, mwait_hints, ple_exits, skipped_ns, open_bus_reads, open_bus_writes);
     ar(system_instructions, hypercalls);
     ar(run_ns, exits, exit_ns, halt_poll_hits, halt_poll_misses, host_poll_ns, host_mwait_ns);
+    ar(halt_poll_success_ns, halt_poll_fail_ns, halt_wait_ns, halt_wakeups);
   }
 };
 

@@ -37,6 +37,29 @@ void put_counters(nlohmann::ordered_json& v, const VcpuStats& s, std::string_vie
   }
 }
 
+uint64_t sum_of(const std::map<uint64_t, uint64_t>& counts) {
+  uint64_t n = 0;
+  for (const auto& [key, count] : counts) n += count;
+  return n;
+}
+
+// The counters KVM keeps per vCPU under its own names (its debugfs files,
+// /sys/kernel/debug/kvm/*), so that a report can be held against a host's.
+nlohmann::ordered_json kvm_stats_json(const VcpuStats& s) {
+  nlohmann::ordered_json k;
+  k["exits"] = s.total_exits();
+  k["halt_exits"] = hlt_exits(s);
+  k["halt_attempted_poll"] = s.halt_poll_hits + s.halt_poll_misses;
+  k["halt_successful_poll"] = s.halt_poll_hits;
+  k["halt_poll_invalid"] = 0;  // a poll ended by a wakeup that does not wake: none here
+  k["halt_wakeup"] = s.halt_wakeups;
+  k["halt_poll_success_ns"] = s.halt_poll_success_ns;
+  k["halt_poll_fail_ns"] = s.halt_poll_fail_ns;
+  k["halt_wait_ns"] = s.halt_wait_ns;
+  k["hypercalls"] = sum_of(s.hypercalls);
+  return k;
+}
+
 nlohmann::ordered_json vcpu_json(const VcpuStats& s) {
   using nlohmann::ordered_json;
   ordered_json v;
@@ -79,6 +102,7 @@ nlohmann::ordered_json vcpu_json(const VcpuStats& s) {
   ordered_json calls = ordered_json::object();
   for (auto [nr, n] : s.hypercalls) calls[kvm_hypercall_name(nr)] = n;
   v["hypercalls"] = calls;
+  v["kvm"] = kvm_stats_json(s);
   v["host_busy_ns"] = s.host_busy_ns();
   return v;
 }

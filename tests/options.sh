@@ -40,6 +40,10 @@ for v in r["vcpus"]:
     assert set(v["ipis_sent"]) == {"fixed", "lowest-priority", "smi", "nmi", "init", "startup", "extint"}
     assert set(v["wakes"]) == {"interrupt", "timer", "nmi", "init", "sipi", "mwait-store", "pv-kick"}
     assert v["hypercalls"] == {}
+    assert list(v["kvm"]) == ["exits", "halt_exits", "halt_attempted_poll", "halt_successful_poll",
+                              "halt_poll_invalid", "halt_wakeup", "halt_poll_success_ns", "halt_poll_fail_ns",
+                              "halt_wait_ns", "hypercalls"]
+    assert v["kvm"]["exits"] == sum(v["exits"].values()) and v["kvm"]["halt_exits"] == v["exits"]["hlt"]
 PY
 "$topolab" run "$images/cpuid_dump.elf" --info-lapic >/dev/null 2>"$tmp/lapic"
 grep -q 'SPURIOUS_VECTOR\|SVR' "$tmp/lapic" || fail "--info-lapic printed no APIC registers"
