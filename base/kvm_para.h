@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // KVM's paravirtual ABI as a guest sees it (include/uapi/asm/kvm_para.h,
-// Documentation/virt/kvm/x86/cpuid.rst and msr.rst): the feature bits of
-// CPUID 0x40000001 and the MSRs they bring. One spelling for the CPUID
-// model (model/kvm_pv.h) and the host's MSRs (devices/kvm_pv_msrs.h).
+// Documentation/virt/kvm/x86/cpuid.rst, msr.rst and hypercalls.rst): the
+// feature bits of CPUID 0x40000001, the MSRs they bring and the hypercall
+// numbers. One spelling for the CPUID model (model/kvm_pv.h), the host's
+// MSRs (devices/kvm_pv_msrs.h) and its hypercalls (devices/kvm_hypercall.h).
 #pragma once
 
 #include <cstdint>
@@ -38,5 +39,14 @@ inline constexpr uint32_t kMsrKvmStealTime = 0x4B564D03;
 inline constexpr uint32_t kMsrKvmPvEoiEn = 0x4B564D04;
 inline constexpr uint32_t kMsrKvmPollControl = 0x4B564D05;
 inline constexpr uint64_t KVM_MSR_ENABLED = 1;  // bit 0 of the system time, steal time and PV EOI MSRs
+
+// Hypercall numbers (include/uapi/linux/kvm_para.h).
+inline constexpr uint64_t KVM_HC_VAPIC_POLL_IRQ = 1;
+inline constexpr uint64_t KVM_HC_KICK_CPU = 5;
+inline constexpr uint64_t KVM_HC_SEND_IPI = 10;
+inline constexpr uint64_t KVM_HC_SCHED_YIELD = 11;
+// Error returns (include/uapi/linux/kvm_para.h).
+inline constexpr int64_t KVM_ENOSYS = 1000;
+inline constexpr int64_t KVM_EPERM = 1;  // EPERM
 
 }  // namespace topolab

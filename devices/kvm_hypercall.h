@@ -20,15 +20,6 @@
 
 namespace topolab {
 
-// Hypercall numbers (include/uapi/linux/kvm_para.h).
-inline constexpr uint64_t KVM_HC_VAPIC_POLL_IRQ = 1;
-inline constexpr uint64_t KVM_HC_KICK_CPU = 5;
-inline constexpr uint64_t KVM_HC_SEND_IPI = 10;
-inline constexpr uint64_t KVM_HC_SCHED_YIELD = 11;
-// Error returns (include/uapi/linux/kvm_para.h).
-inline constexpr int64_t KVM_ENOSYS = 1000;
-inline constexpr int64_t KVM_EPERM = 1;  // EPERM
-
 struct KvmHypercall {
   uint64_t nr = 0;
   uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
