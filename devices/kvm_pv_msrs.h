@@ -60,6 +60,7 @@ class KvmPvMsrs {
   // kvm_arch_no_poll); the guest's haltpoll driver clears it.
   bool host_may_poll() const { return poll_control_ & 1; }
   bool stable_clock() const { return host_.offers(KVM_FEATURE_CLOCKSOURCE_STABLE_BIT); }
+  const KvmPvHost& host() const { return host_; }
 
   template <class Archive>
   void serialize(Archive& ar) {

@@ -435,11 +435,8 @@ std::optional<int64_t> MachineCpu::hypercall(const KvmHypercall& call) {
   charge_exit(ExitKind::Hypercall);
   const uint64_t at = now();
   const Topology& topology = platform_.topology;
-  const CpuConfig& cpu = platform_.cpuid.cpu();
-  const KvmPvHost host{.present = cpu.kvm_signature, .enforce = cpu.kvm_pv_enforce_cpuid,
-                       .features = cpu.kvm_pv.cpuid_eax()};
   KvmHypercallResult result =
-      kvm_hypercall(call, host, [&](uint32_t id) { return topology.index_of_apic_id(id).has_value(); });
+      kvm_hypercall(call, kvm_msrs_.host(), [&](uint32_t id) { return topology.index_of_apic_id(id).has_value(); });
   ++platform_.stats.vcpu(index_).hypercalls[call.long_mode ? call.nr : static_cast<uint32_t>(call.nr)];
   for (ApicMessage& message : result.ipis) {
     message.source_id = apic_.id();
