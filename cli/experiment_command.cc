@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "cli/experiment_command.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <stdexcept>
@@ -146,6 +147,24 @@ void add_workload_options(CLI::App* experiment_cmd, ExperimentCli& experiment) {
                    "l3-cache only)")
       ->check(CLI::IsMember(std::vector<std::string>{guest_name(Guest::Sched), guest_name(Guest::Linux)}))
       ->default_str(guest_name(Guest::Sched));
+  experiment_cmd
+      ->add_option_function<std::vector<std::string>>(
+          "--pv",
+          [&experiment](const std::vector<std::string>& names) {
+            experiment.options.pv.clear();
+            for (const std::string& name : names) {
+              const PvSetting pv = *pv_named(name);
+              if (std::find(experiment.options.pv.begin(), experiment.options.pv.end(), pv) != experiment.options.pv.end())
+                throw CLI::ValidationError("--pv", fmt::format("{} is given twice", name));
+              experiment.options.pv.push_back(pv);
+            }
+          },
+          "with --guest linux: KVM's paravirtual features, each machine once per item: off (none: the default), "
+          "qemu (QEMU's defaults for a KVM guest), all (PV IPIs, spinlocks, TLB flush, sched yield and poll "
+          "control too); e.g. --pv off,qemu,all")
+      ->delimiter(',')
+      ->check(CLI::IsMember(std::vector<std::string>{pv_name(PvSetting::Off), pv_name(PvSetting::Qemu),
+                                                     pv_name(PvSetting::All)}));
   experiment_cmd->add_option("--linux", experiment.options.linux_dir,
                              "the Linux guest's directory, as linux_guest.sh fills it (default: .deps/linux of "
                              "the checkout topolab was built in; installed, ~/.cache/topolab/linux or "
@@ -188,6 +207,8 @@ int run_experiment(ExperimentCli& cli, const DataPaths& data) {
   o.cost = CostModel::parse(cli.cost_spec, CostModel::defaults());
   if (o.sched_image.empty()) o.sched_image = (data.images / "sched.elf").string();
   if (o.guest == Guest::Linux) check_linux_guest(o, data);
+  if (o.guest != Guest::Linux && o.pv != std::vector<PvSetting>{PvSetting::Off})
+    throw ConfigError("--pv: only the Linux guest (--guest linux) takes up KVM's paravirtual features");
   const std::vector<ExperimentCase> cases = experiment_cases(o);
   if (cli.list_cases) {
     fmt::print("{}", format_case_list(cases));

@@ -113,6 +113,24 @@ const char* guest_name(Guest guest) { return guest == Guest::Linux ? "linux" : "
 
 const char* kernel_name(WakeList wake_list) { return wake_list == WakeList::Cal ? "6.x" : "2016"; }
 
+const char* pv_name(PvSetting pv) {
+  switch (pv) {
+    case PvSetting::Off: return "off";
+    case PvSetting::Qemu: return "qemu";
+    case PvSetting::All: return "all";
+  }
+  return "?";
+}
+
+std::string pv_cpu_properties(PvSetting pv) {
+  switch (pv) {
+    case PvSetting::Off: return kvm_pv_defaults_off();
+    case PvSetting::Qemu: return "";
+    case PvSetting::All: return ",kvm-pv-ipi=on,kvm-pv-unhalt=on,kvm-pv-tlb-flush=on,kvm-pv-sched-yield=on,kvm-poll-control=on";
+  }
+  return "";
+}
+
 namespace {
 
 // The one of `values` that `name_of` calls `name`: the names are spelled
@@ -132,6 +150,10 @@ std::optional<Guest> guest_named(std::string_view name) {
 
 std::optional<WakeList> wake_list_named(std::string_view name) {
   return value_named(name, {WakeList::Res, WakeList::Cal}, kernel_name);
+}
+
+std::optional<PvSetting> pv_named(std::string_view name) {
+  return value_named(name, {PvSetting::Off, PvSetting::Qemu, PvSetting::All}, pv_name);
 }
 
 std::string describe_case(const ExperimentCase& c) {
@@ -202,6 +224,9 @@ std::vector<CaseMeasurement> combine_repeats(const std::vector<CaseMeasurement>&
     c.hlt_exits += r.hlt_exits;
     c.halt_poll_hits += r.halt_poll_hits;
     c.mwait_wakes += r.mwait_wakes;
+    c.exits += r.exits;
+    c.send_exits += r.send_exits;
+    c.ipis_received += r.ipis_received;
     c.window_min_ns = std::min(c.window_min_ns, r.window_ns);
     c.window_max_ns = std::max(c.window_max_ns, r.window_ns);
     c.ipi_rate_min = std::min(c.ipi_rate_min, rate);
@@ -255,6 +280,9 @@ nlohmann::ordered_json case_json(const CaseMeasurement& r, bool combined) {
   c["hlt_per_s"] = r.per_second(r.hlt_exits);
   c["halt_poll_hits"] = r.halt_poll_hits;
   c["mwait_store_wakes"] = r.mwait_wakes;
+  c["exits"] = r.exits;
+  c["send_exits"] = r.send_exits;
+  c["ipis_received"] = r.ipis_received;
   c["host_cpu_percent"] = r.host_cpu_percent;
   nlohmann::ordered_json sched = nlohmann::ordered_json::object();
   for (const auto& [k, v] : r.sched) sched[k] = v;
@@ -275,6 +303,11 @@ nlohmann::ordered_json recorded_options_json(const ExperimentOptions& o) {
   j["scale_percent"] = o.scale_percent;
   j["spin_skip"] = o.spin_skip;
   if (o.guest != Guest::Sched) j["guest"] = guest_name(o.guest);  // the sched guest's JSON stays as it was
+  if (o.pv != std::vector<PvSetting>{PvSetting::Off}) {
+    std::string pv;
+    for (PvSetting p : o.pv) pv += (pv.empty() ? "" : ",") + std::string(pv_name(p));
+    j["pv"] = pv;  // as --pv takes it; absent for off, so earlier results read the same
+  }
   return j;
 }
 

@@ -37,6 +37,17 @@ enum class WakeList { Res, Cal };
 const char* kernel_name(WakeList wake_list);  // "2016", "6.x": what --kernel takes
 std::optional<WakeList> wake_list_named(std::string_view name);
 
+// KVM's paravirtual features a Linux guest's machine offers (docs/kvm_pv.md):
+// none beyond the signature, QEMU's defaults for a KVM guest (kvmclock,
+// steal time, PV EOI, no PIO delay), or every feature topolab's host has
+// (QEMU's defaults with PV IPIs, PV spinlocks, PV TLB flush, PV sched
+// yield and poll control).
+enum class PvSetting { Off, Qemu, All };
+const char* pv_name(PvSetting pv);  // "off", "qemu", "all": what --pv takes
+std::optional<PvSetting> pv_named(std::string_view name);
+// The -cpu properties after kvm=on that give `pv`.
+std::string pv_cpu_properties(PvSetting pv);
+
 // One machine of an experiment.
 struct ExperimentCase {
   std::string workload;  // messaging, pipe, ctxsw
@@ -66,6 +77,11 @@ struct CaseMeasurement {
   uint64_t hlt_exits = 0;
   uint64_t halt_poll_hits = 0;
   uint64_t mwait_wakes = 0;  // MWAITs ended by a store
+  // Every exit, the exits that sent IPIs (ICR writes and hypercalls: one
+  // PV IPI hypercall carries a whole multicast), and the IPIs received.
+  uint64_t exits = 0;
+  uint64_t send_exits = 0;
+  uint64_t ipis_received = 0;
   unsigned vcpus = 0;
   double host_cpu_percent = 0;
 
@@ -92,6 +108,8 @@ struct ExperimentOptions {
   unsigned jobs = 2;            // machines run side by side
   unsigned scale_percent = 100; // workload size (tests run them small)
   bool spin_skip = true;        // MachineConfig::spin_skip
+  // --pv: the Linux guest's machines, once per setting.
+  std::vector<PvSetting> pv{PvSetting::Off};
   CostModel cost = CostModel::defaults();
 };
 

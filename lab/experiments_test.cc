@@ -154,7 +154,60 @@ TEST(ExperimentOptions, GuestAndKernelAreRecordedByTheirCommandLineNames) {
   EXPECT_EQ(recorded_options_json(o)["guest"], "linux");
 }
 
+// --pv: each Linux machine once per setting, named apart (off keeps the
+// name, so the default run's tables stay as they were), each with its -cpu
+// properties; recorded only when not off.
+TEST(ExperimentCases, PvRunsEachLinuxMachineOncePerSetting) {
+  ExperimentOptions o;
+  o.name = "l3-cache";
+  o.guest = Guest::Linux;
+  o.linux_dir = "linux";
+  o.repeats = 1;
+  const auto plain = experiment_cases(o);
+  ASSERT_EQ(plain.size(), 12u);
+  EXPECT_NE(plain[0].config.cpu.arg.find(",kvm=on,-kvmclock"), std::string::npos) << plain[0].config.cpu.arg;
+  EXPECT_FALSE(plain[0].config.cpu.kvm_pv.any());
+  EXPECT_FALSE(recorded_options_json(o).contains("pv"));
+  o.pv = {PvSetting::Off, PvSetting::Qemu, PvSetting::All};
+  const auto cases = experiment_cases(o);
+  ASSERT_EQ(cases.size(), 36u);
+  EXPECT_EQ(cases[0].topology, plain[0].topology);
+  EXPECT_EQ(cases[2].topology, plain[0].topology + ", KVM PV: QEMU's");
+  EXPECT_EQ(cases[4].topology, plain[0].topology + ", KVM PV: all");
+  EXPECT_EQ(cases[2].setting, "l3-cache=off");
+  EXPECT_EQ(cases[3].setting, "l3-cache=on");
+  EXPECT_TRUE(cases[2].config.cpu.kvm_pv == KvmPvSet::qemu_defaults());
+  EXPECT_TRUE(cases[4].config.cpu.kvm_pv.has(KvmPvFeature::PvIpi));
+  EXPECT_TRUE(cases[4].config.cpu.kvm_pv.has(KvmPvFeature::PvUnhalt));
+  EXPECT_TRUE(cases[4].config.cpu.kvm_pv.has(KvmPvFeature::PollControl));
+  EXPECT_FALSE(cases[4].config.cpu.kvm_pv.has(KvmPvFeature::HintDedicated));
+  EXPECT_EQ(recorded_options_json(o)["pv"], "off,qemu,all");
+}
+
+// A --pv run's table: the IPIs, the exits that sent them and every exit.
+TEST(ExperimentTables, PvShowsIpisBesideTheExitsThatSentThem) {
+  ExperimentOptions o;
+  o.name = "l3-cache";
+  o.guest = Guest::Linux;
+  o.pv = {PvSetting::All};
+  std::vector<CaseMeasurement> results = {measured("messaging", "l3-cache=off", 560, 1'000'000),
+                                          measured("messaging", "l3-cache=on", 40, 1'000'000)};
+  results[0].ipis_received = 900;
+  results[0].send_exits = 300;
+  results[1].ipis_received = 100;
+  results[1].send_exits = 100;
+  const std::string text = format_experiment_tables(o, results);
+  EXPECT_NE(text.find("send exits/s"), std::string::npos) << text;
+  EXPECT_NE(text.find("900.0K"), std::string::npos) << text;
+  EXPECT_NE(text.find("300.0K"), std::string::npos) << text;
+  EXPECT_NE(text.find("-67%"), std::string::npos) << text;
+  EXPECT_NE(text.find("one hypercall carries a whole multicast"), std::string::npos);
+  EXPECT_NE(format_experiment_json(o, results).find("\"send_exits\": 300"), std::string::npos);
+}
+
 TEST(ExperimentOptions, NamesReadBackToTheirValues) {
+  for (PvSetting p : {PvSetting::Off, PvSetting::Qemu, PvSetting::All}) EXPECT_EQ(pv_named(pv_name(p)), p);
+  EXPECT_FALSE(pv_named("some"));
   for (Guest g : {Guest::Sched, Guest::Linux}) EXPECT_EQ(guest_named(guest_name(g)), g);
   for (WakeList w : {WakeList::Res, WakeList::Cal}) EXPECT_EQ(wake_list_named(kernel_name(w)), w);
   EXPECT_FALSE(guest_named("windows"));

@@ -61,6 +61,9 @@ void fill_window_counts(const MeasureWindow& w, CaseMeasurement& m, bool taken) 
     m.hlt_exits += s.exits[static_cast<size_t>(ExitKind::Hlt)];
     m.halt_poll_hits += s.halt_poll_hits;
     m.mwait_wakes += s.wakes[static_cast<size_t>(WakeCause::MwaitStore)];
+    m.exits += s.total_exits();
+    m.send_exits += s.exits[static_cast<size_t>(ExitKind::Icr)] + s.exits[static_cast<size_t>(ExitKind::Hypercall)];
+    m.ipis_received += s.total_received();
   }
   m.host_cpu_percent = host_cpu_percent(w.stats, m.window_ns);
 }

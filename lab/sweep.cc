@@ -53,6 +53,9 @@ constexpr std::pair<const char*, uint64_t CaseMeasurement::*> kCounts[] = {
     {"cal_ipis", &CaseMeasurement::cal_ipis},
     {"hlt_exits", &CaseMeasurement::hlt_exits},
     {"halt_poll_hits", &CaseMeasurement::halt_poll_hits},
+    {"exits", &CaseMeasurement::exits},
+    {"send_exits", &CaseMeasurement::send_exits},
+    {"ipis_received", &CaseMeasurement::ipis_received},
     {"mwait_store_wakes", &CaseMeasurement::mwait_wakes},
 };
 constexpr std::pair<const char*, unsigned CaseMeasurement::*> kSmallCounts[] = {
@@ -148,6 +151,12 @@ void check_options(const CaseFileReader& file, const ordered_json& recorded, con
   const ordered_json expected = options_json(options);
   const std::string experiment = file.text(recorded, "experiment");
   if (experiment != options.name) file.fail(fmt::format("a case of experiment {}, not {}", experiment, options.name));
+  // --pv is recorded only when it is not off.
+  const std::string ran_pv = recorded.contains("pv") ? option_text(recorded["pv"]) : "off";
+  const std::string here_pv = expected.contains("pv") ? option_text(expected["pv"]) : "off";
+  if (ran_pv != here_pv)
+    file.fail(fmt::format("run with --pv {}, this merge has --pv {} (merge with the options of the runs)", ran_pv,
+                          here_pv));
   for (const RecordedOption& o : kRecordedOptions) {
     const ordered_json& got = file.at(recorded, o.key);
     if (got == expected[o.key]) continue;
