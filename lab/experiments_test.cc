@@ -69,6 +69,35 @@ TEST(ExperimentCases, HaltPollVariesOnlyThePolling) {
   for (const auto& c : cases) EXPECT_EQ(c.config.cost.hlt_exit_ns, o.cost.hlt_exit_ns);
 }
 
+// On Linux: topolab-ctxsw under QEMU's KVM guest; guest polling is the
+// haltpoll cpuidle driver (KVM_HINTS_REALTIME and poll control), the host's
+// polling the cost model's, idle=poll the kernel's option, MWAIT offered.
+TEST(ExperimentCases, HaltPollOnLinuxVariesTheIdleAndThePolling) {
+  ExperimentOptions o;
+  o.name = "halt-poll";
+  o.guest = Guest::Linux;
+  o.linux_dir = "linux";
+  o.repeats = 1;
+  const auto cases = experiment_cases(o);
+  ASSERT_EQ(cases.size(), 8u);
+  for (const auto& c : cases) {
+    EXPECT_EQ(c.guest, Guest::Linux);
+    EXPECT_NE(c.config.append.find("topolab.bench=ctxsw:2000"), std::string::npos) << c.config.append;
+    EXPECT_EQ(c.config.topology.cpus(), 10u);
+    EXPECT_TRUE(c.config.cpu.kvm_pv.has(KvmPvFeature::Clock)) << "QEMU's KVM guest";
+  }
+  EXPECT_EQ(cases[0].setting, "no polling");
+  EXPECT_EQ(cases[0].config.cost.halt_poll_ns, 0u);
+  EXPECT_TRUE(cases[1].config.cpu.kvm_pv.has(KvmPvFeature::HintDedicated));
+  EXPECT_TRUE(cases[1].config.cpu.kvm_pv.has(KvmPvFeature::PollControl));
+  EXPECT_EQ(cases[1].config.cost.halt_poll_ns, 200000u) << "KVM's default, until the guest turns it off";
+  EXPECT_FALSE(cases[2].config.cpu.kvm_pv.has(KvmPvFeature::HintDedicated));
+  EXPECT_EQ(cases[2].config.cost.halt_poll_ns, 10000u);
+  EXPECT_EQ(cases[5].config.cost.halt_poll_ns, 500000u);
+  EXPECT_NE(cases[6].config.append.find(" idle=poll"), std::string::npos);
+  EXPECT_TRUE(cases[7].config.cpu.has(CpuFeature::Monitor));
+}
+
 TEST(ExperimentCases, UnknownNameListsTheKnownOnes) {
   ExperimentOptions o;
   o.name = "l4-cache";

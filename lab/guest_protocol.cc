@@ -55,6 +55,15 @@ std::map<std::string, std::string> parse_perf_bench(const std::string& serial) {
     }
     if (line.starts_with("topolab-bench-end ")) inside = false;
     if (!inside) continue;
+    if (line.starts_with("topolab-ctxsw ") || line.starts_with("topolab-cpuidle ")) {
+      std::istringstream fields(line.substr(line.find(' ') + 1));
+      std::string field;
+      while (fields >> field)
+        if (size_t eq = field.find('='); eq != std::string::npos && field.substr(0, eq) != "loops")
+          out[field.substr(0, eq)] = field.substr(eq + 1);
+      if (out.contains("ns_per_switch")) out["ns_per_op"] = out["ns_per_switch"];
+      continue;
+    }
     std::istringstream words(line);
     std::string a, b, c;
     words >> a >> b >> c;

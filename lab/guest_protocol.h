@@ -21,9 +21,11 @@ std::vector<std::string> serial_lines(const std::string& serial);
 // line; nullopt when there is none or it is not all k=v.
 std::optional<std::map<std::string, std::string>> parse_sched_result(const std::string& serial);
 
-// What perf bench sched printed for the benchmark /init ran last: "bench"
-// (messaging:1:100), "loops", and perf's "total_sec", "usecs_per_op",
-// "ops_per_sec" where it gives them.
+// What the benchmark /init ran last printed: "bench" (messaging:1:100),
+// "loops", and perf's "total_sec", "usecs_per_op", "ops_per_sec" where it
+// gives them; for ctxsw:L topolab-ctxsw's fields ("switches",
+// "elapsed_ns", "ns_per_switch", the last also as "ns_per_op") and the
+// guest's cpuidle "driver", "governor" and "states".
 std::map<std::string, std::string> parse_perf_bench(const std::string& serial);
 
 // Each CPU's RES and CAL rise between the last /proc/interrupts /init printed

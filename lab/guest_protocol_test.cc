@@ -56,6 +56,22 @@ TEST(PerfBench, ReadsTheLastBenchmarksLoopsAndTotalTime) {
             "7.5");
 }
 
+// topolab-ctxsw's line and the cpuidle line /init prints before it.
+TEST(PerfBench, ReadsTheContextSwitchBenchmarksFields) {
+  const auto bench = parse_perf_bench(
+      "topolab-bench-begin ctxsw:500\r\n"
+      "topolab-cpuidle driver=haltpoll governor=menu states=POLL,haltpoll\r\n"
+      "topolab-ctxsw loops=500 switches=1000 elapsed_ns=2500000 ns_per_switch=2500\r\n"
+      "topolab-bench-end ctxsw:500 status=0\r\n");
+  EXPECT_EQ(bench.at("loops"), "500");
+  EXPECT_EQ(bench.at("switches"), "1000");
+  EXPECT_EQ(bench.at("ns_per_switch"), "2500");
+  EXPECT_EQ(bench.at("ns_per_op"), "2500");
+  EXPECT_EQ(bench.at("driver"), "haltpoll");
+  EXPECT_EQ(bench.at("governor"), "menu");
+  EXPECT_EQ(bench.at("states"), "POLL,haltpoll");
+}
+
 TEST(LinuxInterrupts, EachCpusRiseOverTheBenchmark) {
   const LinuxInterruptDeltas d = linux_interrupt_deltas(kLinuxRun);
   EXPECT_EQ(d.res, (std::vector<uint64_t>{5, 20}));

@@ -79,6 +79,7 @@ void measure_linux_case(const std::string& serial, const RunResult& r, const Mea
     throw std::runtime_error(fmt::format("{}: the guest failed: {}", where(), !error.empty() ? error : r.diagnosis));
   }
   m.sched = parse_perf_bench(serial);
+  m.ns_per_op_sum = m.sched_number("ns_per_op");  // topolab-ctxsw's; perf's benchmarks have none
   if (!w || !w->ended_by_guest)
     throw std::runtime_error(fmt::format("{}: /init did not mark its measuring window (topolab-window)", where()));
   const LinuxInterruptDeltas guest = linux_interrupt_deltas(serial);

@@ -7,8 +7,8 @@
 # Usage: tools/linux_guest.sh [--dir DIR]     (DIR defaults to .deps/linux)
 #
 # Installed (cmake --install, the .deb) it is PREFIX/share/topolab/linux/
-# linux_guest.sh, with /init, the two Python writers and a topolab-window
-# built by CMake beside it, and DIR defaults to the user's cache,
+# linux_guest.sh, with /init, the two Python writers and topolab-window and
+# topolab-ctxsw built by CMake beside it, and DIR defaults to the user's cache,
 # $XDG_CACHE_HOME/topolab/linux or ~/.cache/topolab/linux: where an
 # installed topolab looks for the guest (cli/data_paths.h).
 #
@@ -272,20 +272,23 @@ include busybox-static bin/busybox
 for a in "${applets[@]}"; do echo "slink /bin/$a busybox 0777" >>"$manifest"; done
 include linux-perf usr/bin/perf
 scan_elves
-# topolab's own measuring-window program (testcases/linux/topolab_window.c),
-# built here with the host's gcc: busybox cannot write an I/O port.
-# Stripped and compiled from its own directory, so no path of this checkout
-# gets into the image and the initramfs is the same bytes everywhere.
-# Installed, CMake has built it the same way (testcases/CMakeLists.txt).
+# topolab's own programs (testcases/linux/): the measuring window
+# (busybox cannot write an I/O port) and the context-switch benchmark,
+# built here with the host's gcc. Stripped and compiled from their own
+# directory, so no path of this checkout gets into the image and the
+# initramfs is the same bytes everywhere. Installed, CMake has built them
+# the same way (testcases/CMakeLists.txt).
 if [ -n "$window_source" ]; then
-  window=$dir/topolab-window
-  (cd "$window_source" && gcc -static -s -O2 -Wall -Wextra -o "$window" topolab_window.c)
+  window=$dir/topolab-window ctxsw=$dir/topolab-ctxsw
+  (cd "$window_source" && gcc -static -s -O2 -Wall -Wextra -o "$window" topolab_window.c &&
+    gcc -static -s -O2 -Wall -Wextra -o "$ctxsw" topolab_ctxsw.c)
 else
-  window=$here/topolab-window
+  window=$here/topolab-window ctxsw=$here/topolab-ctxsw
 fi
 {
   echo "file /init $here/linux_init.sh 0755"
   echo "file /bin/topolab-window $window 0755"
+  echo "file /bin/topolab-ctxsw $ctxsw 0755"
   for d in proc sys dev tmp root; do echo "dir /$d 0755"; done
   # The kernel opens /dev/console for /init before devtmpfs is mounted.
   echo "nod /dev/console 0600 c 5 1"
@@ -305,7 +308,7 @@ python3 "$here/vmlinux_from_bzimage.py" "$kernel" -o "$dir/vmlinux" || die "cann
 # the writer say it all. Uncompressed: the kernel copies 36 MB faster than
 # it inflates 12 (a guest's gunzip costs about a billion instructions).
 image=$dir/initramfs.cpio
-stamp=$(sort "$manifest" | cat - "$here/linux_init.sh" "$here/make_initramfs.py" "$marker" "$window" | sha256sum | cut -d' ' -f1)
+stamp=$(sort "$manifest" | cat - "$here/linux_init.sh" "$here/make_initramfs.py" "$marker" "$window" "$ctxsw" | sha256sum | cut -d' ' -f1)
 if [ ! -f "$image" ] || [ "$(cat "$dir/initramfs.stamp" 2>/dev/null)" != "$stamp" ]; then
   python3 "$here/make_initramfs.py" --manifest "$manifest" -o "$image"
   echo "$stamp" >"$dir/initramfs.stamp"

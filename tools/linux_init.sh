@@ -8,6 +8,8 @@
 # Command line: topolab.bench=SPEC[,SPEC...] with SPEC one of
 #   messaging:G:L   perf bench sched messaging -g G -l L
 #   pipe:L          perf bench sched pipe -l L
+#   ctxsw:L         topolab-ctxsw L: two processes on CPUs 0 and 1 handing
+#                   a futex back and forth L times (testcases/linux/)
 # (no spaces, so it stays one kernel parameter). Without it, only the
 # topology is printed.
 #
@@ -24,6 +26,8 @@
 #   topolab-topology-end
 #   topolab-interrupts-before SPEC / (cat /proc/interrupts) / topolab-interrupts-end
 #   topolab-bench-begin SPEC / (perf's output) / topolab-bench-end SPEC status=N
+#     (ctxsw: topolab-cpuidle driver=D governor=G states=S1,S2 first, then
+#     the topolab-ctxsw line)
 #   topolab-interrupts-after SPEC / (cat /proc/interrupts) / topolab-interrupts-end
 #   topolab-init: done             (or topolab-init: error: ... lines)
 # Nothing in them depends on time or PIDs, so two runs of a deterministic
@@ -188,8 +192,12 @@ run_bench() {
       groups=1
       set -- pipe -l "$loops"
       ;;
+    ctxsw:*)
+      loops=${spec#ctxsw:}
+      groups=1
+      ;;
     *)
-      error "unknown benchmark '$spec' (want messaging:G:L or pipe:L)"
+      error "unknown benchmark '$spec' (want messaging:G:L, pipe:L or ctxsw:L)"
       return
       ;;
   esac
@@ -201,11 +209,26 @@ run_bench() {
   esac
   print_interrupts before "$spec"
   echo "topolab-bench-begin $spec"
-  perf bench sched "$@" 2>&1
+  case $spec in
+    ctxsw:*)
+      print_cpuidle
+      topolab-ctxsw "$loops" 2>&1
+      ;;
+    *) perf bench sched "$@" 2>&1 ;;
+  esac
   status=$?
   echo "topolab-bench-end $spec status=$status"
   print_interrupts after "$spec"
-  [ "$status" = 0 ] || error "perf bench sched $* exited with $status"
+  [ "$status" = 0 ] || error "benchmark $spec exited with $status"
+}
+
+# print_cpuidle: how the guest idles (the halt-polling experiment's rows
+# differ in it): the cpuidle driver and governor and CPU 0's states.
+print_cpuidle() {
+  c=/sys/devices/system/cpu/cpuidle
+  states=$(cat /sys/devices/system/cpu/cpu0/cpuidle/state*/name 2>/dev/null | tr '\n' ',')
+  echo "topolab-cpuidle driver=$(cat $c/current_driver 2>/dev/null || echo none)" \
+    "governor=$(cat $c/current_governor_ro 2>/dev/null || echo none) states=${states%,}"
 }
 
 main() {
