@@ -90,8 +90,9 @@ std::string halt_poll_table(const ExperimentOptions& o, const std::vector<CaseMe
             r.halt_poll_hits / r.runs, r.mwait_wakes / r.runs);
     // How the guest idled: its cpuidle driver, governor and states.
     if (o.guest == Guest::Linux)
-      appendf(out, "  cpuidle {}/{} {}", r.sched.count("driver") ? r.sched.at("driver") : "?",
-              r.sched.count("governor") ? r.sched.at("governor") : "?", r.sched.count("states") ? r.sched.at("states") : "");
+      appendf(out, "  cpuidle {}/{}{}", r.sched.count("driver") ? r.sched.at("driver") : "?",
+              r.sched.count("governor") ? r.sched.at("governor") : "?",
+              r.sched.count("states") && !r.sched.at("states").empty() ? " " + r.sched.at("states") : "");
     appendf(out, "\n");
   }
   appendf(out, "\nns/ctxsw: the guest's own measure (elapsed / switches), mean of the runs; %CPU = modelled host CPU\n"

@@ -56,7 +56,7 @@ usr=$root/usr
 for f in bin/topolab share/topolab/testcases/topology_check.elf share/topolab/testcases/sched.elf \
          share/topolab/testcases/ipi.elf share/topolab/linux/linux_guest.sh share/topolab/linux/linux_init.sh \
          share/topolab/linux/make_initramfs.py share/topolab/linux/vmlinux_from_bzimage.py \
-         share/topolab/linux/topolab-window share/doc/topolab/README.md share/doc/topolab/CONTRIBUTING.md \
+         share/topolab/linux/topolab-window share/topolab/linux/topolab-ctxsw share/doc/topolab/README.md share/doc/topolab/CONTRIBUTING.md \
          share/doc/topolab/LICENSE share/doc/topolab/copyright share/doc/topolab/docs/machine.md; do
   [ -f "$usr/$f" ] || fail "the package has no /usr/$f"
 done
@@ -64,11 +64,13 @@ done
   fail "libexec/topolab/qemu-system-x86_64 is not a link to ../../bin/topolab"
 [ -e "$usr/bin/qemu-system-x86_64" ] && fail "a qemu-system-x86_64 on PATH would shadow QEMU's"
 cmp -s "$usr/share/doc/topolab/LICENSE" "$src/LICENSE" || fail "the installed LICENSE is not the source's"
-# The installed linux_guest.sh has no compiler to build topolab-window:
-# CMake's must be the bytes linux_guest.sh builds in a checkout.
-(cd "$src/testcases/linux" && gcc -static -s -O2 -Wall -Wextra -o "$tmp/topolab-window" topolab_window.c) &&
-  cmp -s "$tmp/topolab-window" "$usr/share/topolab/linux/topolab-window" ||
-  fail "the installed topolab-window differs from the one linux_guest.sh builds"
+# The installed linux_guest.sh has no compiler to build topolab's guest
+# programs: CMake's must be the bytes linux_guest.sh builds in a checkout.
+for program in window ctxsw; do
+  (cd "$src/testcases/linux" && gcc -static -s -O2 -Wall -Wextra -o "$tmp/topolab-$program" "topolab_$program.c") &&
+    cmp -s "$tmp/topolab-$program" "$usr/share/topolab/linux/topolab-$program" ||
+    fail "the installed topolab-$program differs from the one linux_guest.sh builds"
+done
 
 # ---- the installed command, run from the scratch root ----
 topolab=$usr/bin/topolab
