@@ -77,8 +77,8 @@ struct CaseMeasurement {
   uint64_t hlt_exits = 0;
   uint64_t halt_poll_hits = 0;
   uint64_t mwait_wakes = 0;  // MWAITs ended by a store
-  // Every exit, the exits that sent IPIs (ICR writes and hypercalls: one
-  // PV IPI hypercall carries a whole multicast), and the IPIs received.
+  // Every exit, the exits that sent IPIs (ICR writes and KVM_HC_SEND_IPI
+  // hypercalls: one PV IPI carries a whole multicast), and the IPIs received.
   uint64_t exits = 0;
   uint64_t send_exits = 0;
   uint64_t ipis_received = 0;

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "base/kvm_para.h"
 #include "emu/machine.h"
 #include "lab/guest_protocol.h"
 #include "report/run_report.h"
@@ -62,7 +63,9 @@ void fill_window_counts(const MeasureWindow& w, CaseMeasurement& m, bool taken) 
     m.halt_poll_hits += s.halt_poll_hits;
     m.mwait_wakes += s.wakes[static_cast<size_t>(WakeCause::MwaitStore)];
     m.exits += s.total_exits();
-    m.send_exits += s.exits[static_cast<size_t>(ExitKind::Icr)] + s.exits[static_cast<size_t>(ExitKind::Hypercall)];
+    // ICR writes and PV IPI hypercalls (not PV spinlocks' kicks).
+    const auto pv_ipis = s.hypercalls.find(KVM_HC_SEND_IPI);
+    m.send_exits += s.exits[static_cast<size_t>(ExitKind::Icr)] + (pv_ipis == s.hypercalls.end() ? 0 : pv_ipis->second);
     m.ipis_received += s.total_received();
   }
   m.host_cpu_percent = host_cpu_percent(w.stats, m.window_ns);
