@@ -417,6 +417,12 @@ void MachineCpu::record_steal_time() {
 
 uint64_t MachineCpu::read_tsc() { return msr_file_.tsc(platform_.cost.tsc_for_ns(platform_.clock.read(now()))); }
 
+// RDTSCP: no exit, as on KVM (an RDMSR of the same MSR is one).
+std::optional<uint64_t> MachineCpu::read_tsc_aux() {
+  if (!platform_.msrs.announced(x86::kMsrTscAux)) return std::nullopt;
+  return read_machine_msr(x86::kMsrTscAux);
+}
+
 uint64_t MachineCpu::read_cr8() { return apic_.read_cr8(); }
 
 // A TPR write, which APICv virtualizes (no exit); a lower TPR may let an

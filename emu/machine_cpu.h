@@ -259,6 +259,7 @@ class MachineCpu final : public VcpuHost, public MmioHandler {
   std::optional<uint64_t> read_msr(uint32_t msr) override;
   bool write_msr(uint32_t msr, uint64_t value) override;
   uint64_t read_tsc() override;
+  std::optional<uint64_t> read_tsc_aux() override;
   bool msr_announced(uint32_t msr) override { return platform_.msrs.announced(msr); }
   void open_bus_access(uint64_t, unsigned, bool write) override;
   std::optional<uint64_t> read_pmc(uint32_t ecx) override { return msr_file_.read_pmc(ecx); }

@@ -200,5 +200,23 @@ TEST(MachineKvmPv, EnforcedCpuidAndNoKvmHost) {
   EXPECT_EQ(plain.machine->ram().read<uint32_t>(kClockPage), 0u);
 }
 
+// RDTSCP runs in the guest under KVM (VMX's "enable RDTSCP"): reading its
+// IA32_TSC_AUX is no exit, where an RDMSR of the same MSR is one. Linux's
+// kvm-clock reads the TSC with RDTSCP on every sched_clock().
+TEST(MachineRdtscp, TscAuxWithoutAnExit) {
+  std::optional<uint64_t> aux;
+  Rig rig("1",
+          {{write_msr(x86::kMsrTscAux, 0x1234),
+            [&](FakeVcpu& v, uint64_t) {
+              aux = v.host().read_tsc_aux();
+              v.retire(1);
+              return stop();
+            },
+            guest_exit(1)}});
+  ASSERT_EQ(rig.machine->run().outcome, RunResult::Outcome::GuestExit);
+  EXPECT_EQ(aux, 0x1234u);
+  EXPECT_EQ(rig.stats(0).exits[static_cast<size_t>(ExitKind::Msr)], 1u) << "the WRMSR only";
+}
+
 }  // namespace
 }  // namespace topolab::machine_test

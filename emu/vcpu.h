@@ -24,6 +24,7 @@
 #include "model/cpu_model.h"  // EngineCpuModel
 #include "model/cpuid_regs.h"
 #include "arch/register_file.h"
+#include "arch/x86_arch.h"
 #include "base/guest_ram.h"
 
 #include "devices/kvm_hypercall.h"
@@ -84,6 +85,10 @@ class VcpuHost {
   virtual std::optional<uint64_t> read_pmc(uint32_t ecx) { return std::nullopt; }
   // The time-stamp counter the guest sees: virtual time, never the host's.
   virtual uint64_t read_tsc() = 0;
+  // RDTSCP's IA32_TSC_AUX: nullopt where the CPU has none (RDTSCP is then
+  // #UD). Unlike RDMSR no exit: KVM runs RDTSCP in the guest (VMX's
+  // "enable RDTSCP"), with TSC offsetting.
+  virtual std::optional<uint64_t> read_tsc_aux() { return read_msr(x86::kMsrTscAux); }
   // A load or store at a physical address where there is no RAM and no
   // device: the load read all ones (open bus) and the store was dropped.
   virtual void open_bus_access(uint64_t physical, unsigned size, bool write) {}

@@ -157,7 +157,7 @@ std::optional<UnicornVcpu::Engine::TrapFault> UnicornVcpu::Engine::execute_trap(
     }
     case TrapKind::Rdtscp: {
       // Without IA32_TSC_AUX the CPU has no RDTSCP, which is then #UD.
-      const std::optional<uint64_t> aux = read_msr(x86::kMsrTscAux);
+      const std::optional<uint64_t> aux = host.read_tsc_aux();
       if (!aux) return TrapFault{{.vector = x86::kInvalidOpcode, .error_code = std::nullopt},
                                  "rdtscp, but the host has no IA32_TSC_AUX"};
       pause_loop.note_time_read(SpinRegisters::kRdtscpOutputs);

@@ -50,7 +50,7 @@ int UnicornVcpu::Engine::on_rdtscp(uc_engine*, void* user) {
   e.guarded([&] {
     e.call_host_mid_block([&] {
       e.write_edx_eax(e.host.read_tsc());
-      e.write_reg(UC_X86_REG_RCX, static_cast<uint32_t>(e.read_msr(x86::kMsrTscAux).value_or(0)));
+      e.write_reg(UC_X86_REG_RCX, static_cast<uint32_t>(e.host.read_tsc_aux().value_or(0)));
     });
   });
   return 1;
