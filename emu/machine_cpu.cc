@@ -358,6 +358,7 @@ bool MachineCpu::write_machine_msr(uint32_t msr, uint64_t value) {
 bool MachineCpu::write_kvm_msr(uint32_t msr, uint64_t value) {
   const std::optional<KvmPvUpdate> update = kvm_msrs_.write(msr, value);
   if (!update) return false;
+  ++platform_.stats.vcpu(index_).kvm_msr_writes[msr];
   switch (*update) {
     case KvmPvUpdate::None: break;
     case KvmPvUpdate::WallClock: write_wall_clock(); break;

@@ -84,6 +84,7 @@ TEST(MachineKvmPv, KvmclockIsVirtualTimeAndTheWallClockTheRtcsStart) {
   EXPECT_EQ(ram.read<uint32_t>(kWallClock + 4), static_cast<uint32_t>(CmosRtc::kDefaultStart));
   EXPECT_EQ(ram.read<uint32_t>(kWallClock + 8), 0u);
   EXPECT_EQ(rig.stats(0).exits[static_cast<size_t>(ExitKind::Msr)], 2u);
+  EXPECT_EQ(rig.stats(0).kvm_msr_writes, (std::map<uint32_t, uint64_t>{{kMsrKvmWallClockNew, 1}, {kMsrKvmSystemTimeNew, 1}}));
 }
 
 // A write to the TSC moves kvmclock's page with it: the guest's time does
@@ -193,6 +194,8 @@ TEST(MachineKvmPv, EnforcedCpuidAndNoKvmHost) {
   ASSERT_EQ(rig.machine->run().outcome, RunResult::Outcome::GuestExit);
   EXPECT_FALSE(poll_ok);
   EXPECT_TRUE(clock_ok);
+  EXPECT_EQ(rig.stats(0).kvm_msr_writes, (std::map<uint32_t, uint64_t>{{kMsrKvmSystemTimeNew, 1}}))
+      << "the refused write is no take-up";
   EXPECT_EQ(kick, -KVM_ENOSYS);
   Rig plain("1", {{write_msr(kMsrKvmSystemTimeNew, kClockPage | 1, &plain_ok), guest_exit(1)}});
   ASSERT_EQ(plain.machine->run().outcome, RunResult::Outcome::GuestExit);

@@ -52,6 +52,7 @@ VcpuStats combine(const VcpuStats& a, const VcpuStats& b, Op op) {
   d.wakes = combine_array(a.wakes, b.wakes, op);
   d.mwait_hints = combine_map(a.mwait_hints, b.mwait_hints, op);
   d.hypercalls = combine_map(a.hypercalls, b.hypercalls, op);
+  d.kvm_msr_writes = combine_map(a.kvm_msr_writes, b.kvm_msr_writes, op);
   d.exits = combine_array(a.exits, b.exits, op);
   d.system_instructions = combine_array(a.system_instructions, b.system_instructions, op);
   return d;

@@ -51,6 +51,9 @@ struct VcpuStats {
   // VMCALL/VMMCALL by hypercall number (devices/kvm_hypercall.h), each
   // one exit whatever it does: one KVM_HC_SEND_IPI may carry many IPIs.
   std::map<uint64_t, uint64_t> hypercalls;
+  // Accepted WRMSRs of KVM's paravirtual MSRs (devices/kvm_pv_msrs.h), by
+  // MSR: how a guest takes up kvmclock, steal time, PV EOI, poll control.
+  std::map<uint32_t, uint64_t> kvm_msr_writes;
   // Spin skipping (emu/pause_loop.h): pause-loop exits, and the virtual
   // time the vCPU spent in skipped spins instead of running them.
   uint64_t ple_exits = 0;
@@ -93,7 +96,7 @@ struct VcpuStats {
        received_by_vector, interrupts_taken, exceptions_taken, received_while_halted, received_while_running,
        ipis_to_nobody, wakes);
     ar(pauses, monitor_arms, mwait_entries, mwait_hints, ple_exits, skipped_ns, open_bus_reads, open_bus_writes);
-    ar(system_instructions, hypercalls);
+    ar(system_instructions, hypercalls, kvm_msr_writes);
     ar(run_ns, exits, exit_ns, halt_poll_hits, halt_poll_misses, host_poll_ns, host_mwait_ns);
     ar(halt_poll_success_ns, halt_poll_fail_ns, halt_wait_ns, halt_wakeups);
   }

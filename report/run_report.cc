@@ -102,6 +102,9 @@ nlohmann::ordered_json vcpu_json(const VcpuStats& s) {
   ordered_json calls = ordered_json::object();
   for (auto [nr, n] : s.hypercalls) calls[kvm_hypercall_name(nr)] = n;
   v["hypercalls"] = calls;
+  ordered_json kvm_msrs = ordered_json::object();
+  for (auto [msr, n] : s.kvm_msr_writes) kvm_msrs[fmt::format("{:#x}", msr)] = n;
+  v["kvm_msr_writes"] = kvm_msrs;
   v["kvm"] = kvm_stats_json(s);
   v["host_busy_ns"] = s.host_busy_ns();
   return v;

@@ -134,10 +134,16 @@ for v in vcpus:
     for name, n in v["hypercalls"].items():
         calls[name] = calls.get(name, 0) + n
 assert set(calls) <= {"send_ipi", "kick_cpu", "sched_yield"}, calls
+# Every CPU took up kvmclock, steal time and PV EOI by their MSRs (Linux
+# prints nothing for the last two); the BSP wrote the wall clock.
+for v in vcpus:
+    for msr, what in (("0x4b564d01", "kvmclock"), ("0x4b564d03", "steal time"), ("0x4b564d04", "PV EOI")):
+        assert v["kvm_msr_writes"].get(msr, 0) >= 1, f"CPU {v['index']} did not take up {what}: {v['kvm_msr_writes']}"
+assert vcpus[0]["kvm_msr_writes"].get("0x4b564d00", 0) >= 1, "no wall clock"
 assert calls.get("send_ipi", 0) > 0, f"no PV IPI: {calls}"
 kicked = sum(v["wakes"]["pv-kick"] for v in vcpus)
 assert kicked <= calls.get("kick_cpu", 0), (kicked, calls)
-print(f"ok: hypercalls {calls}, {kicked} vCPU(s) woken by a kick")
+print(f"ok: hypercalls {calls}, {kicked} vCPU(s) woken by a kick; KVM MSRs taken up: {vcpus[0]['kvm_msr_writes']}")
 PY
     ;;
   same)

@@ -39,7 +39,7 @@ assert r["instructions"] == sum(v["instructions"] for v in r["vcpus"]) > 0
 for v in r["vcpus"]:
     assert set(v["ipis_sent"]) == {"fixed", "lowest-priority", "smi", "nmi", "init", "startup", "extint"}
     assert set(v["wakes"]) == {"interrupt", "timer", "nmi", "init", "sipi", "mwait-store", "pv-kick"}
-    assert v["hypercalls"] == {}
+    assert v["hypercalls"] == {} and v["kvm_msr_writes"] == {}
     assert list(v["kvm"]) == ["exits", "halt_exits", "halt_attempted_poll", "halt_successful_poll",
                               "halt_poll_invalid", "halt_wakeup", "halt_poll_success_ns", "halt_poll_fail_ns",
                               "halt_wait_ns", "hypercalls"]
