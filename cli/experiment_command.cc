@@ -206,9 +206,9 @@ int run_experiment(ExperimentCli& cli, const DataPaths& data) {
   o.cost = CostModel::parse(cli.cost_spec, CostModel::defaults());
   if (o.sched_image.empty()) o.sched_image = (data.images / "sched.elf").string();
   if (o.guest == Guest::Linux) check_linux_guest(o, data);
-  if (o.guest != Guest::Linux && o.pv != std::vector<PvSetting>{PvSetting::Off})
+  if (o.guest != Guest::Linux && o.pv_axis())
     throw ConfigError("--pv: only the Linux guest (--guest linux) takes up KVM's paravirtual features");
-  if (o.name != "l3-cache" && o.pv != std::vector<PvSetting>{PvSetting::Off})
+  if (o.name != "l3-cache" && o.pv_axis())
     throw ConfigError(fmt::format("--pv: the {} experiment sets KVM's paravirtual features per row itself", o.name));
   const std::vector<ExperimentCase> cases = experiment_cases(o);
   if (cli.list_cases) {

@@ -41,8 +41,6 @@ std::string pv_machine_name(const Machine3& m, PvSetting pv) {
   return m.name;
 }
 
-bool pv_axis(const ExperimentOptions& o) { return o.pv != std::vector<PvSetting>{PvSetting::Off}; }
-
 std::vector<ExperimentCase> l3_cache_cases(const ExperimentOptions& o) {
   std::vector<ExperimentCase> cases;
   for (const char* workload : kWorkloads) {
@@ -130,7 +128,7 @@ std::string l3_tables(const ExperimentOptions& o, const std::vector<CaseMeasurem
                                               : "20 senders x 20 receivers (perf bench sched messaging -g 1)",
               rows.front()->sched_number("loops"), rows.front()->sched_number("op_ns"), kernel_words(o.wake_list),
               rows.front()->runs);
-    if (pv_axis(o)) {
+    if (o.pv_axis()) {
       pv_table(out, rows);
       continue;
     }
@@ -157,7 +155,7 @@ std::string l3_tables(const ExperimentOptions& o, const std::vector<CaseMeasurem
     }
     appendf(out, "\n");
   }
-  if (pv_axis(o))
+  if (o.pv_axis())
     appendf(out, "KVM PV: the paravirtual features offered (docs/kvm_pv.md): none (the machine's name alone), QEMU's\n"
                  "defaults for a KVM guest, or all (PV IPIs, PV spinlocks, PV TLB flush, PV sched yield, poll control\n"
                  "too). IPIs/s = every IPI the vCPUs received; send exits/s = the exits that sent them (ICR writes, PV\n"

@@ -303,7 +303,7 @@ nlohmann::ordered_json recorded_options_json(const ExperimentOptions& o) {
   j["scale_percent"] = o.scale_percent;
   j["spin_skip"] = o.spin_skip;
   if (o.guest != Guest::Sched) j["guest"] = guest_name(o.guest);  // the sched guest's JSON stays as it was
-  if (o.pv != std::vector<PvSetting>{PvSetting::Off}) {
+  if (o.pv_axis()) {
     std::string pv;
     for (PvSetting p : o.pv) pv += (pv.empty() ? "" : ",") + std::string(pv_name(p));
     j["pv"] = pv;  // as --pv takes it; absent for off, so earlier results read the same

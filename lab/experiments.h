@@ -110,6 +110,8 @@ struct ExperimentOptions {
   bool spin_skip = true;        // MachineConfig::spin_skip
   // --pv: the Linux guest's machines, once per setting.
   std::vector<PvSetting> pv{PvSetting::Off};
+  // --pv asks for more than the default (off alone).
+  bool pv_axis() const { return pv != std::vector<PvSetting>{PvSetting::Off}; }
   CostModel cost = CostModel::defaults();
 };
 
