@@ -61,10 +61,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint16_t initrd_units = in.take<uint16_t>();
   const size_t initrd_length = initrd_units & 0x8000 ? size_t{initrd_units & 0x7fffu} << 5 : initrd_units & 0xfff;
   const std::span<const uint8_t> image(in.rest(), in.remaining());
-  std::string cmdline(cmdline_length, 'c');
-  for (size_t i = 0; i < cmdline.size(); i += 97) cmdline[i] = ' ';
-  std::vector<uint8_t> initrd(initrd_length);
-  for (size_t i = 0; i < initrd.size(); ++i) initrd[i] = static_cast<uint8_t>(i * 7 + 1);
+  // Cut from one line built once: a fresh string of up to 1 MiB per input
+  // cost its pages' faults every time.
+  static const std::string kLongestCmdline = [] {
+    std::string line((size_t{0x7f} << 13) | 0xff, 'c');
+    for (size_t i = 0; i < line.size(); i += 97) line[i] = ' ';
+    return line;
+  }();
+  static std::string cmdline;
+  cmdline.assign(kLongestCmdline, 0, cmdline_length);
+  const std::span<const uint8_t> initrd = fuzz::test_initrd<7, 1>(initrd_length);
 
   GuestRam ram(ram_bytes);  // fresh: zero, and no page backed yet
   LinuxBoot boot;

@@ -58,8 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::span<const uint8_t> image(in.rest(), in.remaining());
   std::string cmdline(cmdline_length, 'p');
   for (size_t i = 0; i < cmdline.size(); i += 61) cmdline[i] = ' ';
-  std::vector<uint8_t> initrd(initrd_length);
-  for (size_t i = 0; i < initrd.size(); ++i) initrd[i] = static_cast<uint8_t>(i * 13 + 5);
+  const std::span<const uint8_t> initrd = fuzz::test_initrd<13, 5>(initrd_length);
 
   const bool pvh = is_pvh_image(image);
   GuestRam ram(ram_bytes);  // fresh: zero, and no page backed yet
