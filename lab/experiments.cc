@@ -2,6 +2,7 @@
 #include "lab/experiments.h"
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <initializer_list>
 
@@ -163,11 +164,11 @@ std::string describe_case(const ExperimentCase& c) {
 uint64_t CaseMeasurement::sched_number(const std::string& key) const {
   auto it = sched.find(key);
   if (it == sched.end()) return 0;
-  try {
-    return std::stoull(it->second);
-  } catch (const std::exception&) {
-    return 0;
-  }
+  // Digits only: stoull would take "-5" as 2^64 - 5.
+  uint64_t value = 0;
+  const std::string& text = it->second;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return error == std::errc() && end == text.data() + text.size() ? value : 0;
 }
 
 const std::vector<Experiment>& experiments() {

@@ -87,7 +87,7 @@ struct CaseMeasurement {
 
   double per_second(uint64_t count) const { return window_ns ? count * 1e9 / window_ns : 0; }
   double mean_window_ns() const { return runs ? double(window_ns) / runs : 0; }
-  uint64_t sched_number(const std::string& key) const;  // 0 when absent
+  uint64_t sched_number(const std::string& key) const;  // 0 when absent or not a decimal number
 };
 
 struct ExperimentOptions {

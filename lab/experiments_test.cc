@@ -166,10 +166,14 @@ TEST(ExperimentTables, APerCaseCostKeyShowsAsPerConfiguration) {
 
 TEST(CaseMeasurement, SchedNumberReadsAFieldOrZero) {
   CaseMeasurement m;
-  m.sched = {{"loops", "10"}, {"workload", "pipe"}};
+  m.sched = {{"loops", "10"}, {"workload", "pipe"}, {"negative", "-5"}, {"huge", "18446744073709551616"},
+             {"trailing", "12ns"}};
   EXPECT_EQ(m.sched_number("loops"), 10u);
   EXPECT_EQ(m.sched_number("workload"), 0u);
   EXPECT_EQ(m.sched_number("absent"), 0u);
+  EXPECT_EQ(m.sched_number("negative"), 0u) << "not 2^64 - 5, as stoull read it";
+  EXPECT_EQ(m.sched_number("huge"), 0u);
+  EXPECT_EQ(m.sched_number("trailing"), 0u);
 }
 
 TEST(ExperimentOptions, GuestAndKernelAreRecordedByTheirCommandLineNames) {

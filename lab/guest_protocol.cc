@@ -2,10 +2,33 @@
 #include "lab/guest_protocol.h"
 
 #include <algorithm>
-#include <cctype>
+#include <charconv>
 #include <sstream>
+#include <string_view>
+
+#include <fmt/format.h>
 
 namespace topolab {
+
+namespace {
+
+bool all_digits(std::string_view word) {
+  return !word.empty() && std::all_of(word.begin(), word.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// A /proc/interrupts count: all digits (Linux prints an unsigned int), and
+// within 64 bits, so that a guest's garbage is a clear error and not a
+// wrapped number.
+uint64_t interrupt_count(const std::string& label, const std::string& word) {
+  uint64_t value = 0;
+  const auto [end, error] = std::from_chars(word.data(), word.data() + word.size(), value);
+  if (error != std::errc() || end != word.data() + word.size())
+    throw GuestProtocolError(fmt::format("the guest's /proc/interrupts: a {} count of {} digits exceeds 64 bits",
+                                         label.substr(0, 3), word.size()));
+  return value;
+}
+
+}  // namespace
 
 std::vector<std::string> serial_lines(const std::string& serial) {
   std::vector<std::string> lines;
@@ -26,10 +49,11 @@ std::optional<std::map<std::string, std::string>> parse_sched_result(const std::
   size_t at = serial.rfind(kTag);
   if (at == std::string::npos || (at > 0 && serial[at - 1] != '\n')) return std::nullopt;
   std::string line = serial.substr(at + kTag.size(), serial.find('\n', at) - at - kTag.size());
+  std::erase(line, '\r');  // the console's, as serial_lines drops them
   std::map<std::string, std::string> fields;
   size_t pos = 0;
   while (pos < line.size()) {
-    size_t start = line.find_first_not_of(" \r", pos);
+    size_t start = line.find_first_not_of(' ', pos);
     if (start == std::string::npos) break;
     size_t end = line.find(' ', start);
     std::string item = line.substr(start, end == std::string::npos ? std::string::npos : end - start);
@@ -86,13 +110,17 @@ LinuxInterruptDeltas linux_interrupt_deltas(const std::string& serial) {
     words >> label;
     if (label != "RES:" && label != "CAL:") continue;
     std::vector<uint64_t>& counts = (*block)[label];
-    while (words >> word && !word.empty() && std::all_of(word.begin(), word.end(), ::isdigit))
-      counts.push_back(std::stoull(word));
+    while (words >> word && all_digits(word)) counts.push_back(interrupt_count(label, word));
   }
   LinuxInterruptDeltas d;
   auto delta = [&](const std::string& label, std::vector<uint64_t>& out) {
     const auto &b = before[label], &a = after[label];
-    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) out.push_back(a[i] - b[i]);
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+      if (a[i] < b[i])
+        throw GuestProtocolError(fmt::format("the guest's /proc/interrupts: CPU{}'s {} count went down over the "
+                                             "benchmark, from {} to {}", i, label.substr(0, 3), b[i], a[i]));
+      out.push_back(a[i] - b[i]);
+    }
   };
   delta("RES:", d.res);
   delta("CAL:", d.cal);
@@ -102,7 +130,9 @@ LinuxInterruptDeltas linux_interrupt_deltas(const std::string& serial) {
 std::string line_from(const std::string& serial, const std::string& marker) {
   const size_t at = serial.find(marker);
   if (at == std::string::npos) return "";
-  return serial.substr(at, serial.find('\n', at) - at);
+  std::string line = serial.substr(at, serial.find('\n', at) - at);
+  std::erase(line, '\r');
+  return line;
 }
 
 }  // namespace topolab

@@ -9,10 +9,20 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace topolab {
+
+// What a guest printed that cannot be read as a measurement: a count past
+// 64 bits, a counter that went down. One line, the guest's text escaped;
+// the experiment names its case and ends (a guest is not the user's input,
+// so this is no InputError).
+class GuestProtocolError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 // The lines of the serial output, without the console's CRs.
 std::vector<std::string> serial_lines(const std::string& serial);
@@ -30,14 +40,16 @@ std::map<std::string, std::string> parse_perf_bench(const std::string& serial);
 
 // Each CPU's RES and CAL rise between the last /proc/interrupts /init printed
 // before a benchmark and the one after (as many CPUs as both blocks name).
+// Throws GuestProtocolError for a count past 64 bits or one that fell.
 struct LinuxInterruptDeltas {
   std::vector<uint64_t> res, cal;
 };
 LinuxInterruptDeltas linux_interrupt_deltas(const std::string& serial);
 
 // The rest of the first line that contains `marker`, from the marker on
-// ("Kernel panic - not syncing: ...", "topolab-init: error ..."); empty
-// when no line does.
+// ("Kernel panic - not syncing: ...", "topolab-init: error ..."), without
+// the console's CRs; empty when no line does. Still the guest's bytes:
+// quote it through one_line() (base/errors.h).
 std::string line_from(const std::string& serial, const std::string& marker);
 
 }  // namespace topolab

@@ -79,8 +79,32 @@ TEST(LinuxInterrupts, EachCpusRiseOverTheBenchmark) {
   EXPECT_TRUE(linux_interrupt_deltas("RES: 1 2\n").res.empty()) << "lines outside a block count for nothing";
 }
 
+// What a guest may print where /init's counts go: garbage is an error with
+// its reason, never a wrapped number nor a crash.
+TEST(LinuxInterrupts, ACountPast64BitsOrOneThatFellIsAnError) {
+  auto deltas = [](const std::string& before, const std::string& after) {
+    return linux_interrupt_deltas("topolab-interrupts-before x\nRES: " + before + "\ntopolab-interrupts-end\n" +
+                                  "topolab-interrupts-after x\nRES: " + after + "\ntopolab-interrupts-end\n");
+  };
+  EXPECT_EQ(deltas("18446744073709551614 3", "18446744073709551615 3").res, (std::vector<uint64_t>{1, 0}));
+  try {
+    deltas("1", "18446744073709551616");
+    FAIL() << "2^64 read";
+  } catch (const GuestProtocolError& e) {
+    EXPECT_STREQ(e.what(), "the guest's /proc/interrupts: a RES count of 20 digits exceeds 64 bits");
+  }
+  try {
+    deltas("7 9", "8 4");
+    FAIL() << "a count that fell read";
+  } catch (const GuestProtocolError& e) {
+    EXPECT_STREQ(e.what(), "the guest's /proc/interrupts: CPU1's RES count went down over the benchmark, from 9 to 4");
+  }
+  // A byte past 0x7F is no digit (isdigit of a negative char was undefined).
+  EXPECT_EQ(deltas("5 \xb9", "6 \xb9").res, (std::vector<uint64_t>{1}));
+}
+
 TEST(LineFrom, TheFirstLineWithTheMarkerFromTheMarkerOn) {
-  EXPECT_EQ(line_from("boot\n[ 1.0] Kernel panic - not syncing: VFS\nmore\n", "Kernel panic - not syncing"),
+  EXPECT_EQ(line_from("boot\n[ 1.0] Kernel panic - not syncing: VFS\r\nmore\n", "Kernel panic - not syncing"),
             "Kernel panic - not syncing: VFS");
   EXPECT_EQ(line_from("fine\n", "topolab-init: error"), "");
 }

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "base/errors.h"
 #include "base/kvm_para.h"
 #include "emu/machine.h"
 #include "lab/guest_protocol.h"
@@ -76,10 +77,10 @@ void fill_window_counts(const MeasureWindow& w, CaseMeasurement& m, bool taken) 
 void measure_linux_case(const std::string& serial, const RunResult& r, const MeasureWindow* w, CaseMeasurement& m,
                         const std::function<std::string()>& where) {
   if (const std::string panic = line_from(serial, "Kernel panic - not syncing"); !panic.empty())
-    throw std::runtime_error(fmt::format("{}: the guest's kernel panicked: {}", where(), panic));
+    throw std::runtime_error(fmt::format("{}: the guest's kernel panicked: {}", where(), one_line(panic)));
   if (r.outcome != RunResult::Outcome::Shutdown || serial.find("topolab-init: done") == std::string::npos) {
     const std::string error = line_from(serial, "topolab-init: error");
-    throw std::runtime_error(fmt::format("{}: the guest failed: {}", where(), !error.empty() ? error : r.diagnosis));
+    throw std::runtime_error(fmt::format("{}: the guest failed: {}", where(), !error.empty() ? one_line(error) : r.diagnosis));
   }
   m.sched = parse_perf_bench(serial);
   m.ns_per_op_sum = m.sched_number("ns_per_op");  // topolab-ctxsw's; perf's benchmarks have none
@@ -109,7 +110,7 @@ void measure_sched_case(const std::string& serial, const RunResult& r, const Mea
       last_line = serial.substr(fail, serial.find('\n', fail) - fail);
     throw std::runtime_error(fmt::format("{}: the guest failed: {}", where(),
                                          !r.diagnosis.empty() ? r.diagnosis
-                                         : !last_line.empty() ? last_line
+                                         : !last_line.empty() ? one_line(last_line)
                                                               : fmt::format("exit value {}", r.guest_value.value_or(0))));
   }
   auto sched = parse_sched_result(serial);

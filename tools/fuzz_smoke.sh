@@ -22,7 +22,7 @@ shift || true
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] ||
   harnesses=(topology local_apic multiboot cost qemu_command linux_boot pvh_boot io_apic pci_config cmos_rtc
-             pit8254 pic fw_cfg msr_file acpi numa gdb_packet snapshot_file kvm_pv)
+             pit8254 pic fw_cfg msr_file acpi numa gdb_packet snapshot_file kvm_pv guest_protocol)
 
 tools/setup.sh
 tools/sanitized_build.sh "${harnesses[@]/%/_fuzzer}"
