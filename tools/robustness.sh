@@ -49,12 +49,14 @@ if not images_found:
 # that the mutated image runs; a quarter get one invalid flag.
 smp = ["1", "2", "4", "4,sockets=2,cores=2", "8,sockets=2,dies=2,cores=2", "3"]
 cpu = ["qemu64", "Skylake-Server", "EPYC", "Skylake-Server,+x2apic", "qemu64,+monitor", "qemu64,+tsc-deadline",
-       "Skylake-Server,+x2apic,+tsc-deadline", "EPYC,l3-cache=off"]
+       "Skylake-Server,+x2apic,+tsc-deadline", "EPYC,l3-cache=off", "Skylake-Server,kvm=on",
+       "Skylake-Server,+x2apic,kvm=on,kvm-pv-ipi=on,kvm-pv-unhalt=on,kvm-poll-control=on,kvm-pv-enforce-cpuid=on"]
 cost = ["none", "freq_mhz=500", "freq_mhz=100,cpi=100", "halt_poll_ns=0,ipiv=1", "mwait_passthrough=0"]
 appends = ["", "mode=halt", "mode=spin", "iterations=10", "cores=2", "workload=pipe loops=5", "mode=store",
            "cpus=2", "x" * 300, "mode=tsc_deadline_far", "mode=nmi"]
 invalid = [["-smp", "0"], ["-smp", "7,sockets=2"], ["-smp", "abc"], ["-smp", "4097"], ["-cpu", "Pentium9"],
-           ["-cpu", "qemu64,+avx9"], ["--cost", "freq_mhz=0"], ["--cost", "bogus=1"], ["--cost", "cpi=0"],
+           ["-cpu", "qemu64,+avx9"], ["-cpu", "qemu64,kvm-pv-ipi=on"], ["-cpu", "Skylake-Server,kvm=on,kvm-asyncpf=on"],
+           ["--cost", "freq_mhz=0"], ["--cost", "bogus=1"], ["--cost", "cpi=0"],
            ["-m", "0"], ["-m", "2"], ["--quantum", "0"], ["--time-limit", "-1"],
            ["--numa", "node,memdev=nothing"], ["--object", "memory-backend-ram,id=a"],
            ["--numa", "dist,src=0,dst=0,val=11"], ["--numa", "node,cpus=9999"], ["--machine", "hmat=maybe"],
