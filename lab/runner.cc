@@ -108,6 +108,7 @@ void measure_sched_case(const std::string& serial, const RunResult& r, const Mea
     std::string last_line;
     if (size_t fail = serial.rfind("FAIL"); fail != std::string::npos)
       last_line = serial.substr(fail, serial.find('\n', fail) - fail);
+    std::erase(last_line, '\r');
     throw std::runtime_error(fmt::format("{}: the guest failed: {}", where(),
                                          !r.diagnosis.empty() ? r.diagnosis
                                          : !last_line.empty() ? one_line(last_line)

@@ -89,6 +89,18 @@ TEST_F(RunnerOnFakes, AFailedGuestNamesItsCase) {
   }
 }
 
+// What the guest printed is quoted as one line: no CR, no escape sequence
+// reaching the user's terminal.
+TEST_F(RunnerOnFakes, AFailedGuestsLineIsQuotedAsOneLine) {
+  ExperimentOptions options;
+  try {
+    run_experiment_cases(options, {spec_}, fakes({print("FAIL: \x1b[31mred\r\n"), guest_exit(3)}), nullptr);
+    FAIL() << "a guest that exited 3 passed";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "pipe on 1 fake vCPU with none: the guest failed: FAIL: \\x1b[31mred");
+  }
+}
+
 TEST_F(RunnerOnFakes, AGuestWithoutAWindowIsAFailure) {
   ExperimentOptions options;
   EXPECT_THROW(run_experiment_cases(options, {spec_}, fakes({print("sched-result: loops=3\n"), guest_exit(0)}), nullptr),
