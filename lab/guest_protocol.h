@@ -16,9 +16,10 @@
 namespace topolab {
 
 // What a guest printed that cannot be read as a measurement: a count past
-// 64 bits, a counter that went down. One line, the guest's text escaped;
-// the experiment names its case and ends (a guest is not the user's input,
-// so this is no InputError).
+// 64 bits, a counter that went down. One line that quotes no guest text;
+// the experiment names its case and ends. The experiments boot their own
+// guests (the sched kernel, /init on Debian's kernel), so this is no
+// InputError.
 class GuestProtocolError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
