@@ -37,6 +37,11 @@ enum : uint32_t {
 };
 // boot_params fields outside the setup header (arch/x86/include/uapi/asm/bootparam.h).
 constexpr uint32_t kE820Entries = 0x1e8;
+// Where boot_params' room for the setup header ends (its _pad7) and
+// edd_mbr_sig_buffer begins. A jump at 0x200 that lands past it makes
+// the header longer than any boot_params holds: the bytes beyond are the
+// image's setup code, not header fields, and are not copied.
+constexpr uint32_t kSetupHeaderAreaEnd = 0x290;
 constexpr uint32_t kE820Table = 0x2d0;
 constexpr unsigned kE820MaxEntries = 128;
 constexpr uint32_t kBootParamsSize = 4096;
@@ -68,20 +73,20 @@ constexpr std::array<uint64_t, 4> kBootGdt = {0, 0, 0x00CF'9A00'0000'FFFF, 0x00C
 std::string mib(uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
 // boot_params: zero but for the setup header, which is the kernel's own
-// (`header` ends where it does) with the loader's fields filled in, and the
-// e820 map.
-void write_boot_params(GuestRam& ram, std::span<const uint8_t> header, uint64_t initrd_start, size_t initrd_size) {
+// (`header` ends where it does, or at the end of boot_params' room for it)
+// with the loader's fields filled in, and the e820 map (`regions`, at most
+// kE820MaxEntries).
+void write_boot_params(GuestRam& ram, std::span<const uint8_t> header, uint64_t initrd_start, size_t initrd_size,
+                       const std::vector<memory_map::E820Region>& regions) {
   std::span<uint8_t> params = ram.bytes(kBootParamsAddress, kBootParamsSize);
   std::fill(params.begin(), params.end(), 0);
-  std::memcpy(params.data() + kSetupSects, header.data() + kSetupSects, header.size() - kSetupSects);
+  const size_t header_end = std::min<size_t>(header.size(), kSetupHeaderAreaEnd);
+  std::memcpy(params.data() + kSetupSects, header.data() + kSetupSects, header_end - kSetupSects);
   ram.write<uint8_t>(kBootParamsAddress + kTypeOfLoader, kLoaderUndefined);
   ram.write<uint32_t>(kBootParamsAddress + kCode32Start, kKernelAddress);
   ram.write<uint32_t>(kBootParamsAddress + kCmdLinePtr, kCmdlineAddress);
   ram.write<uint32_t>(kBootParamsAddress + kRamdiskImage, static_cast<uint32_t>(initrd_start));
   ram.write<uint32_t>(kBootParamsAddress + kRamdiskSize, static_cast<uint32_t>(initrd_size));
-  const auto regions = memory_map::e820_regions(ram.regions());
-  if (regions.size() > kE820MaxEntries)
-    throw ImageError(fmt::format("guest RAM has {} e820 entries; boot_params holds {}", regions.size(), kE820MaxEntries));
   ram.write<uint8_t>(kBootParamsAddress + kE820Entries, static_cast<uint8_t>(regions.size()));
   for (size_t i = 0; i < regions.size(); ++i) {
     const uint64_t at = kBootParamsAddress + kE820Table + 20 * i;  // struct boot_e820_entry, packed
@@ -100,6 +105,10 @@ bool is_linux_image(std::span<const uint8_t> image) {
 LinuxBoot load_linux(GuestRam& ram, std::span<const uint8_t> image, const std::string& cmdline,
                      std::span<const uint8_t> initrd) {
   if (!is_linux_image(image)) throw ImageError("not a Linux kernel: no \"HdrS\" setup header at offset 0x202");
+  // Checked before anything is written: a refusal leaves RAM as it was.
+  const auto regions = memory_map::e820_regions(ram.regions());
+  if (regions.size() > kE820MaxEntries)
+    throw ImageError(fmt::format("guest RAM has {} e820 entries; boot_params holds {}", regions.size(), kE820MaxEntries));
   const size_t header_end = kHeaderMagic + image[kJump + 1];
   if (image.size() < std::max<size_t>(header_end, kInitSize + 4))
     throw ImageError(fmt::format("the Linux kernel is truncated: {} bytes end inside its setup header", image.size()));
@@ -161,7 +170,7 @@ LinuxBoot load_linux(GuestRam& ram, std::span<const uint8_t> image, const std::s
   std::span<uint8_t> gdt = ram.bytes(kGdtAddress, sizeof kBootGdt);
   std::memcpy(gdt.data(), kBootGdt.data(), sizeof kBootGdt);
 
-  write_boot_params(ram, image.first(header_end), initrd_start, initrd.size());
+  write_boot_params(ram, image.first(header_end), initrd_start, initrd.size(), regions);
 
   LinuxBoot boot;
   boot.entry = kKernelAddress;

@@ -73,6 +73,24 @@ TEST(LinuxBoot, E820MapMatchesTheMachine) {
   }
 }
 
+// A jump at 0x200 that claims a header to 0x301 (its largest): boot_params
+// holds the header only to 0x290, where edd_mbr_sig_buffer begins, so the
+// rest is setup code, not copied; the e820 map at 0x2D0 is the loader's
+// (found by linux_boot_fuzzer: the map had been written over the copy).
+TEST(LinuxBoot, ASetupHeaderPastBootParamsRoomForItIsCutAt0x290) {
+  GuestRam ram(64 << 20);
+  FakeKernel k;
+  std::vector<uint8_t> image = k.build();
+  image[0x201] = 0xff;
+  for (size_t i = 0x270; i < 0x301; ++i) image[i] = 0xcc;
+  const LinuxBoot boot = load_linux(ram, image, "", {});
+  const uint64_t bp = boot.boot_params;
+  EXPECT_EQ(ram.read<uint8_t>(bp + 0x28f), 0xcc) << "the header's room is copied to its end";
+  for (uint64_t i = 0x290; i < 0x2d0; ++i) ASSERT_EQ(ram.read<uint8_t>(bp + i), 0) << std::hex << i;
+  EXPECT_EQ(ram.read<uint8_t>(bp + 0x1e8), 4);
+  EXPECT_EQ(ram.read<uint64_t>(bp + 0x2d0 + 8), 0x9fc00u) << "the first e820 entry's length";
+}
+
 // -m 16G as the pc machine lays it out: the e820 map gains the RAM from
 // 4 GiB, and the initrd goes to the top of the RAM below the gap, not of all
 // RAM, even when the kernel would take it anywhere below 4 GiB.

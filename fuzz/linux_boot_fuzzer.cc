@@ -7,7 +7,8 @@
 // - a refusal is one ImageError line and leaves RAM as it was;
 // - an accepted image: the protected-mode kernel (the file past its setup
 //   sectors) is at code32_start = 1 MiB, byte for byte; boot_params is the
-//   image's setup header with the loader's fields filled in (type_of_loader
+//   image's setup header (to its end, or to 0x290, where boot_params' room
+//   for it ends) with the loader's fields filled in (type_of_loader
 //   0xFF, code32_start, cmd_line_ptr, ramdisk_image/size) and an e820 map
 //   of RAM the guest has; the command line is there, NUL-terminated, no
 //   longer than the header's cmdline_size; the GDT has flat 4 GiB code and
@@ -16,6 +17,7 @@
 //   [max(1 MiB, pref_address), +init_size);
 // - boot_params, the command line, the GDT, the kernel and the initrd each
 //   lie in guest RAM (an e820 RAM region) and never overlap.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -103,11 +105,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // boot_params.
   const uint32_t bp = boot.boot_params;
   FUZZ_CHECK(bp + 4096 <= ram.top(), "boot_params at {:#x}", bp);
-  for (size_t i = 0x1f1; i < header_end; ++i) {
+  // boot_params has room for the header up to 0x290 (edd_mbr_sig_buffer
+  // follows); a jump that claims more leads to setup code, not header.
+  for (size_t i = 0x1f1; i < std::min<size_t>(header_end, 0x290); ++i) {
     const bool loader_field = (i >= 0x210 && i < 0x211) || (i >= 0x214 && i < 0x220) || (i >= 0x228 && i < 0x22c);
     if (!loader_field)
       FUZZ_CHECK(ram.data()[bp + i] == image[i], "boot_params byte {:#x} is not the setup header's", i);
   }
+  for (size_t i = 0x290; i < 0x2d0; ++i)
+    FUZZ_CHECK(ram.data()[bp + i] == 0, "boot_params byte {:#x}, past the setup header's room, is not zero", i);
   FUZZ_CHECK(ram.read<uint8_t>(bp + 0x210) == 0xff, "type_of_loader");
   FUZZ_CHECK(ram.read<uint32_t>(bp + 0x214) == boot.entry, "code32_start");
   FUZZ_CHECK(ram.read<uint32_t>(bp + 0x228) == boot.cmdline, "cmd_line_ptr");
