@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "emu/snapshot_file.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -131,21 +132,24 @@ uint64_t get_le(std::string_view in, size_t at, unsigned bytes) {
 
 // zstd's frame, unpacked to exactly `size` bytes; nullopt if it does not.
 // In chunks, so that a header that promises more than the frame holds
-// costs no more memory than the frame gives.
+// costs no more memory than the frame gives; no chunk reaches more than one
+// byte past `size` (the byte that tells a frame that holds more), so a
+// small snapshot costs no MiB of zeroed memory.
 std::optional<std::string> unpack(std::string_view packed, uint64_t size) {
   constexpr size_t kChunk = size_t{1} << 20;
   std::unique_ptr<ZSTD_DStream, decltype(&ZSTD_freeDStream)> stream(ZSTD_createDStream(), ZSTD_freeDStream);
   std::string out;
   ZSTD_inBuffer in{packed.data(), packed.size(), 0};
   for (;;) {
-    const size_t used = out.size();
-    out.resize(used + kChunk);
-    ZSTD_outBuffer chunk{out.data() + used, kChunk, 0};
+    const size_t used = out.size();  // at most `size`: more returned below
+    const size_t room = static_cast<size_t>(std::min<uint64_t>(kChunk, size - used + 1));
+    out.resize(used + room);
+    ZSTD_outBuffer chunk{out.data() + used, room, 0};
     const size_t left = ZSTD_decompressStream(stream.get(), &chunk, &in);
     out.resize(used + chunk.pos);
     if (ZSTD_isError(left) || out.size() > size) return std::nullopt;
     if (left == 0) break;  // the frame is complete
-    if (in.pos == in.size && chunk.pos < kChunk) return std::nullopt;  // it ends early
+    if (in.pos == in.size && chunk.pos < room) return std::nullopt;  // it ends early
   }
   if (out.size() != size || in.pos != in.size) return std::nullopt;
   return out;
