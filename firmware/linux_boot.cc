@@ -146,10 +146,12 @@ LinuxBoot load_linux(GuestRam& ram, std::span<const uint8_t> image, const std::s
     throw ImageError(fmt::format("the kernel command line is {} bytes; this kernel takes at most {}", cmdline.size(),
                                  cmdline_max));
   // The header's cmdline_size can be anything; the line and its NUL must
-  // still end below the kernel at 1 MiB, or copying it would overwrite it.
-  if (cmdline.size() >= kKernelAddress - kCmdlineAddress)
-    throw ImageError(fmt::format("the kernel command line is {} bytes; topolab has room for {} below the kernel",
-                                 cmdline.size(), kKernelAddress - kCmdlineAddress - 1));
+  // still end in the RAM below the EBDA, the first RAM region of the e820
+  // map: past it lie the EBDA, the VGA window and the BIOS, and then the
+  // kernel at 1 MiB, which the copy would overwrite.
+  if (cmdline.size() >= memory_map::kEbdaBase - kCmdlineAddress)
+    throw ImageError(fmt::format("the kernel command line is {} bytes; topolab has room for {} below the EBDA at {:#x}",
+                                 cmdline.size(), memory_map::kEbdaBase - kCmdlineAddress - 1, memory_map::kEbdaBase));
 
   // The initrd goes as high as the kernel allows, page-aligned, as QEMU puts it.
   const uint64_t initrd_limit =

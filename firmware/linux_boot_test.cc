@@ -155,16 +155,20 @@ TEST(LinuxBoot, RefusesACommandLineOverTheKernelsLimit) {
 }
 
 // A header may allow any length (cmdline_size is 32 bits); the line still
-// has to fit between 0x20000 and the kernel at 1 MiB, which it would
-// overwrite (fuzz/linux_boot_fuzzer.cc found it).
-TEST(LinuxBoot, RefusesACommandLineThatWouldReachTheKernel) {
+// has to fit in the RAM between 0x20000 and the EBDA at 0x9FC00, the end of
+// the e820 map's first RAM region: past it lie the EBDA, the VGA window,
+// the BIOS and then the kernel at 1 MiB (fuzz/linux_boot_fuzzer.cc found
+// both: F7 the kernel, F16 the EBDA).
+TEST(LinuxBoot, RefusesACommandLineThatWouldReachTheEbda) {
   GuestRam ram(64 << 20);
   FakeKernel k;
   k.cmdline_size = 0xffffffff;
-  EXPECT_NO_THROW(load_linux(ram, k.build(), std::string(0xdffff, 'x'), {}));
+  EXPECT_NO_THROW(load_linux(ram, k.build(), std::string(0x7fbff, 'x'), {}));
   GuestRam fresh(64 << 20);
+  EXPECT_EQ(expect_error(fresh, k.build(), std::string(0x7fc00, 'x')),
+            "the kernel command line is 523264 bytes; topolab has room for 523263 below the EBDA at 0x9fc00");
   EXPECT_EQ(expect_error(fresh, k.build(), std::string(0xe0000, 'x')),
-            "the kernel command line is 917504 bytes; topolab has room for 917503 below the kernel");
+            "the kernel command line is 917504 bytes; topolab has room for 523263 below the EBDA at 0x9fc00");
   for (uint64_t at = 0; at < fresh.top(); at += 4096) ASSERT_EQ(fresh.read<uint64_t>(at), 0u) << "RAM written at " << at;
 }
 
